@@ -1,0 +1,324 @@
+// Package redistest runs real redis-server processes on free loopback ports
+// for tests, benchmarks and the chaos suite. It has no test-only
+// dependencies, so the bench and integration modules use it as well.
+package redistest
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// InstallHint tells a person how to get redis-server on Debian or Ubuntu.
+const InstallHint = "redis-server not found on PATH: install it with `apt-get install -y redis-server` (Debian/Ubuntu) or `brew install redis`"
+
+// Options configure a server.
+type Options struct {
+	// Persistent turns on the append-only file with appendfsync always, so a
+	// killed server comes back with every acknowledged write.
+	Persistent bool
+	// Dir is the server's working directory; a fresh temporary one by default.
+	Dir string
+	// Binary is the redis-server executable; "redis-server" on PATH by default.
+	Binary string
+}
+
+// Server is one redis-server process. Its port stays the same across
+// restarts.
+type Server struct {
+	Addr string
+	Port int
+
+	opts    Options
+	tempDir bool
+
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	exited chan struct{}
+	log    *tailBuffer
+}
+
+// Start starts a redis-server on a free loopback port and waits until it
+// accepts connections.
+func Start(opts Options) (*Server, error) {
+	if opts.Binary == "" {
+		opts.Binary = "redis-server"
+	}
+	if _, err := exec.LookPath(opts.Binary); err != nil {
+		return nil, errors.New(InstallHint)
+	}
+	s := &Server{opts: opts}
+	if s.opts.Dir == "" {
+		dir, err := os.MkdirTemp("", "redistest-")
+		if err != nil {
+			return nil, err
+		}
+		s.opts.Dir, s.tempDir = dir, true
+	}
+	// A free port can be taken by someone else between our probe and the
+	// server's bind; try a few.
+	var err error
+	for range 5 {
+		var port int
+		if port, err = freePort(); err != nil {
+			break
+		}
+		s.Port, s.Addr = port, net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		if err = s.start(); err == nil {
+			return s, nil
+		}
+	}
+	s.cleanupDir()
+	return nil, err
+}
+
+// StartN starts n servers; on failure it stops those already started.
+func StartN(n int, opts Options) ([]*Server, error) {
+	servers := make([]*Server, 0, n)
+	for range n {
+		o := opts
+		o.Dir = ""
+		s, err := Start(o)
+		if err != nil {
+			for _, s := range servers {
+				_ = s.Close()
+			}
+			return nil, err
+		}
+		servers = append(servers, s)
+	}
+	return servers, nil
+}
+
+// StartT starts n servers for a test and closes them at cleanup.
+func StartT(t testing.TB, n int, opts Options) []*Server {
+	t.Helper()
+	servers, err := StartN(n, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for _, s := range servers {
+			if err := s.Close(); err != nil {
+				t.Errorf("closing redis-server %s: %v", s.Addr, err)
+			}
+		}
+	})
+	return servers
+}
+
+// ClientsT returns one go-redis client per server, closed at cleanup. The
+// clients honour context deadlines and do not retry, so a dead node fails
+// fast instead of being retried behind the lock's back.
+func ClientsT(t testing.TB, servers []*Server) []redis.UniversalClient {
+	t.Helper()
+	clients := make([]redis.UniversalClient, len(servers))
+	for i, s := range servers {
+		c := s.NewClient()
+		t.Cleanup(func() { _ = c.Close() })
+		clients[i] = c
+	}
+	return clients
+}
+
+// NewClient returns a go-redis client for the server, set up for lock use:
+// context deadlines honoured, no command retries.
+func (s *Server) NewClient() *redis.Client {
+	return redis.NewClient(&redis.Options{
+		Addr:                  s.Addr,
+		ContextTimeoutEnabled: true,
+		MaxRetries:            -1,
+		DialTimeout:           time.Second,
+		Protocol:              2,
+		DisableIdentity:       true,
+	})
+}
+
+func (s *Server) args() []string {
+	a := []string{
+		"--port", strconv.Itoa(s.Port),
+		"--bind", "127.0.0.1",
+		"--dir", s.opts.Dir,
+		"--protected-mode", "no",
+		"--daemonize", "no",
+		"--logfile", "",
+		"--save", "",
+	}
+	if s.opts.Persistent {
+		a = append(a, "--appendonly", "yes", "--appendfsync", "always")
+	} else {
+		a = append(a, "--appendonly", "no")
+	}
+	return a
+}
+
+func (s *Server) start() error {
+	cmd := exec.Command(s.opts.Binary, s.args()...)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	cmd.Stderr = cmd.Stdout
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	log := &tailBuffer{}
+	ready := make(chan struct{})
+	exited := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(out)
+		signalled := false
+		for sc.Scan() {
+			line := sc.Text()
+			log.add(line)
+			if !signalled && strings.Contains(line, "Ready to accept connections") {
+				close(ready)
+				signalled = true
+			}
+		}
+		_, _ = io.Copy(io.Discard, out)
+		_ = cmd.Wait()
+		close(exited)
+	}()
+	select {
+	case <-ready:
+	case <-exited:
+		return fmt.Errorf("redis-server on port %d exited at start:\n%s", s.Port, log.String())
+	case <-time.After(10 * time.Second):
+		_ = cmd.Process.Kill()
+		<-exited
+		return fmt.Errorf("redis-server on port %d not ready after 10s:\n%s", s.Port, log.String())
+	}
+	s.mu.Lock()
+	s.cmd, s.exited, s.log = cmd, exited, log
+	s.mu.Unlock()
+	return nil
+}
+
+// Kill sends SIGKILL and waits for the process to end. Without persistence
+// the server forgets everything.
+func (s *Server) Kill() error {
+	s.mu.Lock()
+	cmd, exited := s.cmd, s.exited
+	s.cmd = nil
+	s.mu.Unlock()
+	if cmd == nil {
+		return nil
+	}
+	// A stopped process must be continued to die promptly on some kernels.
+	_ = cmd.Process.Signal(syscall.SIGCONT)
+	if err := cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return err
+	}
+	<-exited
+	return nil
+}
+
+// Restart starts the server again on the same port and directory (after
+// Kill, or kills it first). With Persistent it reloads its append-only file.
+func (s *Server) Restart() error {
+	if err := s.Kill(); err != nil {
+		return err
+	}
+	var err error
+	// The kernel may hold the port briefly; retry a few times.
+	for range 20 {
+		if err = s.start(); err == nil {
+			return nil
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		<-ctx.Done()
+		cancel()
+	}
+	return err
+}
+
+// Pause stops the process with SIGSTOP: it keeps its connections but answers
+// nothing, and its keys do not expire while it is stopped.
+func (s *Server) Pause() error { return s.signal(syscall.SIGSTOP) }
+
+// Resume continues a paused process.
+func (s *Server) Resume() error { return s.signal(syscall.SIGCONT) }
+
+// Running reports whether the process is up (paused counts as up).
+func (s *Server) Running() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cmd != nil
+}
+
+func (s *Server) signal(sig os.Signal) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return fmt.Errorf("redis-server %s is not running", s.Addr)
+	}
+	return s.cmd.Process.Signal(sig)
+}
+
+// Close kills the server and removes its temporary directory.
+func (s *Server) Close() error {
+	err := s.Kill()
+	s.cleanupDir()
+	return err
+}
+
+// Log returns the last lines the server printed.
+func (s *Server) Log() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.log == nil {
+		return ""
+	}
+	return s.log.String()
+}
+
+func (s *Server) cleanupDir() {
+	if s.tempDir {
+		_ = os.RemoveAll(filepath.Clean(s.opts.Dir))
+	}
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// tailBuffer keeps the last lines of a server's output for error messages.
+type tailBuffer struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (b *tailBuffer) add(line string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.lines = append(b.lines, line)
+	if len(b.lines) > 40 {
+		b.lines = b.lines[len(b.lines)-40:]
+	}
+}
+
+func (b *tailBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return strings.Join(b.lines, "\n")
+}

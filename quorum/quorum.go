@@ -1,0 +1,239 @@
+// Package quorum sends one call to each of N nodes in parallel and decides,
+// as soon as the outcome is known, whether enough of them agreed.
+//
+// It knows nothing about Redis: a call is any function of a node index that
+// answers Yes, No or Failed. Run returns when Need nodes said Yes, or as soon
+// as so many said otherwise (or stayed silent past the timeout) that Need can
+// no longer be reached. It never waits for a slow or dead node once the outcome
+// is decided; calls still in flight then finish in the background, and each of
+// their replies is handed to the round's Late callback, so the caller can undo
+// what a late node did (a SET whose reply came after the decision).
+package quorum
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Vote is one node's answer in a round.
+type Vote uint8
+
+const (
+	// Pending means the node had not answered when the round was decided.
+	Pending Vote = iota
+	// Yes means the node did what was asked (granted, released, extended).
+	Yes
+	// No means the node answered and refused (the key is held by another).
+	No
+	// Failed means the call returned an error or did not finish in time.
+	Failed
+)
+
+func (v Vote) String() string {
+	switch v {
+	case Pending:
+		return "pending"
+	case Yes:
+		return "yes"
+	case No:
+		return "no"
+	case Failed:
+		return "failed"
+	}
+	return "unknown"
+}
+
+// ErrTimeout is the error of a node that did not answer within the round's
+// timeout. Its call keeps running; its reply, if any, goes to Late.
+var ErrTimeout = errors.New("quorum: node timeout")
+
+// Majority returns the smallest number of nodes out of n that forms a
+// majority: n/2 + 1.
+func Majority(n int) int { return n/2 + 1 }
+
+// Reply is what one node answered.
+type Reply[T any] struct {
+	Node  int
+	Vote  Vote
+	Value T
+	Err   error
+}
+
+// Result is the outcome of a round.
+type Result[T any] struct {
+	// Replies holds one entry per node, indexed by node. A node that had not
+	// answered by the decision has Vote Pending, or Failed with ErrTimeout when
+	// the timeout decided the round.
+	Replies []Reply[T]
+	// Yes, No and Failed count the votes in Replies.
+	Yes, No, Failed int
+	// OK is true when Need nodes said Yes and Accept (if any) accepted.
+	OK bool
+}
+
+// Round describes one parallel call to every node.
+type Round[T any] struct {
+	// Nodes is how many nodes are called, with indexes 0..Nodes-1.
+	Nodes int
+	// Need is how many Yes votes make the round succeed, usually
+	// Majority(Nodes). It must be between 1 and Nodes.
+	Need int
+	// Timeout bounds each call: a node that has not answered by then counts as
+	// Failed with ErrTimeout. Each call's context also carries this deadline.
+	Timeout time.Duration
+	// Call does the work on one node. It runs in its own goroutine.
+	Call func(ctx context.Context, node int) (Vote, T, error)
+	// Accept, if set, is called once, when Need nodes said Yes, before the
+	// round is decided; returning false turns the success into a failure (the
+	// lock's validity ran out, say). Late replies then see ok == false.
+	Accept func(r *Result[T]) bool
+	// Late, if set, receives each reply that arrives after the decision, with
+	// the round's final OK, in the goroutine of that node's call.
+	Late func(r Reply[T], ok bool)
+	// Background, if set, tracks the calls that outlive Run: Add is called
+	// before each is started and Done after its Late returns, so an owner can
+	// wait for every straggler before it shuts down.
+	Background *sync.WaitGroup
+}
+
+// inflight counts the calls still running; the last one cancels their
+// shared context.
+type inflight struct {
+	left   atomic.Int32
+	cancel context.CancelFunc
+}
+
+func (f *inflight) done() {
+	if f.left.Add(-1) == 0 {
+		f.cancel()
+	}
+}
+
+// Run calls rd.Call for every node in parallel and returns as soon as the
+// outcome is decided; see the package comment. One failing or dead node does
+// not cancel the others: each call has only its own deadline (and ctx).
+func Run[T any](ctx context.Context, rd *Round[T]) Result[T] {
+	n := rd.Nodes
+	res := Result[T]{Replies: make([]Reply[T], n)}
+	for i := range res.Replies {
+		res.Replies[i].Node = i
+	}
+
+	// decided is set under mu when the coordinator has stopped reading
+	// replies; from then on a call hands its reply to Late instead. The
+	// channel is buffered to n so a sender never blocks.
+	var (
+		mu      sync.Mutex
+		decided bool
+		replies = make(chan Reply[T], n)
+	)
+	// The calls share callCtx; the last one to finish cancels it, not the
+	// decision, so stragglers still run to their own deadline.
+	var calls inflight
+	calls.left.Store(int32(n))
+	callCtx, cancel := context.WithTimeout(ctx, rd.Timeout)
+	calls.cancel = cancel
+	if rd.Background != nil {
+		rd.Background.Add(n)
+	}
+	for i := range n {
+		go func() {
+			defer func() {
+				calls.done()
+			}()
+			if rd.Background != nil {
+				defer rd.Background.Done()
+			}
+			vote, v, err := rd.Call(callCtx, i)
+			if err != nil {
+				vote = Failed
+			}
+			rep := Reply[T]{Node: i, Vote: vote, Value: v, Err: err}
+			mu.Lock()
+			if !decided {
+				replies <- rep
+				mu.Unlock()
+				return
+			}
+			ok := res.OK
+			mu.Unlock()
+			if rd.Late != nil {
+				rd.Late(rep, ok)
+			}
+		}()
+	}
+
+	timer := time.NewTimer(rd.Timeout)
+	defer timer.Stop()
+	pending := n
+	record := func(rep Reply[T]) {
+		res.Replies[rep.Node] = rep
+		pending--
+		switch rep.Vote {
+		case Yes:
+			res.Yes++
+		case No:
+			res.No++
+		default:
+			res.Failed++
+		}
+	}
+	decide := func() {
+		mu.Lock()
+		// Replies that arrived while we were deciding are part of the round.
+		for len(replies) > 0 {
+			record(<-replies)
+		}
+		if res.Yes >= rd.Need {
+			res.OK = rd.Accept == nil || rd.Accept(&res)
+		}
+		decided = true
+		mu.Unlock()
+	}
+	for {
+		if res.Yes >= rd.Need || res.Yes+pending < rd.Need {
+			decide()
+			return res
+		}
+		select {
+		case rep := <-replies:
+			record(rep)
+		case <-timer.C:
+			// Everyone still silent counts as failed; their replies go to Late.
+			mu.Lock()
+			for len(replies) > 0 {
+				record(<-replies)
+			}
+			for i := range res.Replies {
+				if res.Replies[i].Vote == Pending {
+					res.Replies[i].Vote, res.Replies[i].Err = Failed, ErrTimeout
+					res.Failed++
+					pending--
+				}
+			}
+			mu.Unlock()
+			decide()
+			return res
+		}
+	}
+}
+
+// Each calls fn for every node in parallel and returns when every call has
+// returned, or when timeout has passed, whichever comes first. Calls still
+// running then are tracked by background, if it is set. It serves clean-up
+// work whose outcome decides nothing, such as undoing a failed acquisition.
+func Each(ctx context.Context, nodes int, timeout time.Duration, background *sync.WaitGroup, fn func(ctx context.Context, node int)) {
+	Run(ctx, &Round[struct{}]{
+		Nodes:   nodes,
+		Need:    nodes,
+		Timeout: timeout,
+		Call: func(ctx context.Context, node int) (Vote, struct{}, error) {
+			fn(ctx, node)
+			return Yes, struct{}{}, nil
+		},
+		Background: background,
+	})
+}

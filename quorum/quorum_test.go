@@ -1,0 +1,245 @@
+package quorum_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/quorumlock/redlock/quorum"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+var errDown = errors.New("node down")
+
+// script says how each fake node behaves: its vote, and a channel that must
+// be closed before it answers (nil answers at once).
+type fakeNode struct {
+	vote quorum.Vote
+	err  error
+	wait chan struct{}
+}
+
+func run(t *testing.T, nodes []fakeNode, timeout time.Duration, late func(quorum.Reply[int], bool)) (quorum.Result[int], *sync.WaitGroup) {
+	t.Helper()
+	var bg sync.WaitGroup
+	res := quorum.Run(t.Context(), &quorum.Round[int]{
+		Nodes:   len(nodes),
+		Need:    quorum.Majority(len(nodes)),
+		Timeout: timeout,
+		Call: func(ctx context.Context, i int) (quorum.Vote, int, error) {
+			n := nodes[i]
+			if n.wait != nil {
+				select {
+				case <-n.wait:
+				case <-ctx.Done():
+					return quorum.Failed, i, ctx.Err()
+				}
+			}
+			return n.vote, i, n.err
+		},
+		Late:       late,
+		Background: &bg,
+	})
+	return res, &bg
+}
+
+func TestMajority(t *testing.T) {
+	for n, want := range map[int]int{1: 1, 2: 2, 3: 2, 4: 3, 5: 3, 7: 4} {
+		if got := quorum.Majority(n); got != want {
+			t.Errorf("Majority(%d) = %d, want %d", n, got, want)
+		}
+	}
+}
+
+func TestRun(t *testing.T) {
+	yes := fakeNode{vote: quorum.Yes}
+	no := fakeNode{vote: quorum.No}
+	down := fakeNode{err: errDown}
+	tests := []struct {
+		name          string
+		nodes         []fakeNode
+		ok            bool
+		yes, no, fail int
+	}{
+		{"single node grants", []fakeNode{yes}, true, 1, 0, 0},
+		{"single node refuses", []fakeNode{no}, false, 0, 1, 0},
+		{"all grant", []fakeNode{yes, yes, yes, yes, yes}, true, 5, 0, 0},
+		{"minority down", []fakeNode{down, yes, down, yes, yes}, true, 3, 0, 2},
+		{"majority down", []fakeNode{down, yes, down, down, yes}, false, 2, 0, 3},
+		{"contention", []fakeNode{no, no, yes, no, yes}, false, 2, 3, 0},
+		{"split votes cannot reach quorum", []fakeNode{no, down, yes}, false, 1, 1, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, bg := run(t, tt.nodes, time.Minute, nil)
+			bg.Wait()
+			if res.OK != tt.ok {
+				t.Fatalf("OK = %v, want %v (%+v)", res.OK, tt.ok, res)
+			}
+			// Counting may stop early once decided, but never over-counts.
+			if res.Yes > tt.yes || res.No > tt.no || res.Failed > tt.fail {
+				t.Fatalf("counted yes=%d no=%d failed=%d, at most %d/%d/%d", res.Yes, res.No, res.Failed, tt.yes, tt.no, tt.fail)
+			}
+			if tt.ok && res.Yes < quorum.Majority(len(tt.nodes)) {
+				t.Fatalf("OK with only %d yes", res.Yes)
+			}
+			for i, r := range res.Replies {
+				if r.Node != i {
+					t.Fatalf("reply %d has node %d", i, r.Node)
+				}
+				if r.Vote == quorum.Failed && !errors.Is(r.Err, errDown) {
+					t.Fatalf("node %d failed with %v, want errDown", i, r.Err)
+				}
+			}
+		})
+	}
+}
+
+// A slow node must not hold up a decided round: a majority grants at once,
+// and the slow node's late reply is handed to Late with the final outcome.
+func TestRunDoesNotWaitForSlowNode(t *testing.T) {
+	release := make(chan struct{})
+	lates := make(chan quorum.Reply[int], 1)
+	nodes := []fakeNode{{vote: quorum.Yes}, {vote: quorum.Yes, wait: release}, {vote: quorum.Yes}}
+	res, bg := run(t, nodes, time.Minute, func(r quorum.Reply[int], ok bool) {
+		if !ok {
+			t.Errorf("late reply saw ok=false for a granted round")
+		}
+		lates <- r
+	})
+	if !res.OK || res.Replies[1].Vote != quorum.Pending {
+		t.Fatalf("want OK with node 1 pending, got %+v", res)
+	}
+	close(release)
+	if r := <-lates; r.Node != 1 || r.Vote != quorum.Yes {
+		t.Fatalf("late reply = %+v", r)
+	}
+	bg.Wait()
+}
+
+// Failure is decided as soon as a majority is out of reach, and a straggler
+// that granted after the decision is reported with ok == false so the caller
+// can release it.
+func TestRunLateStragglerOfFailedRound(t *testing.T) {
+	release := make(chan struct{})
+	lates := make(chan quorum.Reply[int], 1)
+	nodes := []fakeNode{{vote: quorum.No}, {vote: quorum.Yes, wait: release}, {vote: quorum.No}}
+	res, bg := run(t, nodes, time.Minute, func(r quorum.Reply[int], ok bool) {
+		if ok {
+			t.Errorf("late reply saw ok=true for a failed round")
+		}
+		lates <- r
+	})
+	if res.OK || res.No != 2 {
+		t.Fatalf("want failure on two refusals, got %+v", res)
+	}
+	close(release)
+	if r := <-lates; r.Node != 1 || r.Vote != quorum.Yes {
+		t.Fatalf("late reply = %+v", r)
+	}
+	bg.Wait()
+}
+
+// A node that does not answer counts as failed after the timeout; the round
+// does not wait for it beyond that, even when the call ignores its context.
+func TestRunTimeout(t *testing.T) {
+	hung := make(chan struct{})
+	lates := make(chan quorum.Reply[int], 1)
+	var bg sync.WaitGroup
+	start := time.Now()
+	res := quorum.Run(t.Context(), &quorum.Round[int]{
+		Nodes: 3, Need: 2, Timeout: 20 * time.Millisecond,
+		Call: func(ctx context.Context, i int) (quorum.Vote, int, error) {
+			switch i {
+			case 0:
+				return quorum.Yes, 0, nil
+			case 1:
+				<-hung // a client that does not honour its context
+				return quorum.Yes, 0, nil
+			}
+			return quorum.No, 0, nil
+		},
+		Late:       func(r quorum.Reply[int], ok bool) { lates <- r },
+		Background: &bg,
+	})
+	if res.OK {
+		t.Fatalf("want failure, got %+v", res)
+	}
+	if r := res.Replies[1]; r.Vote != quorum.Failed || !errors.Is(r.Err, quorum.ErrTimeout) {
+		t.Fatalf("silent node = %+v, want Failed with ErrTimeout", r)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("round took %v with a 20ms timeout", d)
+	}
+	close(hung)
+	if r := <-lates; r.Node != 1 || r.Vote != quorum.Yes {
+		t.Fatalf("late reply = %+v", r)
+	}
+	bg.Wait()
+}
+
+func TestRunAcceptCanReject(t *testing.T) {
+	release := make(chan struct{})
+	lates := make(chan bool, 1)
+	var bg sync.WaitGroup
+	res := quorum.Run(t.Context(), &quorum.Round[int]{
+		Nodes: 3, Need: 2, Timeout: time.Minute,
+		Call: func(ctx context.Context, i int) (quorum.Vote, int, error) {
+			if i == 2 {
+				<-release
+			}
+			return quorum.Yes, 0, nil
+		},
+		Accept:     func(r *quorum.Result[int]) bool { return false },
+		Late:       func(r quorum.Reply[int], ok bool) { lates <- ok },
+		Background: &bg,
+	})
+	if res.OK || res.Yes != 2 {
+		t.Fatalf("Accept rejected but got %+v", res)
+	}
+	close(release)
+	if ok := <-lates; ok {
+		t.Fatal("late reply saw ok=true after Accept rejected")
+	}
+	bg.Wait()
+}
+
+func TestRunCancelledContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	res := quorum.Run(ctx, &quorum.Round[int]{
+		Nodes: 3, Need: 2, Timeout: time.Minute,
+		Call: func(ctx context.Context, i int) (quorum.Vote, int, error) {
+			return quorum.Failed, 0, ctx.Err()
+		},
+	})
+	if res.OK || res.Failed < 2 {
+		t.Fatalf("want failure from a cancelled context, got %+v", res)
+	}
+}
+
+func TestVoteString(t *testing.T) {
+	for v, want := range map[quorum.Vote]string{quorum.Pending: "pending", quorum.Yes: "yes", quorum.No: "no", quorum.Failed: "failed", 9: "unknown"} {
+		if got := v.String(); got != want {
+			t.Errorf("%d.String() = %q, want %q", v, got, want)
+		}
+	}
+}
+
+func TestEachWaitsForAll(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[int]bool{}
+	quorum.Each(t.Context(), 4, time.Minute, nil, func(ctx context.Context, node int) {
+		mu.Lock()
+		seen[node] = true
+		mu.Unlock()
+	})
+	if len(seen) != 4 {
+		t.Fatalf("Each returned after %d of 4 calls", len(seen))
+	}
+}

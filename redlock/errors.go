@@ -1,0 +1,151 @@
+package redlock
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+var (
+	// ErrNotObtained means the lock is held by others on enough nodes that a
+	// majority could not be had: contention, not an outage.
+	ErrNotObtained = errors.New("redlock: not obtained")
+
+	// ErrNoQuorum means a majority of nodes could not be reached or did not
+	// answer in time: an outage, not contention.
+	ErrNoQuorum = errors.New("redlock: no quorum")
+
+	// ErrLockNotHeld means Release, Extend or TTL found the lock not held by us
+	// on a majority of nodes. Such errors also match ErrLockExpired or
+	// ErrLockLost, which tell why.
+	ErrLockNotHeld = errors.New("redlock: lock not held")
+
+	// ErrLockExpired means our keys are gone: the lock was held past its TTL,
+	// but nobody else has taken it. It matches ErrLockNotHeld.
+	ErrLockExpired error = &notHeldError{"redlock: lock not held: expired"}
+
+	// ErrLockLost means another owner holds the lock now. It matches
+	// ErrLockNotHeld.
+	ErrLockLost error = &notHeldError{"redlock: lock not held: taken by another owner"}
+
+	// ErrInvalid is matched by every error about bad input: an empty key, a
+	// TTL not above the drift, a bad option value, a nil or duplicate client.
+	ErrInvalid = errors.New("redlock: invalid argument")
+
+	// ErrClosed is returned by operations on a Locker after Close.
+	ErrClosed = errors.New("redlock: locker closed")
+)
+
+// notHeldError is a reason for ErrLockNotHeld; it matches ErrLockNotHeld
+// through errors.Is.
+type notHeldError struct{ msg string }
+
+func (e *notHeldError) Error() string { return e.msg }
+func (e *notHeldError) Unwrap() error { return ErrLockNotHeld }
+
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, args...)...)
+}
+
+// Outcome is what one node did in a quorum round.
+type Outcome int
+
+const (
+	// OutcomeNoReply means the node had not answered when the round was
+	// decided; it may still apply the command (and is cleaned up if so).
+	OutcomeNoReply Outcome = iota
+	// OutcomeOK means the node granted, released, extended or reported our
+	// lock.
+	OutcomeOK
+	// OutcomeHeldByOther means another owner holds the key on this node.
+	OutcomeHeldByOther
+	// OutcomeMissing means the key is not on this node.
+	OutcomeMissing
+	// OutcomeError means the call failed: a network error, a timeout, a
+	// server error or a reply that made no sense.
+	OutcomeError
+)
+
+func (o Outcome) String() string {
+	switch o {
+	case OutcomeNoReply:
+		return "no reply"
+	case OutcomeOK:
+		return "ok"
+	case OutcomeHeldByOther:
+		return "held by another"
+	case OutcomeMissing:
+		return "missing"
+	case OutcomeError:
+		return "error"
+	}
+	return fmt.Sprintf("Outcome(%d)", int(o))
+}
+
+// NodeResult is one node's part in a quorum round.
+type NodeResult struct {
+	// Addr is the node's address, with any credentials removed.
+	Addr string
+	// Outcome says what the node did.
+	Outcome Outcome
+	// TTL is the holder's remaining time when Outcome is OutcomeHeldByOther
+	// (-1 when the key has no expiry), and our remaining time when a TTL query
+	// returned OutcomeOK.
+	TTL time.Duration
+	// Err is the node's error when Outcome is OutcomeError.
+	Err error
+}
+
+// QuorumError reports a quorum round that did not succeed, node by node. It
+// matches (errors.Is) the sentinel that says why: ErrNotObtained,
+// ErrNoQuorum, ErrLockExpired or ErrLockLost.
+type QuorumError struct {
+	// Op is the operation: "obtain", "release", "extend" or "ttl".
+	Op string
+	// Key is the lock key.
+	Key string
+	// Need is how many nodes had to agree.
+	Need int
+	// Nodes holds one result per node, in the order the clients were given.
+	Nodes []NodeResult
+
+	reason error
+}
+
+// Error describes the round in one line, with each node's outcome.
+func (e *QuorumError) Error() string {
+	var b strings.Builder
+	ok := 0
+	for _, n := range e.Nodes {
+		if n.Outcome == OutcomeOK {
+			ok++
+		}
+	}
+	fmt.Fprintf(&b, "%s: %s %q: %d of %d nodes ok, %d needed", e.reason, e.Op, e.Key, ok, len(e.Nodes), e.Need)
+	for i, n := range e.Nodes {
+		if i == 0 {
+			b.WriteString(" [")
+		} else {
+			b.WriteString("; ")
+		}
+		b.WriteString(n.Addr)
+		b.WriteByte(' ')
+		b.WriteString(n.Outcome.String())
+		switch {
+		case n.Outcome == OutcomeHeldByOther && n.TTL >= 0:
+			fmt.Fprintf(&b, " (%v left)", n.TTL.Round(time.Millisecond))
+		case n.Outcome == OutcomeError && n.Err != nil:
+			b.WriteString(": ")
+			b.WriteString(n.Err.Error())
+		}
+	}
+	if len(e.Nodes) > 0 {
+		b.WriteByte(']')
+	}
+	return b.String()
+}
+
+// Unwrap returns the reason: ErrNotObtained, ErrNoQuorum, ErrLockExpired or
+// ErrLockLost.
+func (e *QuorumError) Unwrap() error { return e.reason }

@@ -1,0 +1,210 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"math"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/quorumlock/redlock/clock"
+	"github.com/quorumlock/redlock/quorum"
+)
+
+// Lock is a held lock. Its methods are safe for concurrent use.
+type Lock struct {
+	l      *Locker
+	key    string
+	keys   []string
+	token  string
+	prefix string // token + "\x00": what the scripts compare
+	meta   string
+	fence  uint64
+	cfg    config
+
+	mu    sync.Mutex
+	until time.Time
+	// done is set by Release: the owner let go of the lock.
+	done bool
+	// lost is set, for good, once the servers said the lock is not ours.
+	lost error
+}
+
+// Key returns the lock's key.
+func (k *Lock) Key() string { return k.key }
+
+// Token returns the owner token stored on the nodes. Passing it to
+// WithToken reclaims the lock.
+func (k *Lock) Token() string { return k.token }
+
+// Metadata returns the metadata given with WithMetadata.
+func (k *Lock) Metadata() string { return k.meta }
+
+// Fence returns the lock's fencing token, or 0 unless WithFencing was given.
+func (k *Lock) Fence() uint64 { return k.fence }
+
+// Until returns the local validity deadline: the time until which no other
+// owner can hold the lock, by this process's clock. Extend moves it. It is
+// computed locally and asks no server.
+func (k *Lock) Until() time.Time {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.until
+}
+
+// Valid reports whether the lock is still ours by the local deadline: it has
+// not been released or found lost, and Until has not passed. It asks no
+// server.
+func (k *Lock) Valid() bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return !k.done && k.lost == nil && k.cfg.clock.Now().Before(k.until)
+}
+
+func (k *Lock) markLost(err error) {
+	k.mu.Lock()
+	if k.lost == nil {
+		k.lost = err
+	}
+	k.mu.Unlock()
+}
+
+// Release deletes the lock on every node where our token still holds it
+// (compare-and-delete), and returns once a majority has answered; the other
+// nodes finish in the background. The lock is no longer Valid afterwards,
+// whatever the outcome.
+//
+// It returns nil when a majority deleted our key. Otherwise the error matches
+// ErrLockNotHeld and tells why, ErrLockExpired (our keys were gone) or
+// ErrLockLost (another owner holds the key), or matches ErrNoQuorum when too
+// many nodes could not be reached to tell; the keys left behind expire by
+// their TTL.
+func (k *Lock) Release(ctx context.Context) error {
+	k.mu.Lock()
+	k.done = true
+	k.mu.Unlock()
+	res, err := k.round(ctx, func(ctx context.Context, i int) (quorum.Vote, int64, error) {
+		return k.l.compareOn(ctx, i, releaseScript, k.keys, k.prefix)
+	}, nil)
+	if err != nil {
+		return err
+	}
+	if res.OK {
+		return nil
+	}
+	return k.l.notHeld("release", k.key, &res)
+}
+
+// Extend resets the lock's TTL to ttl on every node where our token still
+// holds it (compare-and-pexpire), and succeeds only when a majority did so
+// within the new validity; Until then moves to the new deadline.
+//
+// On failure the deadline is unchanged. When the servers say the lock is not
+// ours (ErrLockExpired, ErrLockLost, both matching ErrLockNotHeld) the lock is
+// lost for good: Valid turns false and later calls to Extend return the same
+// error without asking the servers. An outage (ErrNoQuorum) leaves the lock
+// valid until its deadline.
+func (k *Lock) Extend(ctx context.Context, ttl time.Duration) error {
+	cfg := k.cfg
+	cfg.ttl = ttl
+	if err := cfg.validate(); err != nil {
+		return err
+	}
+	k.mu.Lock()
+	lost := k.lost
+	k.mu.Unlock()
+	if lost != nil {
+		return lost
+	}
+	ttlMs := ttl.Milliseconds()
+	var validity time.Duration
+	start := cfg.clock.Now()
+	res, err := k.round(ctx, func(ctx context.Context, i int) (quorum.Vote, int64, error) {
+		return k.l.compareOn(ctx, i, extendScript, k.keys, k.prefix, ttlMs)
+	}, func(*quorum.Result[int64]) bool {
+		validity = clock.Validity(ttl, cfg.clock.Since(start), cfg.driftFactor)
+		return validity > 0
+	})
+	if err != nil {
+		return err
+	}
+	if res.OK {
+		k.mu.Lock()
+		k.until = start.Add(validity)
+		k.mu.Unlock()
+		return nil
+	}
+	qe := k.l.notHeld("extend", k.key, &res)
+	if res.Yes >= k.l.need {
+		qe.reason = ErrNoQuorum // a majority, but too slow to leave validity
+	}
+	err = withContext(ctx, qe)
+	if errors.Is(err, ErrLockNotHeld) {
+		k.markLost(err)
+	}
+	return err
+}
+
+// TTL asks the servers how long the lock has left: the largest time that a
+// majority of nodes still hold our key for (the shortest among the majority
+// that holds it longest). It is the servers' view and includes no drift
+// margin; use Until for the safe local deadline.
+//
+// It fails with an error matching ErrLockNotHeld when our token is not on a
+// majority, or ErrNoQuorum when too many nodes could not be reached.
+func (k *Lock) TTL(ctx context.Context) (time.Duration, error) {
+	res, err := k.round(ctx, func(ctx context.Context, i int) (quorum.Vote, int64, error) {
+		r, err := pttlScript.Run(ctx, k.l.nodes[i].client, k.keys, k.prefix).Int64()
+		switch {
+		case err != nil:
+			return quorum.Failed, 0, err
+		case r >= -1:
+			return quorum.Yes, r, nil
+		case r == -2:
+			return quorum.No, replyGone, nil
+		case r == -3:
+			return quorum.No, replyOther, nil
+		}
+		return quorum.Failed, 0, errors.New("redlock: unexpected PTTL reply")
+	}, nil)
+	if err != nil {
+		return 0, err
+	}
+	if !res.OK {
+		return 0, withContext(ctx, k.l.notHeld("ttl", k.key, &res))
+	}
+	ttls := make([]int64, 0, res.Yes)
+	for _, r := range res.Replies {
+		if r.Vote == quorum.Yes {
+			v := r.Value
+			if v < 0 {
+				v = math.MaxInt64 // no expiry
+			}
+			ttls = append(ttls, v)
+		}
+	}
+	slices.Sort(ttls)
+	slices.Reverse(ttls)
+	v := ttls[k.l.need-1]
+	if v == math.MaxInt64 {
+		return -1, nil
+	}
+	return time.Duration(v) * time.Millisecond, nil
+}
+
+// round runs one compare-and-X round on all nodes, deciding at a majority.
+func (k *Lock) round(ctx context.Context, call func(context.Context, int) (quorum.Vote, int64, error), accept func(*quorum.Result[int64]) bool) (quorum.Result[int64], error) {
+	if err := k.l.enter(); err != nil {
+		return quorum.Result[int64]{}, err
+	}
+	defer k.l.mu.RUnlock()
+	return quorum.Run(ctx, &quorum.Round[int64]{
+		Nodes:      len(k.l.nodes),
+		Need:       k.l.need,
+		Timeout:    k.cfg.nodeTimeout,
+		Call:       call,
+		Accept:     accept,
+		Background: &k.l.bg,
+	}), nil
+}

@@ -1,0 +1,437 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"reflect"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/quorumlock/redlock/clock"
+	"github.com/quorumlock/redlock/quorum"
+)
+
+// Locker hands out locks over a fixed set of independent Redis nodes. It is
+// safe for concurrent use. The clients stay the caller's: Close does not
+// close them.
+type Locker struct {
+	nodes []node
+	need  int
+	cfg   config
+
+	// mu guards closed; operations hold it for reading while they start
+	// goroutines, so that Close's Wait never races an Add on bg.
+	mu     sync.RWMutex
+	closed bool
+	// bg tracks every goroutine that outlives the call that started it:
+	// stragglers of a decided round and their clean-up.
+	bg sync.WaitGroup
+}
+
+// node is one Redis master. Only the scripting commands are used, so a test
+// can wrap a real client to inject faults.
+type node struct {
+	client redis.Scripter
+	addr   string // for messages; credentials removed
+}
+
+// New returns a Locker over the given clients, one per independent Redis
+// master; a lock needs a majority of them (len/2+1). One client gives
+// single-node mode, with the same code and guarantees bounded by that one
+// server. The options become the defaults of every call.
+//
+// New fails with an error matching ErrInvalid when there are no clients, a
+// client is nil, the same client or the same address is given twice (it
+// would vote twice), or an option is out of range.
+//
+// The clients should honour context deadlines (go-redis's
+// ContextTimeoutEnabled) and not retry commands (MaxRetries -1): the lock
+// bounds each node call itself, and a retried script is a second vote from
+// the same node in a later round.
+func New(clients []redis.UniversalClient, opts ...Option) (*Locker, error) {
+	if len(clients) == 0 {
+		return nil, invalid("no clients")
+	}
+	cfg := defaultConfig()
+	cfg.apply(opts)
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if cfg.tokenSet {
+		return nil, invalid("WithToken names one lock's owner: give it to Obtain, TryObtain or Do, not New")
+	}
+	l := &Locker{nodes: make([]node, len(clients)), need: quorum.Majority(len(clients)), cfg: cfg}
+	seen := make(map[string]int, len(clients))
+	for i, c := range clients {
+		if isNil(c) {
+			return nil, invalid("client %d is nil", i)
+		}
+		id, addr := identify(c, i)
+		if j, dup := seen[id]; dup {
+			return nil, invalid("clients %d and %d are the same node (%s): it would vote twice", j, i, addr)
+		}
+		seen[id] = i
+		l.nodes[i] = node{client: c, addr: addr}
+	}
+	return l, nil
+}
+
+func isNil(c redis.UniversalClient) bool {
+	if c == nil {
+		return true
+	}
+	v := reflect.ValueOf(c)
+	return v.Kind() == reflect.Pointer && v.IsNil()
+}
+
+// identify returns a key that is equal for two clients of the same server,
+// and the server's address for messages, without credentials.
+func identify(c redis.UniversalClient, i int) (id, addr string) {
+	if o, ok := c.(interface{ Options() *redis.Options }); ok {
+		opt := o.Options()
+		// A sentinel-backed client reports this placeholder; tell such
+		// clients apart by identity.
+		if opt.Addr != "" && opt.Addr != "FailoverClient" {
+			addr = redactAddr(opt.Addr)
+			return "addr " + opt.Network + " " + normalizeAddr(addr), addr
+		}
+	}
+	return fmt.Sprintf("client %p", c), fmt.Sprintf("node %d", i)
+}
+
+// normalizeAddr makes the usual spellings of the loopback host equal, so
+// "localhost:6379" and "127.0.0.1:6379" count as one node.
+func normalizeAddr(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return strings.ToLower(addr)
+	}
+	switch host = strings.ToLower(host); host {
+	case "", "localhost", "127.0.0.1", "::1":
+		host = "loopback"
+	}
+	return net.JoinHostPort(host, port)
+}
+
+// redactAddr removes credentials from an address or URL.
+func redactAddr(addr string) string {
+	if strings.Contains(addr, "://") {
+		if u, err := url.Parse(addr); err == nil {
+			u.User = nil
+			return u.String()
+		}
+	}
+	if i := strings.LastIndexByte(addr, '@'); i >= 0 {
+		return addr[i+1:]
+	}
+	return addr
+}
+
+// Nodes returns the nodes' addresses, credentials removed, in the order the
+// clients were given.
+func (l *Locker) Nodes() []string {
+	out := make([]string, len(l.nodes))
+	for i, n := range l.nodes {
+		out[i] = n.addr
+	}
+	return out
+}
+
+// Quorum returns how many nodes must agree: len(nodes)/2+1.
+func (l *Locker) Quorum() int { return l.need }
+
+// Close waits for the Locker's background work (clean-up of late node
+// replies) to end and makes further calls fail with ErrClosed. Locks still
+// held are not released; they expire by their TTL. Close does not close the
+// clients.
+func (l *Locker) Close() error {
+	l.mu.Lock()
+	l.closed = true
+	l.mu.Unlock()
+	l.bg.Wait()
+	return nil
+}
+
+// enter marks the start of an operation that may start goroutines; it
+// returns ErrClosed after Close. The caller must call l.mu.RUnlock.
+func (l *Locker) enter() error {
+	l.mu.RLock()
+	if l.closed {
+		l.mu.RUnlock()
+		return ErrClosed
+	}
+	return nil
+}
+
+func (l *Locker) callConfig(key string, opts []Option) (config, error) {
+	if key == "" {
+		return config{}, invalid("empty key")
+	}
+	cfg := l.cfg
+	if len(opts) > 0 {
+		cfg.apply(opts)
+		if err := cfg.validate(); err != nil {
+			return cfg, err
+		}
+	}
+	return cfg, nil
+}
+
+// Obtain acquires the lock on key, retrying per the retry strategy
+// (WithRetry, DefaultRetry by default) until it succeeds, the strategy gives
+// up, or ctx ends.
+//
+// On failure it returns no lock, leaves no key of its own on any node (late
+// replies are cleaned up in the background), and an error that matches
+// ErrNotObtained (contention) or ErrNoQuorum (outage) with per-node detail in
+// a *QuorumError; when ctx ended, the error also matches ctx.Err().
+func (l *Locker) Obtain(ctx context.Context, key string, opts ...Option) (*Lock, error) {
+	cfg, err := l.callConfig(key, opts)
+	if err != nil {
+		return nil, err
+	}
+	seq := cfg.retry.Start()
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for {
+		lock, err := l.attempt(ctx, key, &cfg)
+		if err == nil {
+			return lock, nil
+		}
+		if errors.Is(err, ErrInvalid) || errors.Is(err, ErrClosed) {
+			return nil, err
+		}
+		if ctx.Err() != nil {
+			return nil, withContext(ctx, err)
+		}
+		wait, ok := seq.Next()
+		if !ok {
+			return nil, err
+		}
+		if timer == nil {
+			timer = time.NewTimer(wait)
+		} else {
+			timer.Reset(wait)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, withContext(ctx, err)
+		case <-timer.C:
+		}
+	}
+}
+
+// TryObtain makes exactly one attempt to acquire the lock on key, whatever
+// the retry strategy. On failure it behaves as Obtain does.
+func (l *Locker) TryObtain(ctx context.Context, key string, opts ...Option) (*Lock, error) {
+	cfg, err := l.callConfig(key, opts)
+	if err != nil {
+		return nil, err
+	}
+	lock, err := l.attempt(ctx, key, &cfg)
+	if err != nil && ctx.Err() != nil {
+		err = withContext(ctx, err)
+	}
+	return lock, err
+}
+
+// withContext joins the context's error to err unless it is there already.
+func withContext(ctx context.Context, err error) error {
+	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+		return errors.Join(err, cerr)
+	}
+	return err
+}
+
+// attempt is one quorum round of the acquire script.
+func (l *Locker) attempt(ctx context.Context, key string, cfg *config) (*Lock, error) {
+	if err := l.enter(); err != nil {
+		return nil, err
+	}
+	defer l.mu.RUnlock()
+
+	token := cfg.token
+	if token == "" {
+		// A fresh token per attempt: a straggler's clean-up from a failed
+		// attempt can then never delete the key of a later one.
+		token = uuid.NewString()
+	}
+	prefix := token + "\x00"
+	value := prefix + "1\x00" + cfg.metadata
+	keys := []string{key}
+	ttlMs := cfg.ttl.Milliseconds()
+
+	var validity time.Duration
+	start := cfg.clock.Now()
+	res := quorum.Run(ctx, &quorum.Round[int64]{
+		Nodes:   len(l.nodes),
+		Need:    l.need,
+		Timeout: cfg.nodeTimeout,
+		Call: func(ctx context.Context, i int) (quorum.Vote, int64, error) {
+			return l.acquireOn(ctx, i, keys, value, ttlMs)
+		},
+		// Validity is taken when the majority is in: that is the moment
+		// the lock is granted, and the TTL has been running since the
+		// first request reached a server.
+		Accept: func(*quorum.Result[int64]) bool {
+			validity = clock.Validity(cfg.ttl, cfg.clock.Since(start), cfg.driftFactor)
+			return validity > 0
+		},
+		// A node that answers after a failed round may have set the key
+		// (or may have, if its reply was lost): release it there.
+		Late: func(r quorum.Reply[int64], ok bool) {
+			if !ok && r.Vote != quorum.No {
+				l.releaseOn(ctx, r.Node, keys, prefix, cfg.nodeTimeout)
+			}
+		},
+		Background: &l.bg,
+	})
+	if res.OK {
+		return &Lock{
+			l:      l,
+			key:    key,
+			keys:   keys,
+			token:  token,
+			prefix: prefix,
+			meta:   cfg.metadata,
+			cfg:    *cfg,
+			until:  start.Add(validity),
+		}, nil
+	}
+
+	// Failed: release on every node that granted or may have applied the
+	// SET before its reply was lost. Nodes still in flight are handled by
+	// Late as their replies arrive.
+	quorum.Each(ctx, len(l.nodes), cfg.nodeTimeout, &l.bg, func(_ context.Context, i int) {
+		if v := res.Replies[i].Vote; v == quorum.Yes || v == quorum.Failed {
+			l.releaseOn(ctx, i, keys, prefix, cfg.nodeTimeout)
+		}
+	})
+	qe := l.quorumError("obtain", key, &res, acquireOutcome)
+	switch {
+	case ctx.Err() != nil:
+		qe.reason = ErrNotObtained
+		return nil, withContext(ctx, qe)
+	case res.Failed > len(l.nodes)-l.need || res.Yes >= l.need:
+		// The outage alone prevents a majority, or the majority came too
+		// late to leave any validity.
+		qe.reason = ErrNoQuorum
+	default:
+		qe.reason = ErrNotObtained
+	}
+	return nil, qe
+}
+
+func (l *Locker) acquireOn(ctx context.Context, i int, keys []string, value string, ttlMs int64) (quorum.Vote, int64, error) {
+	r, err := acquireScript.Run(ctx, l.nodes[i].client, keys, value, ttlMs).Int64()
+	switch {
+	case err != nil:
+		return quorum.Failed, 0, err
+	case r == 0:
+		return quorum.Yes, 0, nil
+	case r < 0:
+		return quorum.No, -r - 2, nil // the holder's PTTL
+	}
+	return quorum.Failed, 0, fmt.Errorf("redlock: unexpected acquire reply %d", r)
+}
+
+// releaseOn runs compare-and-delete on one node, outside of any round, with
+// its own timeout, even when ctx has ended: it undoes our own write.
+func (l *Locker) releaseOn(ctx context.Context, i int, keys []string, prefix string, timeout time.Duration) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+	defer cancel()
+	// Best effort: a key left behind on an unreachable node expires by its
+	// TTL and only delays others, it never breaks mutual exclusion.
+	_ = releaseScript.Run(ctx, l.nodes[i].client, keys, prefix).Err()
+}
+
+// compareOn runs one of the compare-and-X scripts on one node.
+func (l *Locker) compareOn(ctx context.Context, i int, s *redis.Script, keys []string, args ...any) (quorum.Vote, int64, error) {
+	r, err := s.Run(ctx, l.nodes[i].client, keys, args...).Int64()
+	switch {
+	case err != nil:
+		return quorum.Failed, 0, err
+	case r == replyOurs:
+		return quorum.Yes, r, nil
+	case r == replyGone || r == replyOther:
+		return quorum.No, r, nil
+	}
+	return quorum.Failed, 0, fmt.Errorf("redlock: unexpected reply %d", r)
+}
+
+// acquireOutcome maps an acquire reply to a node outcome; the value of a No
+// is the holder's PTTL.
+func acquireOutcome(r quorum.Reply[int64]) NodeResult {
+	switch r.Vote {
+	case quorum.Yes:
+		return NodeResult{Outcome: OutcomeOK}
+	case quorum.No:
+		ttl := time.Duration(r.Value) * time.Millisecond
+		if r.Value < 0 {
+			ttl = -1
+		}
+		return NodeResult{Outcome: OutcomeHeldByOther, TTL: ttl}
+	case quorum.Failed:
+		return NodeResult{Outcome: OutcomeError, Err: r.Err}
+	}
+	return NodeResult{Outcome: OutcomeNoReply}
+}
+
+// compareOutcome maps a compare-and-X reply to a node outcome.
+func compareOutcome(r quorum.Reply[int64]) NodeResult {
+	switch r.Vote {
+	case quorum.Yes:
+		return NodeResult{Outcome: OutcomeOK}
+	case quorum.No:
+		if r.Value == replyOther {
+			return NodeResult{Outcome: OutcomeHeldByOther, TTL: -1}
+		}
+		return NodeResult{Outcome: OutcomeMissing}
+	case quorum.Failed:
+		return NodeResult{Outcome: OutcomeError, Err: r.Err}
+	}
+	return NodeResult{Outcome: OutcomeNoReply}
+}
+
+func (l *Locker) quorumError(op, key string, res *quorum.Result[int64], outcome func(quorum.Reply[int64]) NodeResult) *QuorumError {
+	qe := &QuorumError{Op: op, Key: key, Need: l.need, Nodes: make([]NodeResult, len(l.nodes))}
+	for i, r := range res.Replies {
+		nr := outcome(r)
+		nr.Addr = l.nodes[i].addr
+		qe.Nodes[i] = nr
+	}
+	return qe
+}
+
+// notHeld classifies a failed release, extend or TTL round: an outage that
+// hides a possible majority is ErrNoQuorum; otherwise the lock is not ours on
+// a majority, lost if another owner holds it anywhere, else expired.
+func (l *Locker) notHeld(op, key string, res *quorum.Result[int64]) *QuorumError {
+	qe := l.quorumError(op, key, res, compareOutcome)
+	if res.Yes+res.Failed+pendingOf(res) >= l.need {
+		qe.reason = ErrNoQuorum
+		return qe
+	}
+	qe.reason = ErrLockExpired
+	for _, n := range qe.Nodes {
+		if n.Outcome == OutcomeHeldByOther {
+			qe.reason = ErrLockLost
+		}
+	}
+	return qe
+}
+
+func pendingOf[T any](res *quorum.Result[T]) int {
+	return len(res.Replies) - res.Yes - res.No - res.Failed
+}

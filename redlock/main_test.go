@@ -1,0 +1,150 @@
+package redlock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/goleak"
+
+	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/quorumlock/redlock/redlock"
+)
+
+// exampleAddrs are three servers that the runnable examples use.
+var exampleAddrs []string
+
+// quietLogger drops go-redis's own log lines (failed dials to nodes the
+// tests killed on purpose).
+type quietLogger struct{}
+
+func (quietLogger) Printf(context.Context, string, ...any) {}
+
+func TestMain(m *testing.M) {
+	redis.SetLogger(quietLogger{})
+	servers, err := redistest.StartN(3, redistest.Options{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	for _, s := range servers {
+		exampleAddrs = append(exampleAddrs, s.Addr)
+	}
+	code := m.Run()
+	for _, s := range servers {
+		_ = s.Close()
+	}
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// testOpts are generous node timeouts for a loaded machine under -race; the
+// tests that are about timeouts set their own.
+var testOpts = []redlock.Option{redlock.WithNodeTimeout(time.Second), redlock.WithTTL(10 * time.Second)}
+
+type cluster struct {
+	servers []*redistest.Server
+	clients []redis.UniversalClient
+}
+
+func newCluster(t *testing.T, n int) *cluster {
+	t.Helper()
+	servers := redistest.StartT(t, n, redistest.Options{})
+	return &cluster{servers: servers, clients: redistest.ClientsT(t, servers)}
+}
+
+// locker returns a Locker over the cluster's clients, closed at cleanup.
+func (c *cluster) locker(t *testing.T, opts ...redlock.Option) *redlock.Locker {
+	t.Helper()
+	return newLocker(t, c.clients, opts...)
+}
+
+func newLocker(t *testing.T, clients []redis.UniversalClient, opts ...redlock.Option) *redlock.Locker {
+	t.Helper()
+	l, err := redlock.New(clients, append(append([]redlock.Option{}, testOpts...), opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := l.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return l
+}
+
+// values returns the raw value of key on every node ("" when missing).
+func (c *cluster) values(t *testing.T, key string) []string {
+	t.Helper()
+	out := make([]string, len(c.clients))
+	for i := range c.clients {
+		out[i] = c.value(t, i, key)
+	}
+	return out
+}
+
+// value returns the raw value of key on node i ("" when missing).
+func (c *cluster) value(t *testing.T, i int, key string) string {
+	t.Helper()
+	v, err := c.clients[i].Get(context.Background(), key).Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		t.Fatalf("GET %s on node %d: %v", key, i, err)
+	}
+	return v
+}
+
+// holders counts the nodes on which the lock's token holds key.
+func (c *cluster) holders(t *testing.T, key, token string) int {
+	t.Helper()
+	n := 0
+	for _, v := range c.values(t, key) {
+		if len(v) > len(token) && v[:len(token)+1] == token+"\x00" {
+			n++
+		}
+	}
+	return n
+}
+
+func mustObtain(t *testing.T, l *redlock.Locker, key string, opts ...redlock.Option) *redlock.Lock {
+	t.Helper()
+	lock, err := l.TryObtain(t.Context(), key, opts...)
+	if err != nil {
+		t.Fatalf("TryObtain(%q): %v", key, err)
+	}
+	return lock
+}
+
+// gatedClient holds every acquire script call until its gate is closed (or
+// the call's context ends when honourCtx is set), to play a slow node.
+type gatedClient struct {
+	*redis.Client
+	gate   chan struct{}
+	called chan struct{} // receives a value when a call reaches the gate
+}
+
+func (c *gatedClient) wait() {
+	select {
+	case c.called <- struct{}{}:
+	default:
+	}
+	<-c.gate
+}
+
+func (c *gatedClient) EvalSha(ctx context.Context, sha string, keys []string, args ...any) *redis.Cmd {
+	c.wait()
+	return c.Client.EvalSha(context.WithoutCancel(ctx), sha, keys, args...)
+}
+
+func (c *gatedClient) Eval(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd {
+	c.wait()
+	return c.Client.Eval(context.WithoutCancel(ctx), script, keys, args...)
+}

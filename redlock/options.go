@@ -1,0 +1,120 @@
+package redlock
+
+import (
+	"math"
+	"strings"
+	"time"
+
+	"github.com/quorumlock/redlock/clock"
+)
+
+// Defaults of the options.
+const (
+	DefaultTTL         = 8 * time.Second
+	DefaultDriftFactor = clock.DefaultDriftFactor
+	DefaultNodeTimeout = 50 * time.Millisecond
+	// MaxTokenLen bounds tokens given with WithToken.
+	MaxTokenLen = 256
+)
+
+// DefaultRetry is the retry strategy of Obtain unless WithRetry says
+// otherwise: exponential backoff from 8 ms to 512 ms, until the context ends.
+var DefaultRetry = ExponentialBackoff(8*time.Millisecond, 512*time.Millisecond)
+
+// Option configures a Locker (as a default for every call, given to New) or
+// one Obtain, TryObtain or Do call. Bad values are reported as errors
+// matching ErrInvalid, by New or by the call.
+type Option func(*config)
+
+type config struct {
+	ttl         time.Duration
+	driftFactor float64
+	nodeTimeout time.Duration
+	retry       RetryStrategy
+	metadata    string
+	token       string
+	tokenSet    bool
+	fencing     bool
+	clock       clock.Clock
+}
+
+func defaultConfig() config {
+	return config{
+		ttl:         DefaultTTL,
+		driftFactor: DefaultDriftFactor,
+		nodeTimeout: DefaultNodeTimeout,
+		retry:       DefaultRetry,
+		clock:       clock.Real,
+	}
+}
+
+// WithTTL sets how long the lock lives on the servers before it expires by
+// itself. The lock is safe to use for less: the TTL minus the time the
+// acquisition took minus the drift. Default 8s.
+func WithTTL(ttl time.Duration) Option { return func(c *config) { c.ttl = ttl } }
+
+// WithDriftFactor sets the share of the TTL reserved for clock drift between
+// this process and the servers; 2 ms are added for Redis's expiry precision.
+// It must be in [0, 1). Default 0.01.
+func WithDriftFactor(f float64) Option { return func(c *config) { c.driftFactor = f } }
+
+// WithNodeTimeout bounds each call to one node. It should be far below the
+// TTL: a node slower than this counts as failed for that round. Default 50ms.
+func WithNodeTimeout(d time.Duration) Option { return func(c *config) { c.nodeTimeout = d } }
+
+// WithRetry sets how Obtain waits between attempts. Default DefaultRetry.
+// TryObtain ignores it.
+func WithRetry(s RetryStrategy) Option { return func(c *config) { c.retry = s } }
+
+// WithMetadata attaches a string to the lock, stored with it on every node
+// (who holds it, for what). Default empty.
+func WithMetadata(md string) Option { return func(c *config) { c.metadata = md } }
+
+// WithToken sets the owner token instead of a random one, to reclaim a lock
+// by its token (from another process, after a restart). The token must be
+// non-empty, at most MaxTokenLen bytes, and contain no NUL byte. Default: a
+// random UUID for each lock.
+func WithToken(token string) Option {
+	return func(c *config) { c.token, c.tokenSet = token, true }
+}
+
+// WithFencing turns on fencing tokens: each lock carries Fence(), a number
+// that grows with every new holder of the key. Default off.
+func WithFencing() Option { return func(c *config) { c.fencing = true } }
+
+// WithClock sets the time source used for validity arithmetic. Default
+// clock.Real.
+func WithClock(c clock.Clock) Option { return func(cfg *config) { cfg.clock = c } }
+
+func (c *config) apply(opts []Option) {
+	for _, o := range opts {
+		if o != nil {
+			o(c)
+		}
+	}
+}
+
+func (c *config) validate() error {
+	switch {
+	case c.ttl <= 0:
+		return invalid("TTL %v must be positive", c.ttl)
+	case math.IsNaN(c.driftFactor) || c.driftFactor < 0 || c.driftFactor >= 1:
+		return invalid("drift factor %v must be in [0, 1)", c.driftFactor)
+	case c.nodeTimeout <= 0:
+		return invalid("node timeout %v must be positive", c.nodeTimeout)
+	case c.clock == nil:
+		return invalid("nil clock")
+	case c.tokenSet && c.token == "":
+		return invalid("empty token")
+	case len(c.token) > MaxTokenLen:
+		return invalid("token longer than %d bytes", MaxTokenLen)
+	case strings.IndexByte(c.token, 0) >= 0:
+		return invalid("token contains a NUL byte")
+	}
+	if drift := clock.Drift(c.ttl, c.driftFactor); c.ttl <= drift {
+		return invalid("TTL %v is not above the clock drift %v", c.ttl, drift)
+	} else if c.nodeTimeout >= c.ttl-drift {
+		return invalid("node timeout %v leaves no validity within TTL %v (drift %v)", c.nodeTimeout, c.ttl, drift)
+	}
+	return validateStrategy(c.retry)
+}

@@ -1,0 +1,35 @@
+package redlock
+
+import (
+	_ "embed"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The scripts run with EVALSHA; go-redis falls back to EVAL (which also
+// caches the script on the server) when a node answers NOSCRIPT, after a
+// restart for instance.
+var (
+	//go:embed scripts/acquire.lua
+	acquireSrc    string
+	acquireScript = redis.NewScript(acquireSrc)
+
+	//go:embed scripts/release.lua
+	releaseSrc    string
+	releaseScript = redis.NewScript(releaseSrc)
+
+	//go:embed scripts/extend.lua
+	extendSrc    string
+	extendScript = redis.NewScript(extendSrc)
+
+	//go:embed scripts/pttl.lua
+	pttlSrc    string
+	pttlScript = redis.NewScript(pttlSrc)
+)
+
+// Replies of the compare-and-X scripts.
+const (
+	replyOurs  = 1  // our token held the key (and the action was done)
+	replyGone  = 0  // the key is gone
+	replyOther = -1 // another token holds the key
+)
