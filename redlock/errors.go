@@ -3,6 +3,7 @@ package redlock
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -149,3 +150,26 @@ func (e *QuorumError) Error() string {
 // Unwrap returns the reason: ErrNotObtained, ErrNoQuorum, ErrLockExpired or
 // ErrLockLost.
 func (e *QuorumError) Unwrap() error { return e.reason }
+
+// freeIn estimates when the key may be free on enough nodes for a majority:
+// the time until the last of the holder's keys that must expire does, from a
+// failed obtain round. It reports false when that cannot be known (a holder
+// key without expiry, or a round not lost to contention).
+func (e *QuorumError) freeIn() (time.Duration, bool) {
+	var held []time.Duration
+	for _, n := range e.Nodes {
+		if n.Outcome == OutcomeHeldByOther {
+			if n.TTL < 0 {
+				return 0, false
+			}
+			held = append(held, n.TTL)
+		}
+	}
+	// Of the nodes held by others, all but (nodes - need) must clear.
+	k := len(held) - (len(e.Nodes) - e.Need)
+	if k <= 0 {
+		return 0, false
+	}
+	slices.Sort(held)
+	return held[k-1], true
+}

@@ -70,22 +70,45 @@ func (k *Lock) markLost(err error) {
 	k.mu.Unlock()
 }
 
-// Release deletes the lock on every node where our token still holds it
-// (compare-and-delete), and returns once a majority has answered; the other
-// nodes finish in the background. The lock is no longer Valid afterwards,
-// whatever the outcome.
+// Release gives up the lock: on every node where our token still holds it
+// (compare-and-delete) it deletes the key, or, for a re-entered lock, takes
+// away one hold, the last of which deletes the key. It returns once a
+// majority has answered; the other nodes finish in the background. Waiters
+// on the key are woken. The lock is no longer Valid afterwards, whatever the
+// outcome.
 //
-// It returns nil when a majority deleted our key. Otherwise the error matches
+// It returns nil when a majority released. Otherwise the error matches
 // ErrLockNotHeld and tells why, ErrLockExpired (our keys were gone) or
 // ErrLockLost (another owner holds the key), or matches ErrNoQuorum when too
-// many nodes could not be reached to tell; the keys left behind expire by
-// their TTL.
+// many nodes could not be reached to tell; keys left behind expire by their
+// TTL.
 func (k *Lock) Release(ctx context.Context) error {
+	return k.release(ctx, "release", 0)
+}
+
+// ReleaseAfter gives up the lock but keeps its key for hold, so that nobody
+// obtains it for that long: a job that must run at most once per interval
+// releases with the rest of the interval as its cooldown. The key then
+// expires by itself; waiters are not woken early. A hold of 0 is Release; a
+// negative one is an error matching ErrInvalid. Errors are as for Release.
+func (k *Lock) ReleaseAfter(ctx context.Context, hold time.Duration) error {
+	if hold < 0 {
+		return invalid("ReleaseAfter hold %v is negative", hold)
+	}
+	ms := hold.Milliseconds()
+	if hold > 0 && ms == 0 {
+		ms = 1 // Redis counts whole milliseconds; round up, never to "delete"
+	}
+	return k.release(ctx, "release", ms)
+}
+
+func (k *Lock) release(ctx context.Context, op string, cooldownMs int64) error {
 	k.mu.Lock()
 	k.done = true
 	k.mu.Unlock()
+	channel := releaseChannel(k.key)
 	res, err := k.round(ctx, func(ctx context.Context, i int) (quorum.Vote, int64, error) {
-		return k.l.compareOn(ctx, i, releaseScript, k.keys, k.prefix)
+		return k.l.compareOn(ctx, i, releaseScript, k.keys, k.prefix, channel, cooldownMs)
 	}, nil)
 	if err != nil {
 		return err
@@ -93,7 +116,7 @@ func (k *Lock) Release(ctx context.Context) error {
 	if res.OK {
 		return nil
 	}
-	return k.l.notHeld("release", k.key, &res)
+	return withContext(ctx, k.l.notHeld(op, k.key, &res))
 }
 
 // Extend resets the lock's TTL to ttl on every node where our token still

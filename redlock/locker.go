@@ -33,6 +33,8 @@ type Locker struct {
 	// bg tracks every goroutine that outlives the call that started it:
 	// stragglers of a decided round and their clean-up.
 	bg sync.WaitGroup
+
+	notify *notifier
 }
 
 // node is one Redis master. Only the scripting commands are used, so a test
@@ -80,6 +82,7 @@ func New(clients []redis.UniversalClient, opts ...Option) (*Locker, error) {
 		seen[id] = i
 		l.nodes[i] = node{client: c, addr: addr}
 	}
+	l.notify = newNotifier(l.nodes, &l.bg)
 	return l, nil
 }
 
@@ -147,14 +150,16 @@ func (l *Locker) Nodes() []string {
 // Quorum returns how many nodes must agree: len(nodes)/2+1.
 func (l *Locker) Quorum() int { return l.need }
 
-// Close waits for the Locker's background work (clean-up of late node
-// replies) to end and makes further calls fail with ErrClosed. Locks still
-// held are not released; they expire by their TTL. Close does not close the
-// clients.
+// Close ends the Locker's release subscriptions, waits for its background
+// work (clean-up of late node replies) to end, and makes further calls fail
+// with ErrClosed. Locks still held are not released; they expire by their
+// TTL. Close does not close the clients.
 func (l *Locker) Close() error {
 	l.mu.Lock()
 	l.closed = true
 	l.mu.Unlock()
+	// The notifier first: once closed it starts no more work on bg.
+	l.notify.close()
 	l.bg.Wait()
 	return nil
 }
@@ -188,6 +193,13 @@ func (l *Locker) callConfig(key string, opts []Option) (config, error) {
 // (WithRetry, DefaultRetry by default) until it succeeds, the strategy gives
 // up, or ctx ends.
 //
+// While the key is held by another owner, Obtain waits for the holder's
+// release: it wakes as soon as any node announces it (one subscription per
+// node, shared by every waiter of the Locker), and otherwise retries on its
+// timer, never sleeping past the moment the holder's keys expire. With
+// WithFailFast it gives up at once when the holder's keys outlive ctx's
+// deadline.
+//
 // On failure it returns no lock, leaves no key of its own on any node (late
 // replies are cleaned up in the background), and an error that matches
 // ErrNotObtained (contention) or ErrNoQuorum (outage) with per-node detail in
@@ -198,7 +210,10 @@ func (l *Locker) Obtain(ctx context.Context, key string, opts ...Option) (*Lock,
 		return nil, err
 	}
 	seq := cfg.retry.Start()
-	var timer *time.Timer
+	var (
+		timer *time.Timer
+		wake  <-chan struct{}
+	)
 	defer func() {
 		if timer != nil {
 			timer.Stop()
@@ -219,6 +234,24 @@ func (l *Locker) Obtain(ctx context.Context, key string, opts ...Option) (*Lock,
 		if !ok {
 			return nil, err
 		}
+		var qe *QuorumError
+		if errors.As(err, &qe) && errors.Is(err, ErrNotObtained) {
+			if free, known := qe.freeIn(); known {
+				if dl, has := ctx.Deadline(); cfg.failFast && has && time.Until(dl) < free {
+					return nil, err
+				}
+				// No point sleeping past the moment enough keys expire.
+				wait = min(wait, free+time.Millisecond)
+			}
+			if wake == nil && !cfg.pollingOnly {
+				var stop func()
+				wake, stop = l.notify.wait(ctx, key, cfg.nodeTimeout)
+				defer stop()
+				// The release may have come before the subscription did:
+				// try again at once, then sleep.
+				continue
+			}
+		}
 		if timer == nil {
 			timer = time.NewTimer(wait)
 		} else {
@@ -228,6 +261,7 @@ func (l *Locker) Obtain(ctx context.Context, key string, opts ...Option) (*Lock,
 		case <-ctx.Done():
 			return nil, withContext(ctx, err)
 		case <-timer.C:
+		case <-wake:
 		}
 	}
 }
@@ -279,7 +313,7 @@ func (l *Locker) attempt(ctx context.Context, key string, cfg *config) (*Lock, e
 		Need:    l.need,
 		Timeout: cfg.nodeTimeout,
 		Call: func(ctx context.Context, i int) (quorum.Vote, int64, error) {
-			return l.acquireOn(ctx, i, keys, value, ttlMs)
+			return l.acquireOn(ctx, i, keys, value, ttlMs, prefix)
 		},
 		// Validity is taken when the majority is in: that is the moment
 		// the lock is granted, and the TTL has been running since the
@@ -291,7 +325,7 @@ func (l *Locker) attempt(ctx context.Context, key string, cfg *config) (*Lock, e
 		// A node that answers after a failed round may have set the key
 		// (or may have, if its reply was lost): release it there.
 		Late: func(r quorum.Reply[int64], ok bool) {
-			if !ok && r.Vote != quorum.No {
+			if !ok && undo(r.Vote, cfg.tokenSet) {
 				l.releaseOn(ctx, r.Node, keys, prefix, cfg.nodeTimeout)
 			}
 		},
@@ -314,7 +348,7 @@ func (l *Locker) attempt(ctx context.Context, key string, cfg *config) (*Lock, e
 	// SET before its reply was lost. Nodes still in flight are handled by
 	// Late as their replies arrive.
 	quorum.Each(ctx, len(l.nodes), cfg.nodeTimeout, &l.bg, func(_ context.Context, i int) {
-		if v := res.Replies[i].Vote; v == quorum.Yes || v == quorum.Failed {
+		if undo(res.Replies[i].Vote, cfg.tokenSet) {
 			l.releaseOn(ctx, i, keys, prefix, cfg.nodeTimeout)
 		}
 	})
@@ -333,13 +367,23 @@ func (l *Locker) attempt(ctx context.Context, key string, cfg *config) (*Lock, e
 	return nil, qe
 }
 
-func (l *Locker) acquireOn(ctx context.Context, i int, keys []string, value string, ttlMs int64) (quorum.Vote, int64, error) {
-	r, err := acquireScript.Run(ctx, l.nodes[i].client, keys, value, ttlMs).Int64()
+// undo says whether a failed attempt must release a node that voted v. A
+// node that granted must; so must one whose reply was an error, since the SET
+// may have been applied with its reply lost, unless the token is the
+// caller's own: then the key may be an earlier hold of the same owner
+// (re-entry), which an undo must not take away; a lost re-entry costs at most
+// one extra hold on that node until the TTL.
+func undo(v quorum.Vote, ownToken bool) bool {
+	return v == quorum.Yes || (v == quorum.Failed && !ownToken)
+}
+
+func (l *Locker) acquireOn(ctx context.Context, i int, keys []string, value string, ttlMs int64, prefix string) (quorum.Vote, int64, error) {
+	r, err := acquireScript.Run(ctx, l.nodes[i].client, keys, value, ttlMs, prefix).Int64()
 	switch {
 	case err != nil:
 		return quorum.Failed, 0, err
-	case r == 0:
-		return quorum.Yes, 0, nil
+	case r >= 0:
+		return quorum.Yes, 0, nil // granted, or re-entered with r holds
 	case r < 0:
 		return quorum.No, -r - 2, nil // the holder's PTTL
 	}
@@ -353,7 +397,7 @@ func (l *Locker) releaseOn(ctx context.Context, i int, keys []string, prefix str
 	defer cancel()
 	// Best effort: a key left behind on an unreachable node expires by its
 	// TTL and only delays others, it never breaks mutual exclusion.
-	_ = releaseScript.Run(ctx, l.nodes[i].client, keys, prefix).Err()
+	_ = releaseScript.Run(ctx, l.nodes[i].client, keys, prefix, releaseChannel(keys[0]), 0).Err()
 }
 
 // compareOn runs one of the compare-and-X scripts on one node.

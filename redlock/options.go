@@ -35,6 +35,8 @@ type config struct {
 	token       string
 	tokenSet    bool
 	fencing     bool
+	failFast    bool
+	pollingOnly bool
 	clock       clock.Clock
 }
 
@@ -81,6 +83,16 @@ func WithToken(token string) Option {
 // WithFencing turns on fencing tokens: each lock carries Fence(), a number
 // that grows with every new holder of the key. Default off.
 func WithFencing() Option { return func(c *config) { c.fencing = true } }
+
+// WithFailFast makes Obtain give up at once, with ErrNotObtained, when the
+// current holder's keys outlive the context's deadline: waiting could not
+// succeed in time. Without a deadline it changes nothing. Default off.
+func WithFailFast() Option { return func(c *config) { c.failFast = true } }
+
+// WithPollingOnly makes Obtain wait on its retry timer alone, without the
+// release notifications that wake waiters as soon as the holder releases.
+// Default off (notifications on).
+func WithPollingOnly() Option { return func(c *config) { c.pollingOnly = true } }
 
 // WithClock sets the time source used for validity arithmetic. Default
 // clock.Real.

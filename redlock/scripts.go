@@ -22,6 +22,14 @@ var (
 	extendSrc    string
 	extendScript = redis.NewScript(extendSrc)
 
+	//go:embed scripts/inspect.lua
+	inspectSrc    string
+	inspectScript = redis.NewScript(inspectSrc)
+
+	//go:embed scripts/force.lua
+	forceSrc    string
+	forceScript = redis.NewScript(forceSrc)
+
 	//go:embed scripts/pttl.lua
 	pttlSrc    string
 	pttlScript = redis.NewScript(pttlSrc)
@@ -33,3 +41,6 @@ const (
 	replyGone  = 0  // the key is gone
 	replyOther = -1 // another token holds the key
 )
+
+// releaseChannel is where the release script announces that key is free.
+func releaseChannel(key string) string { return "redlock:released:" + key }
