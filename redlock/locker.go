@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/url"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -182,6 +183,9 @@ func (l *Locker) callConfig(key string, opts []Option) (config, error) {
 	cfg := l.cfg
 	if len(opts) > 0 {
 		cfg.apply(opts)
+		if cfg.guard != l.cfg.guard {
+			return cfg, invalid("WithRestartGuard is a property of the cluster: give it to New")
+		}
 		if err := cfg.validate(); err != nil {
 			return cfg, err
 		}
@@ -288,7 +292,8 @@ func withContext(ctx context.Context, err error) error {
 	return err
 }
 
-// attempt is one quorum round of the acquire script.
+// attempt is one quorum round of the acquire script, plus, with fencing, one
+// round that writes the fence back.
 func (l *Locker) attempt(ctx context.Context, key string, cfg *config) (*Lock, error) {
 	if err := l.enter(); err != nil {
 		return nil, err
@@ -303,17 +308,30 @@ func (l *Locker) attempt(ctx context.Context, key string, cfg *config) (*Lock, e
 	}
 	prefix := token + "\x00"
 	value := prefix + "1\x00" + cfg.metadata
-	keys := []string{key}
 	ttlMs := cfg.ttl.Milliseconds()
+	keys := []string{key}
+	args := []any{value, ttlMs, prefix}
+	if cfg.fencing || cfg.guard > 0 {
+		keys = []string{key, fenceKey(key), guardMarker, guardQuarantine}
+		fenced := "0"
+		if cfg.fencing {
+			fenced = "1"
+		}
+		args = append(args, fenced, cfg.guard.Milliseconds())
+	}
+	lockKeys := keys[:1]
 
-	var validity time.Duration
+	var (
+		validity time.Duration
+		late     settle
+	)
 	start := cfg.clock.Now()
 	res := quorum.Run(ctx, &quorum.Round[int64]{
 		Nodes:   len(l.nodes),
 		Need:    l.need,
 		Timeout: cfg.nodeTimeout,
 		Call: func(ctx context.Context, i int) (quorum.Vote, int64, error) {
-			return l.acquireOn(ctx, i, keys, value, ttlMs, prefix)
+			return l.acquireOn(ctx, i, keys, args)
 		},
 		// Validity is taken when the majority is in: that is the moment
 		// the lock is granted, and the TTL has been running since the
@@ -322,34 +340,44 @@ func (l *Locker) attempt(ctx context.Context, key string, cfg *config) (*Lock, e
 			validity = clock.Validity(cfg.ttl, cfg.clock.Since(start), cfg.driftFactor)
 			return validity > 0
 		},
-		// A node that answers after a failed round may have set the key
-		// (or may have, if its reply was lost): release it there.
-		Late: func(r quorum.Reply[int64], ok bool) {
-			if !ok && undo(r.Vote, cfg.tokenSet) {
-				l.releaseOn(ctx, r.Node, keys, prefix, cfg.nodeTimeout)
+		// A node that answers after the decision may have set the key (or
+		// may have, if its reply was lost): if the attempt fails, release
+		// it there as its reply arrives.
+		Late: func(r quorum.Reply[int64], _ bool) {
+			if undo(r.Vote, cfg.tokenSet) && late.releaseLater(r.Node) {
+				l.releaseOn(ctx, r.Node, lockKeys, prefix, cfg.nodeTimeout)
 			}
 		},
 		Background: &l.bg,
 	})
-	if res.OK {
+	var (
+		fence  uint64
+		reason error
+	)
+	if res.OK && cfg.fencing {
+		fence, validity, reason = l.writeBackFence(ctx, key, cfg, &res, start)
+	}
+	if res.OK && reason == nil {
+		late.finish(false)
 		return &Lock{
 			l:      l,
 			key:    key,
-			keys:   keys,
+			keys:   lockKeys,
 			token:  token,
 			prefix: prefix,
 			meta:   cfg.metadata,
+			fence:  fence,
 			cfg:    *cfg,
 			until:  start.Add(validity),
 		}, nil
 	}
 
 	// Failed: release on every node that granted or may have applied the
-	// SET before its reply was lost. Nodes still in flight are handled by
-	// Late as their replies arrive.
+	// SET before its reply was lost, and on those that answer later.
+	pending := late.finish(true)
 	quorum.Each(ctx, len(l.nodes), cfg.nodeTimeout, &l.bg, func(_ context.Context, i int) {
-		if undo(res.Replies[i].Vote, cfg.tokenSet) {
-			l.releaseOn(ctx, i, keys, prefix, cfg.nodeTimeout)
+		if undo(res.Replies[i].Vote, cfg.tokenSet) || slices.Contains(pending, i) {
+			l.releaseOn(ctx, i, lockKeys, prefix, cfg.nodeTimeout)
 		}
 	})
 	qe := l.quorumError("obtain", key, &res, acquireOutcome)
@@ -357,6 +385,8 @@ func (l *Locker) attempt(ctx context.Context, key string, cfg *config) (*Lock, e
 	case ctx.Err() != nil:
 		qe.reason = ErrNotObtained
 		return nil, withContext(ctx, qe)
+	case reason != nil:
+		qe.reason = reason
 	case res.Failed > len(l.nodes)-l.need || res.Yes >= l.need:
 		// The outage alone prevents a majority, or the majority came too
 		// late to leave any validity.
@@ -365,6 +395,83 @@ func (l *Locker) attempt(ctx context.Context, key string, cfg *config) (*Lock, e
 		qe.reason = ErrNotObtained
 	}
 	return nil, qe
+}
+
+// settle tells the Late callback of an acquire round what to do with a
+// straggler: while the attempt is undecided (the fence write-back may still
+// fail it), stragglers are recorded; once it is, a failed attempt releases
+// them.
+type settle struct {
+	mu      sync.Mutex
+	done    bool
+	failed  bool
+	waiting []int
+}
+
+// releaseLater reports whether node must be released now; if the attempt is
+// not settled yet, it records the node for finish instead.
+func (s *settle) releaseLater(node int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.done {
+		s.waiting = append(s.waiting, node)
+		return false
+	}
+	return s.failed
+}
+
+// finish settles the attempt and returns the stragglers recorded so far.
+func (s *settle) finish(failed bool) []int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.done, s.failed = true, failed
+	w := s.waiting
+	s.waiting = nil
+	return w
+}
+
+// writeBackFence takes the highest fence among the granting nodes and
+// raises every node's counter to it, before the lock is handed out.
+//
+// Why this makes fences grow: a later holder needs a majority, which shares
+// at least one node with the granting nodes that took the write-back. It can
+// only be granted there once our key is gone, that is after our Release or
+// expiry, both after this write-back; so its INCR there returns more than our
+// fence, and its fence, a maximum, is larger still. This needs the write-back
+// to reach a majority of granting nodes within the lock's validity, and nodes
+// that keep their counters.
+func (l *Locker) writeBackFence(ctx context.Context, key string, cfg *config, acq *quorum.Result[int64], start time.Time) (uint64, time.Duration, error) {
+	var fence int64
+	granted := make([]bool, len(l.nodes))
+	for i, r := range acq.Replies {
+		if r.Vote == quorum.Yes {
+			granted[i] = true
+			fence = max(fence, r.Value)
+		}
+	}
+	keys := []string{fenceKey(key)}
+	res := quorum.Run(ctx, &quorum.Round[int64]{
+		Nodes:   len(l.nodes),
+		Need:    l.need,
+		Timeout: cfg.nodeTimeout,
+		Call: func(ctx context.Context, i int) (quorum.Vote, int64, error) {
+			// Every node gets the fence (it costs nothing more and helps a
+			// node that later rejoins a majority); only granting nodes count.
+			if _, err := fenceScript.Run(ctx, l.nodes[i].client, keys, fence).Int64(); err != nil {
+				return quorum.Failed, 0, err
+			}
+			if !granted[i] {
+				return quorum.No, 0, nil
+			}
+			return quorum.Yes, 0, nil
+		},
+		Background: &l.bg,
+	})
+	validity := clock.Validity(cfg.ttl, cfg.clock.Since(start), cfg.driftFactor)
+	if !res.OK || validity <= 0 {
+		return 0, 0, ErrNoQuorum
+	}
+	return uint64(fence), validity, nil
 }
 
 // undo says whether a failed attempt must release a node that voted v. A
@@ -377,13 +484,13 @@ func undo(v quorum.Vote, ownToken bool) bool {
 	return v == quorum.Yes || (v == quorum.Failed && !ownToken)
 }
 
-func (l *Locker) acquireOn(ctx context.Context, i int, keys []string, value string, ttlMs int64, prefix string) (quorum.Vote, int64, error) {
-	r, err := acquireScript.Run(ctx, l.nodes[i].client, keys, value, ttlMs, prefix).Int64()
+func (l *Locker) acquireOn(ctx context.Context, i int, keys []string, args []any) (quorum.Vote, int64, error) {
+	r, err := acquireScript.Run(ctx, l.nodes[i].client, keys, args...).Int64()
 	switch {
 	case err != nil:
 		return quorum.Failed, 0, err
 	case r >= 0:
-		return quorum.Yes, 0, nil // granted, or re-entered with r holds
+		return quorum.Yes, r, nil // granted: the fence, 0, or the holds of a re-entry
 	case r < 0:
 		return quorum.No, -r - 2, nil // the holder's PTTL
 	}
@@ -478,4 +585,38 @@ func (l *Locker) notHeld(op, key string, res *quorum.Result[int64]) *QuorumError
 
 func pendingOf[T any](res *quorum.Result[T]) int {
 	return len(res.Replies) - res.Yes - res.No - res.Failed
+}
+
+// Bootstrap seeds the restart guard's memory marker on every node, so that a
+// fresh cluster votes at once instead of abstaining for the guard's maximum
+// TTL. Run it once, when the cluster is first set up, never on a cluster
+// whose nodes may have lost locks that are still held: that would let a
+// forgetful node vote again at once, which is what the guard prevents. A
+// node that already has its marker is left as it is. It fails with an error
+// matching ErrNoQuorum, naming the nodes, unless every node was seeded.
+func (l *Locker) Bootstrap(ctx context.Context) error {
+	if err := l.enter(); err != nil {
+		return err
+	}
+	defer l.mu.RUnlock()
+	keys := []string{guardMarker}
+	res := quorum.Run(ctx, &quorum.Round[int64]{
+		Nodes:   len(l.nodes),
+		Need:    len(l.nodes),
+		Timeout: l.cfg.nodeTimeout,
+		Call: func(ctx context.Context, i int) (quorum.Vote, int64, error) {
+			n, err := bootstrapScript.Run(ctx, l.nodes[i].client, keys).Int64()
+			if err != nil {
+				return quorum.Failed, 0, err
+			}
+			return quorum.Yes, n, nil
+		},
+		Background: &l.bg,
+	})
+	if res.OK {
+		return nil
+	}
+	qe := l.quorumError("bootstrap", "", &res, compareOutcome)
+	qe.reason = ErrNoQuorum
+	return withContext(ctx, qe)
 }

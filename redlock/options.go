@@ -37,6 +37,7 @@ type config struct {
 	fencing     bool
 	failFast    bool
 	pollingOnly bool
+	guard       time.Duration
 	clock       clock.Clock
 }
 
@@ -84,6 +85,23 @@ func WithToken(token string) Option {
 // that grows with every new holder of the key. Default off.
 func WithFencing() Option { return func(c *config) { c.fencing = true } }
 
+// WithRestartGuard protects against nodes that restart without persistence
+// (or are flushed) and so forget the locks they granted: such a node notices
+// the loss in the acquire script itself, through a marker key without expiry,
+// and abstains from granting any lock until maxTTL has passed, by when every
+// lock it forgot has expired. maxTTL must be at least every TTL used with the
+// Locker: longer TTLs are rejected. A fresh cluster abstains likewise on first
+// use unless seeded with Locker.Bootstrap. Give it to New: it is a property
+// of the cluster, not of one call. Default off.
+func WithRestartGuard(maxTTL time.Duration) Option {
+	return func(c *config) {
+		c.guard = maxTTL
+		if maxTTL == 0 {
+			c.guard = -1 // "on with zero" is a mistake, not "off"
+		}
+	}
+}
+
 // WithFailFast makes Obtain give up at once, with ErrNotObtained, when the
 // current holder's keys outlive the context's deadline: waiting could not
 // succeed in time. Without a deadline it changes nothing. Default off.
@@ -122,6 +140,10 @@ func (c *config) validate() error {
 		return invalid("token longer than %d bytes", MaxTokenLen)
 	case strings.IndexByte(c.token, 0) >= 0:
 		return invalid("token contains a NUL byte")
+	case c.guard < 0:
+		return invalid("restart guard maximum TTL must be positive")
+	case c.guard > 0 && c.ttl > c.guard:
+		return invalid("TTL %v is above the restart guard's maximum TTL %v", c.ttl, c.guard)
 	}
 	if drift := clock.Drift(c.ttl, c.driftFactor); c.ttl <= drift {
 		return invalid("TTL %v is not above the clock drift %v", c.ttl, drift)

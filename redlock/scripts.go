@@ -30,6 +30,14 @@ var (
 	forceSrc    string
 	forceScript = redis.NewScript(forceSrc)
 
+	//go:embed scripts/fence.lua
+	fenceSrc    string
+	fenceScript = redis.NewScript(fenceSrc)
+
+	//go:embed scripts/bootstrap.lua
+	bootstrapSrc    string
+	bootstrapScript = redis.NewScript(bootstrapSrc)
+
 	//go:embed scripts/pttl.lua
 	pttlSrc    string
 	pttlScript = redis.NewScript(pttlSrc)
@@ -44,3 +52,13 @@ const (
 
 // releaseChannel is where the release script announces that key is free.
 func releaseChannel(key string) string { return "redlock:released:" + key }
+
+// Keys of the fencing counters and of the restart guard. They never expire.
+const (
+	fencePrefix     = "redlock:fence:"
+	guardMarker     = "redlock:guard:marker"
+	guardQuarantine = "redlock:guard:quarantine"
+)
+
+// fenceKey is the key of the fencing counter of a lock key.
+func fenceKey(key string) string { return fencePrefix + key }

@@ -2,14 +2,40 @@
 -- hold on it if our token already holds it (re-entry).
 --
 -- KEYS[1]  the lock key
+-- KEYS[2]  the key's fencing counter        (fencing or guard mode only)
+-- KEYS[3]  the node's memory marker          (fencing or guard mode only)
+-- KEYS[4]  the node's quarantine key         (fencing or guard mode only)
 -- ARGV[1]  the value: token .. "\0" .. holds .. "\0" .. metadata
 -- ARGV[2]  TTL in milliseconds
 -- ARGV[3]  token .. "\0" (the value's prefix)
+-- ARGV[4]  "1" to return a fencing token      (optional)
+-- ARGV[5]  restart guard: the maximum TTL in ms, "0" for off (optional)
 --
--- Returns 0 when granted, n >= 2 when re-entered (n holds now). When another
--- token holds the key, returns -(PTTL + 2) of that holder, so the caller can
--- sleep until it may expire: -1 means the key has no expiry.
+-- Returns, when granted: the fencing token in fencing mode (the counter,
+-- incremented in this same step for a new holder), else 0 for a new holder
+-- and n >= 2 for a re-entry with n holds. When another token holds the key:
+-- -(PTTL + 2) of that holder, so the caller can sleep until it may expire
+-- (-1: the key has no expiry). With the restart guard on, a node that lost
+-- its memory answers an ABSTAIN error until the maximum TTL has passed.
+local guard = tonumber(ARGV[5] or '0')
+if guard > 0 then
+  -- The marker has no expiry: if it is missing, this node restarted
+  -- without persistence or was flushed, and forgot the locks it granted.
+  -- It stays out of every vote until any such lock has surely expired.
+  if redis.call('EXISTS', KEYS[3]) == 0 then
+    redis.call('SET', KEYS[4], '1', 'PX', guard, 'NX')
+    redis.call('SET', KEYS[3], '1')
+  end
+  local left = redis.call('PTTL', KEYS[4])
+  if left > 0 then
+    return redis.error_reply('ABSTAIN node lost its memory, abstains for ' .. left .. ' ms more')
+  end
+end
+local fenced = ARGV[4] == '1'
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  if fenced then
+    return redis.call('INCR', KEYS[2])
+  end
   return 0
 end
 local v = redis.call('GET', KEYS[1])
@@ -20,6 +46,10 @@ if v and string.sub(v, 1, #ARGV[3]) == ARGV[3] then
   if holds then
     holds = holds + 1
     redis.call('SET', KEYS[1], ARGV[3] .. holds .. string.sub(rest, i), 'PX', ARGV[2])
+    if fenced then
+      -- Same holder: same fence.
+      return tonumber(redis.call('GET', KEYS[2]) or '0')
+    end
     return holds
   end
 end
