@@ -81,13 +81,18 @@ func (k *Lock) keepAlive(ctx context.Context, quit <-chan struct{}, lose context
 			return
 		case <-next.C:
 		}
+		if k.released() {
+			return // the owner let go; nothing is lost
+		}
 		err := k.Extend(ctx, ttl)
 		switch {
 		case err == nil:
 			deadline.Reset(left())
 			next.Reset(every)
 		case errors.Is(err, ErrLockNotHeld):
-			lose(&lostError{reason: err})
+			if !k.released() {
+				lose(&lostError{reason: err})
+			}
 			return
 		case ctx.Err() != nil:
 			return

@@ -414,3 +414,20 @@ func TestForceRelease(t *testing.T) {
 		t.Fatalf("ForceRelease with a majority down: %v", err)
 	}
 }
+
+// Releasing while KeepAlive still runs ends it quietly: no false loss.
+func TestKeepAliveAfterReleaseIsNotLoss(t *testing.T) {
+	l := newCluster(t, 1).locker(t, redlock.WithTTL(150*time.Millisecond), redlock.WithNodeTimeout(20*time.Millisecond))
+	lock := mustObtain(t, l, "k")
+	held, stop := lock.KeepAlive(t.Context())
+	defer stop()
+	if err := lock.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	// Let at least one extension tick pass (every TTL/3 = 50ms).
+	select {
+	case <-held.Done():
+		t.Fatalf("KeepAlive reported %v after a plain Release", context.Cause(held))
+	case <-time.After(300 * time.Millisecond):
+	}
+}

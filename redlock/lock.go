@@ -62,6 +62,12 @@ func (k *Lock) Valid() bool {
 	return !k.done && k.lost == nil && k.cfg.clock.Now().Before(k.until)
 }
 
+func (k *Lock) released() bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.done
+}
+
 func (k *Lock) markLost(err error) {
 	k.mu.Lock()
 	if k.lost == nil {
