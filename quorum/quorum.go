@@ -85,7 +85,19 @@ type Round[T any] struct {
 	// Failed with ErrTimeout. Each call's context also carries this deadline.
 	Timeout time.Duration
 	// Call does the work on one node. It runs in its own goroutine.
+	// Exactly one of Call and Start must be set.
 	Call func(ctx context.Context, node int) (Vote, T, error)
+	// Start, instead of Call, starts the work on one node without blocking
+	// and arranges for reply to be called exactly once, from any goroutine,
+	// with the node's answer. It suits callers that keep their own workers
+	// per node (to pipeline many rounds' calls), so that a round starts no
+	// goroutine at all. The round's Timeout still decides for silent nodes;
+	// Start must bound its own work (ctx carries no deadline of the round).
+	Start func(ctx context.Context, node int, reply func(node int, v Vote, value T, err error))
+	// WaitAll makes the round wait for every node's answer (or the
+	// timeout) instead of deciding as soon as the outcome is known; a read
+	// that must see every write acknowledged so far wants that.
+	WaitAll bool
 	// Accept, if set, is called once, when Need nodes said Yes, before the
 	// round is decided; returning false turns the success into a failure (the
 	// lock's validity ran out, say). Late replies then see ok == false.
@@ -130,40 +142,47 @@ func Run[T any](ctx context.Context, rd *Round[T]) Result[T] {
 		decided bool
 		replies = make(chan Reply[T], n)
 	)
-	// The calls share callCtx; the last one to finish cancels it, not the
-	// decision, so stragglers still run to their own deadline.
-	var calls inflight
-	calls.left.Store(int32(n))
-	callCtx, cancel := context.WithTimeout(ctx, rd.Timeout)
-	calls.cancel = cancel
 	if rd.Background != nil {
 		rd.Background.Add(n)
 	}
-	for i := range n {
-		go func() {
-			defer func() {
-				calls.done()
-			}()
-			if rd.Background != nil {
-				defer rd.Background.Done()
-			}
-			vote, v, err := rd.Call(callCtx, i)
-			if err != nil {
-				vote = Failed
-			}
-			rep := Reply[T]{Node: i, Vote: vote, Value: v, Err: err}
-			mu.Lock()
-			if !decided {
-				replies <- rep
-				mu.Unlock()
-				return
-			}
-			ok := res.OK
+	reply := func(i int, vote Vote, v T, err error) {
+		if rd.Background != nil {
+			defer rd.Background.Done()
+		}
+		if err != nil {
+			vote = Failed
+		}
+		rep := Reply[T]{Node: i, Vote: vote, Value: v, Err: err}
+		mu.Lock()
+		if !decided {
+			replies <- rep
 			mu.Unlock()
-			if rd.Late != nil {
-				rd.Late(rep, ok)
-			}
-		}()
+			return
+		}
+		ok := res.OK
+		mu.Unlock()
+		if rd.Late != nil {
+			rd.Late(rep, ok)
+		}
+	}
+	if rd.Start != nil {
+		for i := range n {
+			rd.Start(ctx, i, reply)
+		}
+	} else {
+		// The calls share callCtx; the last one to finish cancels it, not
+		// the decision, so stragglers still run to their own deadline.
+		var calls inflight
+		calls.left.Store(int32(n))
+		callCtx, cancel := context.WithTimeout(ctx, rd.Timeout)
+		calls.cancel = cancel
+		for i := range n {
+			go func() {
+				defer calls.done()
+				vote, v, err := rd.Call(callCtx, i)
+				reply(i, vote, v, err)
+			}()
+		}
 	}
 
 	timer := time.NewTimer(rd.Timeout)
@@ -194,7 +213,7 @@ func Run[T any](ctx context.Context, rd *Round[T]) Result[T] {
 		mu.Unlock()
 	}
 	for {
-		if res.Yes >= rd.Need || res.Yes+pending < rd.Need {
+		if pending == 0 || (!rd.WaitAll && (res.Yes >= rd.Need || res.Yes+pending < rd.Need)) {
 			decide()
 			return res
 		}

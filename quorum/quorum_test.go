@@ -243,3 +243,57 @@ func TestEachWaitsForAll(t *testing.T) {
 		t.Fatalf("Each returned after %d of 4 calls", len(seen))
 	}
 }
+
+// Start mode: calls answer from goroutines the caller owns; a reply that
+// comes after the timeout decided the round goes to Late.
+func TestRunStart(t *testing.T) {
+	var bg sync.WaitGroup
+	hold := make(chan struct{})
+	lates := make(chan quorum.Reply[int], 1)
+	var workers sync.WaitGroup
+	res := quorum.Run(t.Context(), &quorum.Round[int]{
+		Nodes: 3, Need: 2, Timeout: 50 * time.Millisecond,
+		Start: func(ctx context.Context, i int, reply func(int, quorum.Vote, int, error)) {
+			switch i {
+			case 0:
+				reply(i, quorum.Yes, 10, nil) // synchronously, inside Start
+			case 1:
+				workers.Go(func() { <-hold; reply(i, quorum.Yes, 11, nil) })
+			default:
+				workers.Go(func() { reply(i, quorum.No, 12, nil) })
+			}
+		},
+		Late:       func(r quorum.Reply[int], ok bool) { lates <- r },
+		Background: &bg,
+	})
+	if res.OK || res.Replies[0].Value != 10 || res.Replies[2].Vote != quorum.No {
+		t.Fatalf("got %+v", res)
+	}
+	if r := res.Replies[1]; r.Vote != quorum.Failed || !errors.Is(r.Err, quorum.ErrTimeout) {
+		t.Fatalf("silent node = %+v", r)
+	}
+	close(hold)
+	if r := <-lates; r.Node != 1 || r.Value != 11 {
+		t.Fatalf("late = %+v", r)
+	}
+	workers.Wait()
+	bg.Wait()
+}
+
+// WaitAll waits for every node even once the outcome is known.
+func TestRunWaitAll(t *testing.T) {
+	release := make(chan struct{})
+	go func() { time.Sleep(20 * time.Millisecond); close(release) }()
+	res := quorum.Run(t.Context(), &quorum.Round[int]{
+		Nodes: 3, Need: 2, Timeout: time.Minute, WaitAll: true,
+		Call: func(ctx context.Context, i int) (quorum.Vote, int, error) {
+			if i == 2 {
+				<-release
+			}
+			return quorum.Yes, i, nil
+		},
+	})
+	if !res.OK || res.Yes != 3 || res.Replies[2].Vote != quorum.Yes {
+		t.Fatalf("WaitAll decided before the slow node: %+v", res)
+	}
+}

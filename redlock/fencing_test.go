@@ -80,7 +80,7 @@ func TestFencesGrowAcrossMinorityRestarts(t *testing.T) {
 // next holder's: the store rejects it.
 func TestFencedStoreRejectsPausedHolder(t *testing.T) {
 	c := newCluster(t, 3)
-	l := c.locker(t, redlock.WithFencing(), redlock.WithTTL(200*time.Millisecond), redlock.WithNodeTimeout(50*time.Millisecond))
+	l := c.locker(t, redlock.WithFencing(), redlock.WithTTL(400*time.Millisecond), redlock.WithNodeTimeout(100*time.Millisecond))
 	store := &fencedStore{}
 	slow := mustObtain(t, l, "res")
 	// slow pauses: its lock expires and another client takes it.

@@ -58,16 +58,16 @@ func TestDoReturnsFnError(t *testing.T) {
 // The background extension keeps the lock for work that runs several TTLs.
 func TestDoExtendsPastTTL(t *testing.T) {
 	c := newCluster(t, 3)
-	l := c.locker(t, redlock.WithTTL(300*time.Millisecond), redlock.WithNodeTimeout(50*time.Millisecond))
+	l := c.locker(t, redlock.WithTTL(600*time.Millisecond), redlock.WithNodeTimeout(100*time.Millisecond))
 	err := l.Do(t.Context(), "long", func(ctx context.Context) error {
-		// Work for four TTLs on purpose.
+		// Work for three TTLs on purpose.
 		select {
-		case <-time.After(1200 * time.Millisecond):
+		case <-time.After(1800 * time.Millisecond):
 		case <-ctx.Done():
 			return context.Cause(ctx)
 		}
 		if _, err := l.TryObtain(ctx, "long"); !errors.Is(err, redlock.ErrNotObtained) {
-			t.Errorf("after four TTLs another TryObtain got %v: the lock was not extended", err)
+			t.Errorf("after three TTLs another TryObtain got %v: the lock was not extended", err)
 		}
 		return nil
 	})
@@ -81,7 +81,7 @@ func TestDoExtendsPastTTL(t *testing.T) {
 func TestDoLosesLockWhenNodesDie(t *testing.T) {
 	c := newCluster(t, 3)
 	ttl := 600 * time.Millisecond
-	l := c.locker(t, redlock.WithTTL(ttl), redlock.WithNodeTimeout(50*time.Millisecond))
+	l := c.locker(t, redlock.WithTTL(ttl), redlock.WithNodeTimeout(100*time.Millisecond))
 	var killedAt time.Time
 	var cancelledAfter time.Duration
 	err := l.Do(t.Context(), "k", func(ctx context.Context) error {
@@ -113,7 +113,7 @@ func TestDoLosesLockWhenNodesDie(t *testing.T) {
 // Another owner takes over (here by force): the next extension sees it.
 func TestKeepAliveSeesTakeover(t *testing.T) {
 	c := newCluster(t, 3)
-	l := c.locker(t, redlock.WithTTL(300*time.Millisecond), redlock.WithNodeTimeout(50*time.Millisecond))
+	l := c.locker(t, redlock.WithTTL(600*time.Millisecond), redlock.WithNodeTimeout(100*time.Millisecond))
 	lock := mustObtain(t, l, "k")
 	held, stop := lock.KeepAlive(t.Context())
 	defer stop()
@@ -214,19 +214,17 @@ func TestReentryCountsHolds(t *testing.T) {
 	}
 }
 
-// notifyingClient signals every acquire-script call, so a test knows a
-// waiter has tried (and subscribed) before it releases.
+// notifyingClient signals every finished script call, so a test knows a
+// waiter's attempt is over (and it has subscribed) before it releases.
 type notifyingClient struct {
 	*redis.Client
 	calls chan struct{}
 }
 
 func (c *notifyingClient) EvalSha(ctx context.Context, sha string, keys []string, args ...any) *redis.Cmd {
-	select {
-	case c.calls <- struct{}{}:
-	default:
-	}
-	return c.Client.EvalSha(ctx, sha, keys, args...)
+	cmd := c.Client.EvalSha(ctx, sha, keys, args...)
+	c.calls <- struct{}{}
+	return cmd
 }
 
 // waitForRelease measures how long after a release a waiter with a
@@ -237,8 +235,12 @@ func waitForRelease(t *testing.T, opts ...redlock.Option) time.Duration {
 	holderL := c.locker(t)
 	held := mustObtain(t, holderL, "q")
 
-	spy := &notifyingClient{Client: c.clients[0].(*redis.Client), calls: make(chan struct{}, 16)}
-	waiterL := newLocker(t, []redis.UniversalClient{spy, c.clients[1], c.clients[2]})
+	calls := make(chan struct{}, 64)
+	var spied []redis.UniversalClient
+	for _, cl := range c.clients {
+		spied = append(spied, &notifyingClient{Client: cl.(*redis.Client), calls: calls})
+	}
+	waiterL := newLocker(t, spied)
 	got := make(chan time.Time, 1)
 	errc := make(chan error, 1)
 	go func() {
@@ -249,12 +251,14 @@ func waitForRelease(t *testing.T, opts ...redlock.Option) time.Duration {
 		}
 		errc <- err
 	}()
-	// The first attempt, then (with notifications) the retry after
-	// subscribing; with polling only, the second call is the timer's.
-	<-spy.calls
-	pollingOnly := len(opts) > 0
-	if !pollingOnly {
-		<-spy.calls
+	// The first attempt on all three nodes, then (with notifications) the
+	// retry after subscribing; with polling only, the next is the timer's.
+	attempts := 2
+	if len(opts) > 0 { // polling only
+		attempts = 1
+	}
+	for range 3 * attempts {
+		<-calls
 	}
 	released := time.Now()
 	if err := held.Release(t.Context()); err != nil {
@@ -323,7 +327,7 @@ func TestManyWaitersShareSubscriptions(t *testing.T) {
 
 func TestWaiterNeverSleepsPastExpiry(t *testing.T) {
 	l := newCluster(t, 3).locker(t)
-	mustObtain(t, l, "e", redlock.WithTTL(300*time.Millisecond), redlock.WithNodeTimeout(50*time.Millisecond)) // never released
+	mustObtain(t, l, "e", redlock.WithTTL(300*time.Millisecond), redlock.WithNodeTimeout(100*time.Millisecond)) // never released
 	start := time.Now()
 	lock, err := l.Obtain(t.Context(), "e", redlock.WithRetry(redlock.LinearBackoff(5*time.Second)), redlock.WithPollingOnly())
 	if err != nil {
@@ -417,17 +421,18 @@ func TestForceRelease(t *testing.T) {
 
 // Releasing while KeepAlive still runs ends it quietly: no false loss.
 func TestKeepAliveAfterReleaseIsNotLoss(t *testing.T) {
-	l := newCluster(t, 1).locker(t, redlock.WithTTL(150*time.Millisecond), redlock.WithNodeTimeout(20*time.Millisecond))
+	l := newCluster(t, 1).locker(t, redlock.WithTTL(300*time.Millisecond), redlock.WithNodeTimeout(100*time.Millisecond))
 	lock := mustObtain(t, l, "k")
 	held, stop := lock.KeepAlive(t.Context())
 	defer stop()
 	if err := lock.Release(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	// Let at least one extension tick pass (every TTL/3 = 50ms).
+	// Let extension ticks pass (every TTL/3 = 100ms) and the old
+	// deadline too.
 	select {
 	case <-held.Done():
 		t.Fatalf("KeepAlive reported %v after a plain Release", context.Cause(held))
-	case <-time.After(300 * time.Millisecond):
+	case <-time.After(600 * time.Millisecond):
 	}
 }

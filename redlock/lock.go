@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/quorumlock/redlock/clock"
 	"github.com/quorumlock/redlock/quorum"
 )
@@ -113,9 +115,7 @@ func (k *Lock) release(ctx context.Context, op string, cooldownMs int64) error {
 	k.done = true
 	k.mu.Unlock()
 	channel := releaseChannel(k.key)
-	res, err := k.round(ctx, func(ctx context.Context, i int) (quorum.Vote, int64, error) {
-		return k.l.compareOn(ctx, i, releaseScript, k.keys, k.prefix, channel, cooldownMs)
-	}, nil)
+	res, err := k.round(ctx, releaseScript, []any{k.prefix, channel, cooldownMs}, decodeCompare, nil)
 	if err != nil {
 		return err
 	}
@@ -149,9 +149,7 @@ func (k *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	ttlMs := ttl.Milliseconds()
 	var validity time.Duration
 	start := cfg.clock.Now()
-	res, err := k.round(ctx, func(ctx context.Context, i int) (quorum.Vote, int64, error) {
-		return k.l.compareOn(ctx, i, extendScript, k.keys, k.prefix, ttlMs)
-	}, func(*quorum.Result[int64]) bool {
+	res, err := k.round(ctx, extendScript, []any{k.prefix, ttlMs}, decodeCompare, func(*quorum.Result[int64]) bool {
 		validity = clock.Validity(ttl, cfg.clock.Since(start), cfg.driftFactor)
 		return validity > 0
 	})
@@ -183,20 +181,7 @@ func (k *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 // It fails with an error matching ErrLockNotHeld when our token is not on a
 // majority, or ErrNoQuorum when too many nodes could not be reached.
 func (k *Lock) TTL(ctx context.Context) (time.Duration, error) {
-	res, err := k.round(ctx, func(ctx context.Context, i int) (quorum.Vote, int64, error) {
-		r, err := pttlScript.Run(ctx, k.l.nodes[i].client, k.keys, k.prefix).Int64()
-		switch {
-		case err != nil:
-			return quorum.Failed, 0, err
-		case r >= -1:
-			return quorum.Yes, r, nil
-		case r == -2:
-			return quorum.No, replyGone, nil
-		case r == -3:
-			return quorum.No, replyOther, nil
-		}
-		return quorum.Failed, 0, errors.New("redlock: unexpected PTTL reply")
-	}, nil)
+	res, err := k.roundAll(ctx, pttlScript, []any{k.prefix}, decodePTTL)
 	if err != nil {
 		return 0, err
 	}
@@ -222,18 +207,49 @@ func (k *Lock) TTL(ctx context.Context) (time.Duration, error) {
 	return time.Duration(v) * time.Millisecond, nil
 }
 
-// round runs one compare-and-X round on all nodes, deciding at a majority.
-func (k *Lock) round(ctx context.Context, call func(context.Context, int) (quorum.Vote, int64, error), accept func(*quorum.Result[int64]) bool) (quorum.Result[int64], error) {
+// decodePTTL turns a pttl reply into a vote: Yes with the PTTL where our
+// token holds the key.
+func decodePTTL(r int64, err error) (quorum.Vote, int64, error) {
+	switch {
+	case err != nil:
+		return quorum.Failed, 0, err
+	case r >= -1:
+		return quorum.Yes, r, nil
+	case r == -2:
+		return quorum.No, replyGone, nil
+	case r == -3:
+		return quorum.No, replyOther, nil
+	}
+	return quorum.Failed, 0, errors.New("redlock: unexpected PTTL reply")
+}
+
+// roundAll is round, but waits for every node (up to the node timeout), so
+// that it sees every change acknowledged before it; OK then means a
+// majority said Yes.
+func (k *Lock) roundAll(ctx context.Context, s *redis.Script, args []any, decode func(int64, error) (quorum.Vote, int64, error)) (quorum.Result[int64], error) {
+	return k.run(ctx, s, args, decode, nil, true)
+}
+
+// round runs one compare-and-X script on all nodes, deciding at a majority.
+func (k *Lock) round(ctx context.Context, s *redis.Script, args []any, decode func(int64, error) (quorum.Vote, int64, error), accept func(*quorum.Result[int64]) bool) (quorum.Result[int64], error) {
+	return k.run(ctx, s, args, decode, accept, false)
+}
+
+func (k *Lock) run(ctx context.Context, s *redis.Script, args []any, decode func(int64, error) (quorum.Vote, int64, error), accept func(*quorum.Result[int64]) bool, all bool) (quorum.Result[int64], error) {
 	if err := k.l.enter(); err != nil {
 		return quorum.Result[int64]{}, err
 	}
 	defer k.l.mu.RUnlock()
+	timeout := k.cfg.nodeTimeout
 	return quorum.Run(ctx, &quorum.Round[int64]{
-		Nodes:      len(k.l.nodes),
-		Need:       k.l.need,
-		Timeout:    k.cfg.nodeTimeout,
-		Call:       call,
+		Nodes:   len(k.l.nodes),
+		Need:    k.l.need,
+		Timeout: timeout,
+		Start: func(ctx context.Context, i int, reply func(int, quorum.Vote, int64, error)) {
+			k.l.nodes[i].pipe.start(ctx, timeout, i, s, k.keys, args, decode, reply)
+		},
 		Accept:     accept,
+		WaitAll:    all,
 		Background: &k.l.bg,
 	}), nil
 }

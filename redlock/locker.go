@@ -38,13 +38,6 @@ type Locker struct {
 	notify *notifier
 }
 
-// node is one Redis master. Only the scripting commands are used, so a test
-// can wrap a real client to inject faults.
-type node struct {
-	client redis.Scripter
-	addr   string // for messages; credentials removed
-}
-
 // New returns a Locker over the given clients, one per independent Redis
 // master; a lock needs a majority of them (len/2+1). One client gives
 // single-node mode, with the same code and guarantees bounded by that one
@@ -82,6 +75,9 @@ func New(clients []redis.UniversalClient, opts ...Option) (*Locker, error) {
 		}
 		seen[id] = i
 		l.nodes[i] = node{client: c, addr: addr}
+	}
+	for i := range l.nodes {
+		l.nodes[i].pipe = newPipe(clients[i])
 	}
 	l.notify = newNotifier(l.nodes, &l.bg)
 	return l, nil
@@ -157,11 +153,19 @@ func (l *Locker) Quorum() int { return l.need }
 // TTL. Close does not close the clients.
 func (l *Locker) Close() error {
 	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return nil
+	}
 	l.closed = true
 	l.mu.Unlock()
 	// The notifier first: once closed it starts no more work on bg.
 	l.notify.close()
 	l.bg.Wait()
+	// Every queued call has been answered (each holds a count on bg).
+	for _, n := range l.nodes {
+		n.pipe.close()
+	}
 	return nil
 }
 
@@ -330,8 +334,8 @@ func (l *Locker) attempt(ctx context.Context, key string, cfg *config) (*Lock, e
 		Nodes:   len(l.nodes),
 		Need:    l.need,
 		Timeout: cfg.nodeTimeout,
-		Call: func(ctx context.Context, i int) (quorum.Vote, int64, error) {
-			return l.acquireOn(ctx, i, keys, args)
+		Start: func(ctx context.Context, i int, reply func(int, quorum.Vote, int64, error)) {
+			l.nodes[i].pipe.start(ctx, cfg.nodeTimeout, i, acquireScript, keys, args, decodeAcquire, reply)
 		},
 		// Validity is taken when the majority is in: that is the moment
 		// the lock is granted, and the TTL has been running since the
@@ -375,10 +379,8 @@ func (l *Locker) attempt(ctx context.Context, key string, cfg *config) (*Lock, e
 	// Failed: release on every node that granted or may have applied the
 	// SET before its reply was lost, and on those that answer later.
 	pending := late.finish(true)
-	quorum.Each(ctx, len(l.nodes), cfg.nodeTimeout, &l.bg, func(_ context.Context, i int) {
-		if undo(res.Replies[i].Vote, cfg.tokenSet) || slices.Contains(pending, i) {
-			l.releaseOn(ctx, i, lockKeys, prefix, cfg.nodeTimeout)
-		}
+	l.undoAll(ctx, cfg.nodeTimeout, lockKeys, prefix, func(i int) bool {
+		return undo(res.Replies[i].Vote, cfg.tokenSet) || slices.Contains(pending, i)
 	})
 	qe := l.quorumError("obtain", key, &res, acquireOutcome)
 	switch {
@@ -450,20 +452,19 @@ func (l *Locker) writeBackFence(ctx context.Context, key string, cfg *config, ac
 		}
 	}
 	keys := []string{fenceKey(key)}
+	args := []any{fence}
 	res := quorum.Run(ctx, &quorum.Round[int64]{
 		Nodes:   len(l.nodes),
 		Need:    l.need,
 		Timeout: cfg.nodeTimeout,
-		Call: func(ctx context.Context, i int) (quorum.Vote, int64, error) {
-			// Every node gets the fence (it costs nothing more and helps a
-			// node that later rejoins a majority); only granting nodes count.
-			if _, err := fenceScript.Run(ctx, l.nodes[i].client, keys, fence).Int64(); err != nil {
-				return quorum.Failed, 0, err
+		// Every node gets the fence (it costs nothing more and helps a node
+		// that later rejoins a majority); only granting nodes count.
+		Start: func(ctx context.Context, i int, reply func(int, quorum.Vote, int64, error)) {
+			decode := decodeBestEffort
+			if granted[i] {
+				decode = decodeDone
 			}
-			if !granted[i] {
-				return quorum.No, 0, nil
-			}
-			return quorum.Yes, 0, nil
+			l.nodes[i].pipe.start(ctx, cfg.nodeTimeout, i, fenceScript, keys, args, decode, reply)
 		},
 		Background: &l.bg,
 	})
@@ -484,32 +485,69 @@ func undo(v quorum.Vote, ownToken bool) bool {
 	return v == quorum.Yes || (v == quorum.Failed && !ownToken)
 }
 
-func (l *Locker) acquireOn(ctx context.Context, i int, keys []string, args []any) (quorum.Vote, int64, error) {
-	r, err := acquireScript.Run(ctx, l.nodes[i].client, keys, args...).Int64()
+// decodeAcquire turns an acquire reply into a vote whose value is the fence
+// (or 0, or the holds of a re-entry) when granted, the holder's PTTL when not.
+func decodeAcquire(r int64, err error) (quorum.Vote, int64, error) {
 	switch {
 	case err != nil:
 		return quorum.Failed, 0, err
 	case r >= 0:
-		return quorum.Yes, r, nil // granted: the fence, 0, or the holds of a re-entry
-	case r < 0:
-		return quorum.No, -r - 2, nil // the holder's PTTL
+		return quorum.Yes, r, nil
 	}
-	return quorum.Failed, 0, fmt.Errorf("redlock: unexpected acquire reply %d", r)
+	return quorum.No, -r - 2, nil // the holder's PTTL, -1 without expiry
 }
 
-// releaseOn runs compare-and-delete on one node, outside of any round, with
-// its own timeout, even when ctx has ended: it undoes our own write.
+// undoAll releases key on the nodes for which which(i) holds, in parallel
+// through the nodes' pipes, and waits for them up to timeout. It undoes our
+// own writes, so it runs even when ctx has ended.
+func (l *Locker) undoAll(ctx context.Context, timeout time.Duration, keys []string, prefix string, which func(int) bool) {
+	args := []any{prefix, releaseChannel(keys[0]), 0}
+	quorum.Run(context.WithoutCancel(ctx), &quorum.Round[int64]{
+		Nodes:   len(l.nodes),
+		Need:    len(l.nodes),
+		Timeout: timeout,
+		Start: func(ctx context.Context, i int, reply func(int, quorum.Vote, int64, error)) {
+			if !which(i) {
+				reply(i, quorum.Yes, 0, nil)
+				return
+			}
+			// Best effort: a key left behind on an unreachable node expires
+			// by its TTL; it delays others but never breaks exclusion.
+			l.nodes[i].pipe.start(ctx, timeout, i, releaseScript, keys, args, decodeAny, reply)
+		},
+		Background: &l.bg,
+	})
+}
+
+// decodeAny counts any answer, even an error, as done.
+func decodeAny(r int64, _ error) (quorum.Vote, int64, error) { return quorum.Yes, r, nil }
+
+// decodeDone is Yes on success, Failed on error.
+func decodeDone(r int64, err error) (quorum.Vote, int64, error) {
+	if err != nil {
+		return quorum.Failed, 0, err
+	}
+	return quorum.Yes, r, nil
+}
+
+// decodeBestEffort is No whatever happened: the call does not count.
+func decodeBestEffort(int64, error) (quorum.Vote, int64, error) { return quorum.No, 0, nil }
+
+// releaseOn queues a compare-and-delete on one node, outside of any round,
+// with its own timeout, even when ctx has ended: it undoes our own write. It
+// does not wait; the Locker's background group tracks it. Best effort: a key
+// left behind on an unreachable node expires by its TTL and only delays
+// others, it never breaks mutual exclusion.
 func (l *Locker) releaseOn(ctx context.Context, i int, keys []string, prefix string, timeout time.Duration) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
-	defer cancel()
-	// Best effort: a key left behind on an unreachable node expires by its
-	// TTL and only delays others, it never breaks mutual exclusion.
-	_ = releaseScript.Run(ctx, l.nodes[i].client, keys, prefix, releaseChannel(keys[0]), 0).Err()
+	l.bg.Add(1) // called with a count held on bg (by a straggling call)
+	l.nodes[i].pipe.start(context.WithoutCancel(ctx), timeout, i, releaseScript, keys,
+		[]any{prefix, releaseChannel(keys[0]), 0}, decodeAny,
+		func(int, quorum.Vote, int64, error) { l.bg.Done() })
 }
 
-// compareOn runs one of the compare-and-X scripts on one node.
-func (l *Locker) compareOn(ctx context.Context, i int, s *redis.Script, keys []string, args ...any) (quorum.Vote, int64, error) {
-	r, err := s.Run(ctx, l.nodes[i].client, keys, args...).Int64()
+// decodeCompare turns a compare-and-X reply into a vote: Yes where our
+// token held the key, No (with replyGone or replyOther) where it did not.
+func decodeCompare(r int64, err error) (quorum.Vote, int64, error) {
 	switch {
 	case err != nil:
 		return quorum.Failed, 0, err

@@ -245,6 +245,7 @@ func TestSlowNodeDoesNotDelayDecision(t *testing.T) {
 	slow := &gatedClient{Client: c.clients[2].(*redis.Client), gate: make(chan struct{}), called: make(chan struct{}, 1)}
 	clients := []redis.UniversalClient{c.clients[0], c.clients[1], slow}
 	l := newLocker(t, clients, redlock.WithNodeTimeout(5*time.Second))
+	t.Cleanup(slow.open) // before the locker's Close, even if the test fails
 	done := make(chan error, 1)
 	go func() {
 		lock, err := l.TryObtain(context.Background(), "k")
@@ -261,22 +262,20 @@ func TestSlowNodeDoesNotDelayDecision(t *testing.T) {
 	case <-time.After(3 * time.Second):
 		t.Fatal("obtain+release waited for the slow node")
 	}
-	close(slow.gate)
+	slow.open()
 }
 
 // A node that grants after a failed round has been decided is cleaned up as
 // its reply arrives: no key of ours is left anywhere.
 func TestLateStragglerIsReleased(t *testing.T) {
 	c := newCluster(t, 3)
-	other := c.locker(t)
+	// The holder's key sits on nodes 0 and 1 only (a locker over those
+	// two needs both), so the straggler on node 2 can grant.
+	other := newLocker(t, c.clients[:2])
 	held := mustObtain(t, other, "k")
-	// The holder's key sits on nodes 0 and 1; remove it from node 2 so the
-	// straggler there can grant.
-	if err := c.clients[2].Del(t.Context(), "k").Err(); err != nil {
-		t.Fatal(err)
-	}
 	slow := &gatedClient{Client: c.clients[2].(*redis.Client), gate: make(chan struct{}), called: make(chan struct{}, 1)}
 	l := newLocker(t, []redis.UniversalClient{c.clients[0], c.clients[1], slow}, redlock.WithNodeTimeout(5*time.Second))
+	t.Cleanup(slow.open) // before the locker's Close, even if the test fails
 
 	_, err := l.TryObtain(t.Context(), "k")
 	if !errors.Is(err, redlock.ErrNotObtained) {
@@ -286,7 +285,7 @@ func TestLateStragglerIsReleased(t *testing.T) {
 	if errors.As(err, &qe); qe == nil || qe.Nodes[2].Outcome != redlock.OutcomeNoReply {
 		t.Fatalf("want node 2 without a reply at the decision: %v", err)
 	}
-	close(slow.gate) // the straggler now sets its key, then the clean-up runs
+	slow.open() // the straggler now sets its key, then the clean-up runs
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}

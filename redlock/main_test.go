@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
@@ -129,7 +130,11 @@ type gatedClient struct {
 	*redis.Client
 	gate   chan struct{}
 	called chan struct{} // receives a value when a call reaches the gate
+	once   sync.Once
 }
+
+// open lets every held call through; it is safe to call more than once.
+func (c *gatedClient) open() { c.once.Do(func() { close(c.gate) }) }
 
 func (c *gatedClient) wait() {
 	select {
