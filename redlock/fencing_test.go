@@ -147,9 +147,9 @@ func TestRestartGuardFreshClusterAbstainsUntilBootstrap(t *testing.T) {
 		t.Fatalf("fresh guarded cluster: %v, want ErrNoQuorum from abstaining nodes", err)
 	}
 	// Bootstrap does not end a quarantine already started: the nodes that
-	// noticed a loss keep abstaining.
-	if err := l.Bootstrap(t.Context()); err != nil {
-		t.Fatal(err)
+	// noticed a loss keep abstaining, and Bootstrap says so.
+	if err := l.Bootstrap(t.Context()); !errors.Is(err, redlock.ErrNoQuorum) || !strings.Contains(err.Error(), "abstains") {
+		t.Fatalf("Bootstrap of quarantined nodes: %v, want them reported", err)
 	}
 	if _, err := l.TryObtain(t.Context(), "k"); !errors.Is(err, redlock.ErrNoQuorum) {
 		t.Fatalf("after Bootstrap of quarantined nodes: %v", err)
@@ -228,5 +228,29 @@ func TestBootstrapReportsUnreachableNodes(t *testing.T) {
 	var qe *redlock.QuorumError
 	if !errors.Is(err, redlock.ErrNoQuorum) || !errors.As(err, &qe) || qe.Nodes[1].Outcome != redlock.OutcomeError {
 		t.Fatalf("Bootstrap with a node down: %v", err)
+	}
+}
+
+func TestInspectShowsFence(t *testing.T) {
+	c := newCluster(t, 3)
+	l := c.locker(t, redlock.WithFencing())
+	lock := mustObtain(t, l, "f")
+	st, err := l.Inspect(t.Context(), "f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The write-back is decided at a majority; the last node may still be
+	// on its way.
+	with := 0
+	for _, n := range st.Nodes {
+		if n.Fence > lock.Fence() {
+			t.Fatalf("node fence %d above the lock's %d", n.Fence, lock.Fence())
+		}
+		if n.Fence == lock.Fence() {
+			with++
+		}
+	}
+	if with < l.Quorum() {
+		t.Fatalf("%d nodes show the fence %d, want a majority: %+v", with, lock.Fence(), st.Nodes)
 	}
 }

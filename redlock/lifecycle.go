@@ -16,10 +16,13 @@ import (
 type lostError struct{ reason error }
 
 func (e *lostError) Error() string {
-	if e.reason == nil {
-		return ErrLockLost.Error()
+	switch {
+	case e.reason == nil:
+		return "redlock: lock lost"
+	case e.reason == ErrLockExpired:
+		return "redlock: lock lost: its validity ran out before an extension reached a majority"
 	}
-	return ErrLockLost.Error() + ": " + e.reason.Error()
+	return "redlock: lock lost: " + e.reason.Error()
 }
 
 func (e *lostError) Unwrap() []error {
@@ -150,6 +153,9 @@ type NodeStatus struct {
 	Holds    int
 	// TTL is the key's remaining time (-1 without expiry) when Held.
 	TTL time.Duration
+	// Fence is the node's fencing counter for the key (0 unless fencing was
+	// used on it): the fence of the latest holder this node granted or saw.
+	Fence uint64
 	// Err is the node's error, if it could not be asked.
 	Err error
 }
@@ -167,7 +173,7 @@ func (l *Locker) Inspect(ctx context.Context, key string) (*Status, error) {
 	}
 	defer l.mu.RUnlock()
 	st := &Status{Key: key, Nodes: make([]NodeStatus, len(l.nodes))}
-	keys := []string{key}
+	keys := []string{key, fenceKey(key)}
 	var (
 		mu    sync.Mutex
 		final bool // set once Each returned: a straggler's answer is dropped
@@ -222,9 +228,12 @@ func (l *Locker) inspectOn(ctx context.Context, i int, keys []string) NodeStatus
 		ns.Err = err
 		return ns
 	}
-	if len(vals) != 2 {
+	if len(vals) != 3 {
 		ns.Err = errors.New("redlock: unexpected inspect reply")
 		return ns
+	}
+	if f, ok := vals[2].(int64); ok && f > 0 {
+		ns.Fence = uint64(f)
 	}
 	v, ok := vals[0].(string)
 	if !ok {

@@ -630,22 +630,30 @@ func pendingOf[T any](res *quorum.Result[T]) int {
 // TTL. Run it once, when the cluster is first set up, never on a cluster
 // whose nodes may have lost locks that are still held: that would let a
 // forgetful node vote again at once, which is what the guard prevents. A
-// node that already has its marker is left as it is. It fails with an error
-// matching ErrNoQuorum, naming the nodes, unless every node was seeded.
+// node that already has its marker is left as it is, and so is a node that
+// already noticed a loss and abstains (its quarantine protects the locks it
+// forgot).
+//
+// It fails with an error matching ErrNoQuorum, naming the nodes, unless every
+// node was reached and none abstains.
 func (l *Locker) Bootstrap(ctx context.Context) error {
 	if err := l.enter(); err != nil {
 		return err
 	}
 	defer l.mu.RUnlock()
-	keys := []string{guardMarker}
+	keys := []string{guardMarker, guardQuarantine}
 	res := quorum.Run(ctx, &quorum.Round[int64]{
 		Nodes:   len(l.nodes),
 		Need:    len(l.nodes),
 		Timeout: l.cfg.nodeTimeout,
+		WaitAll: true,
 		Call: func(ctx context.Context, i int) (quorum.Vote, int64, error) {
 			n, err := bootstrapScript.Run(ctx, l.nodes[i].client, keys).Int64()
-			if err != nil {
+			switch {
+			case err != nil:
 				return quorum.Failed, 0, err
+			case n < 0:
+				return quorum.Failed, 0, fmt.Errorf("redlock: node abstains for %v more: it lost its memory before it was seeded", time.Duration(-n)*time.Millisecond)
 			}
 			return quorum.Yes, n, nil
 		},

@@ -42,7 +42,6 @@ var errOverloaded = errors.New("redlock: node overloaded: too many calls queued"
 
 // nodeCall is one script call waiting in a node's queue.
 type nodeCall struct {
-	ctx     context.Context
 	timeout time.Duration
 	script  *redis.Script
 	keys    []string
@@ -86,11 +85,12 @@ func (p *pipe) close() {
 }
 
 // start queues a call without blocking; reply receives its outcome exactly
-// once, from a worker (or at once when the queue is full).
-func (p *pipe) start(ctx context.Context, timeout time.Duration, node int, s *redis.Script, keys []string, args []any,
+// once, from a worker (or at once when the queue is full). The call runs
+// with its own timeout, whatever becomes of the caller's context.
+func (p *pipe) start(_ context.Context, timeout time.Duration, node int, s *redis.Script, keys []string, args []any,
 	decode func(int64, error) (quorum.Vote, int64, error), reply func(int, quorum.Vote, int64, error)) {
 	c := callPool.Get().(*nodeCall)
-	*c = nodeCall{ctx: ctx, timeout: timeout, script: s, keys: keys, args: args, node: node, decode: decode, reply: reply}
+	*c = nodeCall{timeout: timeout, script: s, keys: keys, args: args, node: node, decode: decode, reply: reply}
 	select {
 	case p.queues[queueOf(keys[0])] <- c:
 	default:
@@ -136,21 +136,14 @@ func (p *pipe) work(queue chan *nodeCall) {
 	}
 }
 
-// exec sends a batch and delivers every reply. Calls whose context has
-// ended are answered with its error without being sent.
-func (p *pipe) exec(batch []*nodeCall) {
-	live := batch[:0]
+// exec sends a batch and delivers every reply. Every queued call is sent,
+// even when its caller has given up: a round is decided at a majority, and
+// the rest of its calls (the release of a key on the last nodes, say) must
+// still reach their nodes; a late acquisition is undone by its round's Late.
+func (p *pipe) exec(live []*nodeCall) {
 	var timeout time.Duration
-	for _, c := range batch {
-		if err := c.ctx.Err(); err != nil {
-			p.finish(c, 0, err)
-			continue
-		}
-		live = append(live, c)
+	for _, c := range live {
 		timeout = max(timeout, c.timeout)
-	}
-	if len(live) == 0 {
-		return
 	}
 	// The batch has its own deadline, the longest node timeout in it: the
 	// rounds decide on their own timers, and one caller's cancellation must

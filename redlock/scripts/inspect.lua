@@ -1,10 +1,13 @@
--- What a node knows of a lock: its value and remaining TTL.
+-- What a node knows of a lock: its value, remaining TTL and fencing counter.
 --
 -- KEYS[1]  the lock key
+-- KEYS[2]  the key's fencing counter
 --
--- Returns {value, PTTL} when the key exists, {false, -2} otherwise.
+-- Returns {value, PTTL, fence} when the key exists, {false, -2, fence}
+-- otherwise; fence is 0 when there is no counter.
+local f = tonumber(redis.call('GET', KEYS[2]) or '0')
 local v = redis.call('GET', KEYS[1])
 if not v then
-  return {false, -2}
+  return {false, -2, f}
 end
-return {v, redis.call('PTTL', KEYS[1])}
+return {v, redis.call('PTTL', KEYS[1]), f}
