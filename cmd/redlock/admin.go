@@ -1,0 +1,281 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/quorumlock/redlock/redlock"
+)
+
+// The admin commands call the library with context.Background(): each is
+// one round whose node calls are bounded by --node-timeout, and a context
+// cancelled as the call returns would cut off the nodes that are still
+// answering (a round returns once its outcome is decided).
+
+var _ = register(&command{
+	name:     "inspect",
+	synopsis: "[flags] KEY",
+	help: `Show what each node holds for the lock KEY: the holder's token, the metadata
+stored with it, how many times it is held (re-entry) and its remaining TTL,
+or the node's error; and which token, if any, holds a majority.
+
+Exit codes: 0 when a majority of nodes answered (whether or not the lock is
+held), 64 usage error, 69 when fewer than a majority answered (the table
+shows what the others said), 70 other failure.
+`,
+	define: func(fs *flagSet) action {
+		f := &inspectFlags{}
+		f.register(fs)
+		fs.BoolVar(&f.json, "json", false, "print the status as one JSON object")
+		return func(a *app, fs *flagSet, args []string) int { return a.inspect(fs, f, args) }
+	},
+})
+
+var _ = register(&command{
+	name:     "release",
+	synopsis: "--force --yes [flags] KEY",
+	help: `Remove the lock KEY on every node, whoever holds it, and wake those waiting
+for it: the way out of a lock whose owner is gone. A live owner is not told;
+its next extension finds the lock lost, and "redlock run" then stops its
+command. --force is required, as a reminder of that; without --yes the
+current holder is shown and nothing is removed.
+
+Exit codes: 0 removed on a majority of nodes, 64 usage error (or no --yes),
+69 fewer than a majority of nodes could be reached, 70 other failure.
+`,
+	define: func(fs *flagSet) action {
+		f := &releaseFlags{}
+		f.register(fs)
+		fs.BoolVar(&f.force, "force", false, "remove the lock whoever holds it (required)")
+		fs.BoolVar(&f.yes, "yes", false, "confirm the removal")
+		return func(a *app, fs *flagSet, args []string) int { return a.forceRelease(fs, f, args) }
+	},
+})
+
+type inspectFlags struct {
+	nodeFlags
+	json bool
+}
+
+type releaseFlags struct {
+	nodeFlags
+	force, yes bool
+}
+
+// oneKey returns the single KEY argument of inspect and release.
+func (a *app) oneKey(fs *flagSet, args []string) (key string, code int, ok bool) {
+	pos, code, ok := fs.parse(a, args)
+	switch {
+	case !ok:
+		return "", code, false
+	case len(pos) == 0:
+		return "", a.usageError(fs.cmd, "missing KEY"), false
+	case len(pos) > 1:
+		return "", a.usageError(fs.cmd, fmt.Sprintf("one KEY expected, got %d arguments (%s)", len(pos), strings.Join(quoteAll(pos), " "))), false
+	case pos[0] == "":
+		return "", a.usageError(fs.cmd, "empty KEY"), false
+	}
+	return pos[0], 0, true
+}
+
+func (a *app) inspect(fs *flagSet, f *inspectFlags, args []string) int {
+	key, code, ok := a.oneKey(fs, args)
+	if !ok {
+		return code
+	}
+	l, closeAll, code, ok := a.locker(fs, &f.nodeFlags)
+	if !ok {
+		return code
+	}
+	defer closeAll()
+	ctx := context.Background()
+	st, err := l.Inspect(ctx, key)
+	if st != nil {
+		var werr error
+		if f.json {
+			werr = writeStatusJSON(a.stdout, st, l.Quorum())
+		} else {
+			werr = writeStatus(a.stdout, st, l.Quorum())
+		}
+		if werr != nil {
+			a.errorf(fs.cmd, "writing the status: %v", werr)
+			return exitFailure
+		}
+	}
+	if err != nil {
+		return a.fail(fs.cmd, fmt.Sprintf("inspect %q", key), err)
+	}
+	return exitOK
+}
+
+// writeStatus prints a status as a summary line and a table, one row per
+// node.
+func writeStatus(w io.Writer, st *redlock.Status, need int) error {
+	held := 0
+	for _, n := range st.Nodes {
+		if n.Held && n.Token == st.Holder {
+			held++
+		}
+	}
+	var summary string
+	switch {
+	case st.Holder != "":
+		summary = fmt.Sprintf("held by %s on %d of %d nodes (%d needed)", st.Holder, held, len(st.Nodes), need)
+	default:
+		summary = fmt.Sprintf("not held by any owner on a majority (%d of %d nodes needed)", need, len(st.Nodes))
+	}
+	if _, err := fmt.Fprintf(w, "lock %s: %s\n\n", strconv.Quote(st.Key), summary); err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NODE\tSTATE\tTTL\tHOLDS\tTOKEN\tMETADATA")
+	for _, n := range st.Nodes {
+		switch {
+		case n.Err != nil:
+			fmt.Fprintf(tw, "%s\terror\t-\t-\t-\t%s\n", n.Addr, printable(strings.TrimPrefix(n.Err.Error(), "redlock: ")))
+		case !n.Held:
+			fmt.Fprintf(tw, "%s\tfree\t-\t-\t-\t-\n", n.Addr)
+		default:
+			ttl := "none"
+			if n.TTL >= 0 {
+				ttl = n.TTL.Round(time.Millisecond).String()
+			}
+			meta := printable(n.Metadata)
+			if meta == "" {
+				meta = "-"
+			}
+			fmt.Fprintf(tw, "%s\theld\t%s\t%d\t%s\t%s\n", n.Addr, ttl, n.Holds, printable(n.Token), meta)
+		}
+	}
+	return tw.Flush()
+}
+
+// statusJSON is the --json form of a status.
+type statusJSON struct {
+	Key    string     `json:"key"`
+	Holder string     `json:"holder"`
+	Quorum int        `json:"quorum"`
+	Nodes  []nodeJSON `json:"nodes"`
+}
+
+type nodeJSON struct {
+	Addr     string `json:"addr"`
+	Held     bool   `json:"held"`
+	Token    string `json:"token,omitempty"`
+	Metadata string `json:"metadata,omitempty"`
+	Holds    int    `json:"holds,omitempty"`
+	// TTLMs is the remaining TTL in milliseconds, -1 without expiry.
+	TTLMs int64  `json:"ttl_ms,omitempty"`
+	Error string `json:"error,omitempty"`
+}
+
+func writeStatusJSON(w io.Writer, st *redlock.Status, need int) error {
+	out := statusJSON{Key: st.Key, Holder: st.Holder, Quorum: need, Nodes: make([]nodeJSON, len(st.Nodes))}
+	for i, n := range st.Nodes {
+		nj := nodeJSON{Addr: n.Addr, Held: n.Held, Token: n.Token, Metadata: n.Metadata, Holds: n.Holds}
+		if n.Held {
+			nj.TTLMs = n.TTL.Milliseconds()
+			if n.TTL < 0 {
+				nj.TTLMs = -1
+			}
+		}
+		if n.Err != nil {
+			nj.Error = n.Err.Error()
+		}
+		out.Nodes[i] = nj
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
+}
+
+// printable quotes s when it holds characters that would garble a table.
+func printable(s string) string {
+	if strings.ContainsFunc(s, func(r rune) bool { return !strconv.IsPrint(r) }) {
+		return strconv.Quote(s)
+	}
+	return s
+}
+
+func (a *app) forceRelease(fs *flagSet, f *releaseFlags, args []string) int {
+	key, code, ok := a.oneKey(fs, args)
+	if !ok {
+		return code
+	}
+	if !f.force {
+		return a.usageError(fs.cmd, "--force is required: this removes the lock whoever holds it (an owner releases its own lock by ending its command)")
+	}
+	l, closeAll, code, ok := a.locker(fs, &f.nodeFlags)
+	if !ok {
+		return code
+	}
+	defer closeAll()
+	ctx := context.Background()
+	if !f.yes {
+		st, err := l.Inspect(ctx, key)
+		if st != nil {
+			if werr := writeStatus(a.stderr, st, l.Quorum()); werr != nil {
+				a.errorf(fs.cmd, "writing the status: %v", werr)
+			}
+		}
+		if err != nil {
+			return a.fail(fs.cmd, fmt.Sprintf("inspect %q", key), err)
+		}
+		return a.usageError(fs.cmd, fmt.Sprintf("not removing %q without --yes", key))
+	}
+	if err := l.ForceRelease(ctx, key); err != nil {
+		return a.fail(fs.cmd, fmt.Sprintf("release %q", key), err)
+	}
+	fmt.Fprintf(a.stdout, "removed lock %s\n", strconv.Quote(key))
+	return exitOK
+}
+
+var _ = register(&command{
+	name:     "bootstrap",
+	synopsis: "[flags]",
+	help: `Seed the restart guard's marker on every node of a fresh cluster, so that the
+nodes vote at once instead of abstaining for the guard's maximum TTL (see
+"redlock run --restart-guard"). A node that has its marker already is left
+as it is.
+
+Run it once, when the cluster is first set up. Never run it on a cluster
+whose nodes may have lost locks that are still held (a node restarted
+without persistence less than the maximum TTL ago): that node would vote
+again at once, which is what the guard prevents.
+
+Exit codes: 0 every node has its marker, 64 usage error, 69 some node could
+not be reached (run it again when it can), 70 other failure.
+`,
+	define: func(fs *flagSet) action {
+		var n nodeFlags
+		n.register(fs)
+		return func(a *app, fs *flagSet, args []string) int { return a.bootstrap(fs, &n, args) }
+	},
+})
+
+func (a *app) bootstrap(fs *flagSet, n *nodeFlags, args []string) int {
+	pos, code, ok := fs.parse(a, args)
+	if !ok {
+		return code
+	}
+	if len(pos) > 0 {
+		return a.usageError(fs.cmd, fmt.Sprintf("no arguments expected, got %s", strings.Join(quoteAll(pos), " ")))
+	}
+	l, closeAll, code, ok := a.locker(fs, n)
+	if !ok {
+		return code
+	}
+	defer closeAll()
+	ctx := context.Background()
+	if err := l.Bootstrap(ctx); err != nil {
+		return a.fail(fs.cmd, "bootstrap", err)
+	}
+	fmt.Fprintf(a.stdout, "restart-guard markers in place on all %d nodes\n", len(l.Nodes()))
+	return exitOK
+}

@@ -1,0 +1,30 @@
+// Redlock runs a command under a distributed lock held on a majority of
+// independent Redis masters: flock(1) across machines, for cron jobs and
+// deploy scripts that must not run twice at once.
+//
+// Usage:
+//
+//	redlock run [flags] KEY -- COMMAND [ARGS...]
+//	redlock inspect [flags] KEY
+//	redlock release --force --yes [flags] KEY
+//	redlock bootstrap [flags]
+//
+// run obtains the lock KEY, starts COMMAND, extends the lock in the
+// background while COMMAND runs, and releases it when COMMAND ends. If the
+// lock is lost meanwhile, COMMAND gets SIGTERM at once and SIGKILL after a
+// grace period. Signals sent to redlock (SIGINT, SIGTERM, SIGHUP, SIGQUIT,
+// SIGUSR1, SIGUSR2) are forwarded to COMMAND, and the lock is released once
+// it has exited.
+//
+// The nodes are redis:// or rediss:// URLs, given with --nodes or in the
+// REDLOCK_NODES environment variable. Passwords in them never appear in
+// redlock's output.
+//
+// Exit codes: COMMAND's own code when it ran (128+N when signal N ended it);
+// otherwise 64 for a usage error, 69 when a majority of nodes could not be
+// reached, 70 for any other failure of redlock itself, 75 when the lock is
+// busy, 76 when the lock was lost while COMMAND ran, 126 when COMMAND could
+// not be started and 127 when it was not found.
+//
+// "redlock help COMMAND" or "redlock COMMAND --help" tells more.
+package main

@@ -1,0 +1,105 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestBadInput(t *testing.T) {
+	t.Parallel()
+	nodes := nodesURL(sharedNodes)
+	tests := []struct {
+		name string
+		env  []string
+		args []string
+		want string // in stderr
+	}{
+		{"no command", nil, nil, "usage: redlock COMMAND"},
+		{"unknown command", nil, []string{"frobnicate"}, `unknown command "frobnicate"`},
+		{"flag before command", nil, []string{"--ttl", "1s", "run"}, "flags come after it"},
+		{"help for unknown command", nil, []string{"help", "frobnicate"}, `unknown command "frobnicate"`},
+
+		{"run: missing --", nil, []string{"run", "k", "echo", "hi"}, `missing "--" between KEY and COMMAND`},
+		{"run: missing -- and command", nil, []string{"run", "k"}, `missing "-- COMMAND" after KEY`},
+		{"run: missing KEY", nil, []string{"run", "--", "echo"}, "missing KEY"},
+		{"run: missing command", nil, []string{"run", "k", "--"}, "missing COMMAND"},
+		{"run: two keys", nil, []string{"run", "a", "b", "--", "echo"}, "one KEY"},
+		{"run: empty key", nil, []string{"run", "", "--", "echo"}, "empty KEY"},
+		{"run: unknown flag", nil, []string{"run", "--bogus", "k", "--", "echo"}, "unknown flag --bogus"},
+		{"run: unknown flag after KEY", nil, []string{"run", "k", "--bogus", "--", "echo"}, "unknown flag --bogus"},
+		{"run: bad duration", nil, []string{"run", "--ttl", "soon", "k", "--", "echo"}, `invalid value "soon" for flag -ttl`},
+		{"run: negative wait", []string{envNodes + "=" + nodes}, []string{"run", "--wait", "-1s", "k", "--", "true"}, "--wait -1s must not be negative"},
+		{"run: negative grace", []string{envNodes + "=" + nodes}, []string{"run", "--grace", "-1s", "k", "--", "true"}, "--grace"},
+		{"run: zero TTL", []string{envNodes + "=" + nodes}, []string{"run", "--ttl", "0", "k", "--", "true"}, "TTL 0s must be positive"},
+		{"run: node timeout above TTL", []string{envNodes + "=" + nodes}, []string{"run", "--ttl", "1s", "--node-timeout", "2s", "k", "--", "true"}, "node timeout"},
+		{"run: TTL above restart guard", []string{envNodes + "=" + nodes}, []string{"run", "--restart-guard", "10s", "--ttl", "30s", "k", "--", "true"}, "restart guard"},
+
+		{"no nodes", nil, []string{"run", "k", "--", "true"}, "no nodes: give --nodes or set REDLOCK_NODES"},
+		{"empty node list", nil, []string{"run", "--nodes", " , ", "k", "--", "true"}, "no nodes"},
+		{"not a URL", nil, []string{"run", "--nodes", "127.0.0.1:6379", "k", "--", "true"}, "node 1 (127.0.0.1:6379): not a URL"},
+		{"wrong scheme", nil, []string{"run", "--nodes", "redis://127.0.0.1:1,http://127.0.0.1:2", "k", "--", "true"}, `node 2 (http://127.0.0.1:2): unsupported scheme "http"`},
+		{"unix socket", nil, []string{"run", "--nodes", "unix:///tmp/redis.sock", "k", "--", "true"}, `unsupported scheme "unix"`},
+		{"bad port", nil, []string{"run", "--nodes", "redis://127.0.0.1:port", "k", "--", "true"}, `malformed URL: invalid port ":port"`},
+		{"missing host", nil, []string{"run", "--nodes", "redis:///0", "k", "--", "true"}, "missing host"},
+		{"bad database", nil, []string{"run", "--nodes", "redis://127.0.0.1:1/abc", "k", "--", "true"}, `invalid database number: "abc"`},
+		{"unknown URL option", nil, []string{"run", "--nodes", "redis://127.0.0.1:1?frob=1", "k", "--", "true"}, "unexpected option: frob"},
+		{"same node twice", nil, []string{"run", "--nodes", "redis://127.0.0.1:7,redis://localhost:7", "k", "--", "true"}, "same node"},
+		{"bad node timeout", nil, []string{"run", "--nodes", nodes, "--node-timeout", "0", "k", "--", "true"}, "--node-timeout 0s must be positive"},
+
+		{"inspect: missing KEY", nil, []string{"inspect"}, "missing KEY"},
+		{"inspect: two keys", nil, []string{"inspect", "a", "b"}, "one KEY expected"},
+		{"release: no --force", []string{envNodes + "=" + nodes}, []string{"release", "k"}, "--force is required"},
+		{"release: missing KEY", nil, []string{"release", "--force", "--yes"}, "missing KEY"},
+		{"bootstrap: argument", nil, []string{"bootstrap", "k"}, `no arguments expected, got "k"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			code, stdout, stderr := redlockRun(t, tt.env, tt.args...)
+			if code != exitUsage {
+				t.Errorf("exit code %d, want %d", code, exitUsage)
+			}
+			if !strings.Contains(stderr, tt.want) {
+				t.Errorf("stderr does not contain %q:\n%s", tt.want, stderr)
+			}
+			if !strings.Contains(stderr, "usage: redlock") {
+				t.Errorf("stderr has no usage line:\n%s", stderr)
+			}
+			if stdout != "" {
+				t.Errorf("stdout %q, want none", stdout)
+			}
+		})
+	}
+}
+
+func TestHelp(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"--help"}, []string{"usage: redlock COMMAND", "run", "inspect", "release", "bootstrap"}},
+		{[]string{"help"}, []string{"usage: redlock COMMAND"}},
+		{[]string{"run", "--help"}, []string{"usage: redlock run [flags] KEY -- COMMAND [ARGS...]", "--ttl", "--wait", "--cooldown", "--metadata", "--fencing", "--restart-guard", "--grace", "--nodes", "Exit codes", "REDLOCK_FENCE"}},
+		{[]string{"run", "-h"}, []string{"usage: redlock run"}},
+		{[]string{"run", "k", "--help", "--", "true"}, []string{"usage: redlock run"}},
+		{[]string{"help", "run"}, []string{"usage: redlock run"}},
+		{[]string{"inspect", "--help"}, []string{"usage: redlock inspect [flags] KEY", "--json", "--nodes"}},
+		{[]string{"release", "--help"}, []string{"usage: redlock release --force --yes [flags] KEY", "--force", "--yes"}},
+		{[]string{"bootstrap", "--help"}, []string{"usage: redlock bootstrap [flags]", "--nodes"}},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			t.Parallel()
+			code, stdout, stderr := redlockRun(t, nil, tt.args...)
+			if code != 0 || stderr != "" {
+				t.Errorf("exit code %d, stderr %q; want 0 and none", code, stderr)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(stdout, w) {
+					t.Errorf("help does not mention %q:\n%s", w, stdout)
+				}
+			}
+		})
+	}
+}

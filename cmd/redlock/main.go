@@ -1,0 +1,223 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/quorumlock/redlock/redlock"
+)
+
+// Exit codes of redlock itself. When the command ran, run exits with the
+// command's own code instead. The numbers follow sysexits.h where one fits,
+// and the shell's 126/127 for a command that cannot be started.
+const (
+	exitOK          = 0
+	exitUsage       = 64  // bad flags or arguments (EX_USAGE)
+	exitUnavailable = 69  // a majority of nodes could not be reached (EX_UNAVAILABLE)
+	exitFailure     = 70  // any other failure of redlock itself (EX_SOFTWARE)
+	exitBusy        = 75  // the lock is held by another owner (EX_TEMPFAIL)
+	exitLost        = 76  // the lock was lost while the command ran
+	exitCannotRun   = 126 // the command was found but could not be started
+	exitNotFound    = 127 // the command was not found
+)
+
+// envNodes names the environment variable that --nodes defaults to.
+const envNodes = "REDLOCK_NODES"
+
+const topUsage = `usage: redlock COMMAND [flags] [ARGS]
+
+Run a command under a distributed lock held on a majority of independent
+Redis masters (Redlock), or look after such locks.
+
+Commands:
+  run        run a command while holding a lock
+  inspect    show each node's holder, metadata and TTL of a lock
+  release    remove a stuck lock, whoever holds it (--force --yes)
+  bootstrap  seed the restart-guard markers on a fresh cluster
+
+The nodes are comma-separated redis:// or rediss:// URLs, from --nodes or
+the REDLOCK_NODES environment variable.
+
+Run "redlock COMMAND --help" for a command's flags and exit codes.
+`
+
+// app is one invocation of redlock: where it writes, and what it reads from
+// its environment.
+type app struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	getenv         func(string) string
+	environ        func() []string
+}
+
+// quietLogger drops go-redis's own log lines (failed dials and the like):
+// redlock reports node failures itself, with addresses redacted.
+type quietLogger struct{}
+
+func (quietLogger) Printf(context.Context, string, ...any) {}
+
+func main() {
+	redis.SetLogger(quietLogger{})
+	a := &app{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, environ: os.Environ}
+	os.Exit(a.main(os.Args[1:]))
+}
+
+// main runs one invocation and returns its exit code.
+func (a *app) main(args []string) int {
+	if len(args) == 0 {
+		fmt.Fprint(a.stderr, topUsage)
+		return exitUsage
+	}
+	name, rest := args[0], args[1:]
+	switch name {
+	case "-h", "-help", "--help", "help":
+		if len(rest) > 0 {
+			if c := commands[rest[0]]; c != nil {
+				fs := c.newFlags()
+				c.define(fs)
+				fs.printHelp(a.stdout)
+				return exitOK
+			}
+			return a.usageError(nil, fmt.Sprintf("unknown command %q", rest[0]))
+		}
+		fmt.Fprint(a.stdout, topUsage)
+		return exitOK
+	}
+	c := commands[name]
+	if c == nil {
+		if strings.HasPrefix(name, "-") {
+			return a.usageError(nil, fmt.Sprintf("flag %s before the command: flags come after it, as in \"redlock run --ttl 30s KEY -- COMMAND\"", name))
+		}
+		return a.usageError(nil, fmt.Sprintf("unknown command %q", name))
+	}
+	fs := c.newFlags()
+	return c.define(fs)(a, fs, rest)
+}
+
+// command is one subcommand.
+type command struct {
+	name     string
+	synopsis string // the arguments after "redlock NAME"
+	help     string // what the command does, printed by --help
+	// define registers the command's flags and returns what runs it once
+	// they are known.
+	define func(fs *flagSet) action
+}
+
+// action runs a command with its raw arguments (after the command name) and
+// returns the exit code.
+type action func(a *app, fs *flagSet, args []string) int
+
+var commands = map[string]*command{}
+
+func register(c *command) *command {
+	commands[c.name] = c
+	return c
+}
+
+// flagSet is a command's parsed or parsable flags.
+type flagSet struct {
+	*flag.FlagSet
+	cmd *command
+}
+
+func (c *command) newFlags() *flagSet {
+	fs := flag.NewFlagSet("redlock "+c.name, flag.ContinueOnError)
+	// Errors are printed by usageError, help by printHelp.
+	fs.SetOutput(io.Discard)
+	return &flagSet{FlagSet: fs, cmd: c}
+}
+
+func (c *command) usageLine() string {
+	return "usage: redlock " + c.name + " " + c.synopsis
+}
+
+// parse parses flags wherever they appear among args (flag stops at the
+// first non-flag argument; this goes on after it) and returns the other
+// arguments. ok is false when redlock should exit with code.
+func (fs *flagSet) parse(a *app, args []string) (positional []string, code int, ok bool) {
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				fs.printHelp(a.stdout)
+				return nil, exitOK, false
+			}
+			msg := err.Error()
+			if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
+				msg = "unknown flag --" + name
+			}
+			return nil, a.usageError(fs.cmd, msg), false
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return positional, 0, true
+		}
+		positional = append(positional, args[0])
+		args = args[1:]
+	}
+}
+
+// isSet reports whether the flag was given on the command line.
+func (fs *flagSet) isSet(name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
+// printHelp prints the command's usage line, description and flags.
+func (fs *flagSet) printHelp(w io.Writer) {
+	fmt.Fprintf(w, "%s\n\n%s\nFlags:\n", fs.cmd.usageLine(), fs.cmd.help)
+	fs.VisitAll(func(f *flag.Flag) {
+		kind, usage := flag.UnquoteUsage(f)
+		line := "  --" + f.Name
+		if kind != "" {
+			line += " " + kind
+		}
+		fmt.Fprintln(w, line)
+		fmt.Fprintf(w, "        %s", strings.ReplaceAll(usage, "\n", "\n        "))
+		if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" && f.DefValue != "0s" {
+			fmt.Fprintf(w, " (default %s)", f.DefValue)
+		}
+		fmt.Fprintln(w)
+	})
+}
+
+// usageError reports bad input with the command's usage line and exits
+// with exitUsage. c is nil for errors before a command was chosen.
+func (a *app) usageError(c *command, msg string) int {
+	if c == nil {
+		fmt.Fprintf(a.stderr, "redlock: %s\nusage: redlock COMMAND [flags] [ARGS]\nRun \"redlock --help\" for the commands.\n", msg)
+		return exitUsage
+	}
+	fmt.Fprintf(a.stderr, "redlock %s: %s\n%s\nRun \"redlock %s --help\" for more.\n", c.name, msg, c.usageLine(), c.name)
+	return exitUsage
+}
+
+// errorf prints a message prefixed with the command's name.
+func (a *app) errorf(c *command, format string, args ...any) {
+	fmt.Fprintf(a.stderr, "redlock %s: %s\n", c.name, fmt.Sprintf(format, args...))
+}
+
+// fail reports err from the library and returns the exit code it maps to.
+func (a *app) fail(c *command, what string, err error) int {
+	msg := strings.TrimPrefix(err.Error(), "redlock: ")
+	switch {
+	case errors.Is(err, redlock.ErrInvalid):
+		return a.usageError(c, msg)
+	case errors.Is(err, redlock.ErrNotObtained):
+		a.errorf(c, "%s: busy: %s", what, msg)
+		return exitBusy
+	case errors.Is(err, redlock.ErrNoQuorum):
+		a.errorf(c, "%s: nodes unreachable: %s", what, msg)
+		return exitUnavailable
+	}
+	a.errorf(c, "%s: %s", what, msg)
+	return exitFailure
+}

@@ -1,0 +1,295 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/quorumlock/redlock/internal/redistest"
+)
+
+// holdScript prints "ready" and holds the lock until the test closes the
+// command's standard input.
+const holdScript = `echo ready; read x; echo done`
+
+func sharedEnv() []string { return []string{envNodes + "=" + nodesURL(sharedNodes)} }
+
+func TestRunPassesExitCode(t *testing.T) {
+	t.Parallel()
+	notExec := filepath.Join(t.TempDir(), "not-executable")
+	if err := os.WriteFile(notExec, []byte("#!/bin/sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		command []string
+		want    int
+		stderr  string
+	}{
+		{"success", []string{"true"}, 0, ""},
+		{"failure", []string{"sh", "-c", "exit 7"}, 7, ""},
+		{"high code", []string{"sh", "-c", "exit 200"}, 200, ""},
+		{"killed by a signal", []string{"sh", "-c", "kill -TERM $$"}, 128 + int(syscall.SIGTERM), ""},
+		{"not found", []string{"no-such-command-here"}, exitNotFound, "cannot run"},
+		{"not executable", []string{notExec}, exitCannotRun, "cannot run"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			key := t.Name()
+			code, _, stderr := redlockRun(t, sharedEnv(), append([]string{"run", key, "--"}, tt.command...)...)
+			if code != tt.want {
+				t.Fatalf("exit code %d, want %d; stderr:\n%s", code, tt.want, stderr)
+			}
+			if !strings.Contains(stderr, tt.stderr) {
+				t.Errorf("stderr %q does not mention %q", stderr, tt.stderr)
+			}
+			assertReleased(t, sharedNodes, key)
+		})
+	}
+}
+
+func TestRunGivesCommandItsIO(t *testing.T) {
+	t.Parallel()
+	p := start(t, sharedEnv(), "run", t.Name(), "--", "sh", "-c", `read x; echo "got $x"; echo oops >&2; echo "$0 $1"`, "a b", "c")
+	if _, err := p.stdin.Write([]byte("hello\n")); err != nil {
+		t.Fatal(err)
+	}
+	p.release()
+	p.expect(0)
+	if got, want := p.stdout.String(), "got hello\na b c"; got != want {
+		t.Errorf("stdout %q, want %q", got, want)
+	}
+	if got := p.stderr.String(); got != "oops" {
+		t.Errorf("stderr %q, want %q", got, "oops")
+	}
+}
+
+func TestRunBusy(t *testing.T) {
+	t.Parallel()
+	key := t.Name()
+	// Two runs at once: one gets the lock and holds it, the other must
+	// report it busy. With three nodes and two contenders one of them
+	// always has a majority.
+	a := start(t, sharedEnv(), "run", key, "--", "sh", "-c", holdScript)
+	b := start(t, sharedEnv(), "run", key, "--", "sh", "-c", holdScript)
+	var winner, loser *proc
+	select {
+	case <-a.done:
+		winner, loser = b, a
+	case <-b.done:
+		winner, loser = a, b
+	case <-time.After(waitLimit):
+		t.Fatalf("neither run ended; stderr:\n%s\n%s", a.stderr, b.stderr)
+	}
+	loser.expect(exitBusy)
+	if s := loser.stderr.String(); !strings.Contains(s, "busy") || !strings.Contains(s, "held by another") {
+		t.Errorf("busy run's stderr does not say the lock is held:\n%s", s)
+	}
+	if s := loser.stdout.String(); s != "" {
+		t.Errorf("busy run's command ran: %q", s)
+	}
+	winner.stdout.await(t, "ready")
+
+	// While it is held, --quiet says nothing and still exits with 75.
+	code, stdout, stderr := redlockRun(t, sharedEnv(), "run", "--quiet", key, "--", "echo", "ran")
+	if code != exitBusy || stdout != "" || stderr != "" {
+		t.Errorf("--quiet busy run: code %d, stdout %q, stderr %q; want %d and no output", code, stdout, stderr, exitBusy)
+	}
+
+	winner.release()
+	winner.expect(0)
+	assertFree(t, sharedNodes, key)
+}
+
+func TestRunWaitsInOrder(t *testing.T) {
+	t.Parallel()
+	key := t.Name()
+	log := filepath.Join(t.TempDir(), "log")
+	a := start(t, sharedEnv(), "run", key, "--", "sh", "-c", `echo ready; read x; echo a-end >> "$0"`, log)
+	a.stdout.await(t, "ready")
+
+	// A wait shorter than the holder's run gives up with "busy".
+	short := start(t, sharedEnv(), "run", "--wait", "200ms", key, "--", "sh", "-c", `echo short-ran >> "$0"`, log)
+	short.expect(exitBusy)
+
+	b := start(t, sharedEnv(), "run", "--wait", "20s", "--verbose", key, "--", "sh", "-c", `echo b-start >> "$0"`, log)
+	b.stderr.await(t, "waiting up to 20s")
+	a.release()
+	a.expect(0)
+	b.expect(0)
+	b.stderr.await(t, "obtained")
+
+	got, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "a-end\nb-start\n"; string(got) != want {
+		t.Errorf("log %q, want %q: the waiting run did not run after the holder", got, want)
+	}
+	assertReleased(t, sharedNodes, key)
+}
+
+func TestRunForwardsSignals(t *testing.T) {
+	t.Parallel()
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP} {
+		t.Run(sig.String(), func(t *testing.T) {
+			t.Parallel()
+			key := t.Name()
+			argv, env := helperCommand(t, "signal")
+			p := start(t, append(sharedEnv(), env...), append([]string{"run", key, "--"}, argv...)...)
+			p.stdout.await(t, "ready")
+			if err := p.cmd.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+			p.expect(5)
+			p.stdout.await(t, "got "+sig.String())
+			assertFree(t, sharedNodes, key)
+		})
+	}
+}
+
+func TestRunSignalWhileWaiting(t *testing.T) {
+	t.Parallel()
+	key := t.Name()
+	holder := start(t, sharedEnv(), "run", key, "--", "sh", "-c", holdScript)
+	holder.stdout.await(t, "ready")
+
+	waiter := start(t, sharedEnv(), "run", "--wait", "20s", "--verbose", key, "--", "echo", "ran")
+	waiter.stderr.await(t, "waiting")
+	if err := waiter.cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	waiter.expect(128 + int(syscall.SIGINT))
+	waiter.stderr.await(t, "did not run")
+	if s := waiter.stdout.String(); s != "" {
+		t.Errorf("the command ran: %q", s)
+	}
+	holder.release()
+	holder.expect(0)
+}
+
+func TestRunLostLockStopsCommand(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		script string
+		stderr string
+	}{
+		// sleep dies of the SIGTERM.
+		{"SIGTERM", `echo ready; exec sleep 60`, "sending SIGTERM"},
+		// sleep ignores SIGTERM, so it takes the SIGKILL after --grace.
+		{"SIGKILL after grace", `trap '' TERM; echo ready; exec sleep 60`, "sending SIGKILL"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			servers := redistest.StartT(t, 3, redistest.Options{})
+			// A short TTL so that the loss is found within a second of
+			// the majority going away; the node timeout stays far
+			// below it.
+			p := start(t, nil, "run", "--nodes", nodesURL(servers), "--ttl", "1s", "--node-timeout", "100ms",
+				"--grace", "200ms", t.Name(), "--", "sh", "-c", tt.script)
+			p.stdout.await(t, "ready")
+			for _, s := range servers[:2] {
+				if err := s.Kill(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			p.expect(exitLost)
+			p.stderr.await(t, "lost while the command ran")
+			p.stderr.await(t, tt.stderr)
+		})
+	}
+}
+
+func TestRunForceReleaseStopsHolder(t *testing.T) {
+	t.Parallel()
+	servers := redistest.StartT(t, 3, redistest.Options{})
+	env := []string{envNodes + "=" + nodesURL(servers)}
+	key := t.Name()
+	p := start(t, env, "run", "--ttl", "1s", "--node-timeout", "100ms", key, "--", "sh", "-c", `echo ready; exec sleep 60`)
+	p.stdout.await(t, "ready")
+	// Force the lock away and take it: the next extension finds the lock
+	// gone, or held by the new owner.
+	if code, _, stderr := redlockRun(t, env, "release", "--force", "--yes", key); code != 0 {
+		t.Fatalf("release: %d\n%s", code, stderr)
+	}
+	thief := start(t, env, "run", key, "--", "sh", "-c", holdScript)
+	thief.stdout.await(t, "ready")
+	p.expect(exitLost)
+	p.stderr.await(t, "lost while the command ran")
+	thief.release()
+	thief.expect(0)
+}
+
+func TestRunCooldown(t *testing.T) {
+	t.Parallel()
+	key := t.Name()
+	code, _, stderr := redlockRun(t, sharedEnv(), "run", "--cooldown", "20s", key, "--", "true")
+	if code != 0 {
+		t.Fatalf("exit code %d\n%s", code, stderr)
+	}
+	if d := pttl(t, sharedNodes[0], key); d <= 0 || d > 20*time.Second {
+		t.Errorf("key's TTL after a 20s cooldown is %v", d)
+	}
+	code, stdout, _ := redlockRun(t, sharedEnv(), "run", key, "--", "echo", "ran")
+	if code != exitBusy || stdout != "" {
+		t.Errorf("run during the cooldown: code %d, stdout %q; want %d and no run", code, stdout, exitBusy)
+	}
+}
+
+func TestRunEnvironment(t *testing.T) {
+	t.Parallel()
+	key := t.Name()
+	// An outer REDLOCK_FENCE must not leak through a run without fencing.
+	env := append(sharedEnv(), envFence+"=99")
+	code, stdout, stderr := redlockRun(t, env, "run", key, "--", "sh", "-c", `echo "fence=${REDLOCK_FENCE-unset}"`)
+	if code != 0 || stdout != "fence=unset" {
+		t.Errorf("without --fencing: code %d, stdout %q, want fence=unset\n%s", code, stdout, stderr)
+	}
+
+	var fences []uint64
+	for range 2 {
+		code, stdout, stderr := redlockRun(t, env, "run", "--fencing", key, "--", "sh", "-c", `echo "$REDLOCK_FENCE"`)
+		if code != 0 {
+			t.Fatalf("exit code %d\n%s", code, stderr)
+		}
+		f, err := strconv.ParseUint(stdout, 10, 64)
+		if err != nil || f == 0 {
+			t.Fatalf("REDLOCK_FENCE=%q, want a positive number", stdout)
+		}
+		fences = append(fences, f)
+	}
+	if fences[1] <= fences[0] {
+		t.Errorf("fencing tokens %v do not grow", fences)
+	}
+}
+
+func TestRunMetadata(t *testing.T) {
+	t.Parallel()
+	key := t.Name()
+	p := start(t, sharedEnv(), "run", "--metadata", "job=report", key, "--", "sh", "-c", holdScript)
+	p.stdout.await(t, "ready")
+	for i, v := range keyOn(t, sharedNodes, key) {
+		if !strings.HasSuffix(v, "\x00job=report") {
+			t.Errorf("node %d holds %q, want the metadata at the end", i, v)
+		}
+	}
+	p.release()
+	p.expect(0)
+
+	// The default names the host and redlock's pid.
+	p = start(t, sharedEnv(), "run", key, "--", "sh", "-c", holdScript)
+	p.stdout.await(t, "ready")
+	want := "pid=" + strconv.Itoa(p.cmd.Process.Pid)
+	if v := keyOn(t, sharedNodes, key)[0]; !strings.Contains(v, "host=") || !strings.HasSuffix(v, want) {
+		t.Errorf("default metadata in %q, want host= and %s", v, want)
+	}
+	p.release()
+	p.expect(0)
+}

@@ -1,0 +1,64 @@
+//go:build unix
+
+package main
+
+import (
+	"os"
+	"os/exec"
+	"syscall"
+)
+
+// forwardedSignals are the signals redlock passes on to the command.
+var forwardedSignals = []os.Signal{
+	syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP,
+	syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2,
+}
+
+var (
+	sigTerm os.Signal = syscall.SIGTERM
+	sigKill os.Signal = syscall.SIGKILL
+)
+
+// setProcessGroup makes the command the leader of a new process group, so
+// that a lost lock stops everything it started (a shell's children too),
+// and a Ctrl-C on the terminal reaches redlock alone, which forwards it once.
+func setProcessGroup(cmd *exec.Cmd) {
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Setpgid = true
+	setParentDeathSignal(cmd.SysProcAttr)
+}
+
+// signalGroup sends sig to the process group that p leads.
+//
+// Callers only signal before p has been waited for, so its group id cannot
+// have been reused; the window between Wait reaping p and the caller
+// learning of it is a few instructions long.
+func signalGroup(p *os.Process, sig os.Signal) error {
+	s, ok := sig.(syscall.Signal)
+	if !ok {
+		return p.Signal(sig)
+	}
+	err := syscall.Kill(-p.Pid, s)
+	if err == syscall.ESRCH {
+		return os.ErrProcessDone
+	}
+	return err
+}
+
+// signalExitCode is the shell's exit code for death by sig: 128+N.
+func signalExitCode(sig os.Signal) int {
+	if s, ok := sig.(syscall.Signal); ok {
+		return 128 + int(s)
+	}
+	return exitFailure
+}
+
+// commandExitCode is the command's exit code, 128+N when signal N ended it.
+func commandExitCode(ps *os.ProcessState) int {
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return ps.ExitCode()
+}
