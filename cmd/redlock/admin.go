@@ -134,13 +134,17 @@ func writeStatus(w io.Writer, st *redlock.Status, need int) error {
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NODE\tSTATE\tTTL\tHOLDS\tTOKEN\tMETADATA")
+	fmt.Fprintln(tw, "NODE\tSTATE\tTTL\tHOLDS\tFENCE\tTOKEN\tMETADATA")
 	for _, n := range st.Nodes {
+		fence := "-"
+		if n.Fence > 0 {
+			fence = strconv.FormatUint(n.Fence, 10)
+		}
 		switch {
 		case n.Err != nil:
-			fmt.Fprintf(tw, "%s\terror\t-\t-\t-\t%s\n", n.Addr, printable(strings.TrimPrefix(n.Err.Error(), "redlock: ")))
+			fmt.Fprintf(tw, "%s\terror\t-\t-\t-\t-\t%s\n", n.Addr, printable(strings.TrimPrefix(n.Err.Error(), "redlock: ")))
 		case !n.Held:
-			fmt.Fprintf(tw, "%s\tfree\t-\t-\t-\t-\n", n.Addr)
+			fmt.Fprintf(tw, "%s\tfree\t-\t-\t%s\t-\t-\n", n.Addr, fence)
 		default:
 			ttl := "none"
 			if n.TTL >= 0 {
@@ -150,7 +154,7 @@ func writeStatus(w io.Writer, st *redlock.Status, need int) error {
 			if meta == "" {
 				meta = "-"
 			}
-			fmt.Fprintf(tw, "%s\theld\t%s\t%d\t%s\t%s\n", n.Addr, ttl, n.Holds, printable(n.Token), meta)
+			fmt.Fprintf(tw, "%s\theld\t%s\t%d\t%s\t%s\t%s\n", n.Addr, ttl, n.Holds, fence, printable(n.Token), meta)
 		}
 	}
 	return tw.Flush()
@@ -170,6 +174,8 @@ type nodeJSON struct {
 	Token    string `json:"token,omitempty"`
 	Metadata string `json:"metadata,omitempty"`
 	Holds    int    `json:"holds,omitempty"`
+	// Fence is the node's fencing counter for the key (0: none).
+	Fence uint64 `json:"fence,omitempty"`
 	// TTLMs is the remaining TTL in milliseconds, -1 without expiry.
 	TTLMs int64  `json:"ttl_ms,omitempty"`
 	Error string `json:"error,omitempty"`
@@ -178,7 +184,7 @@ type nodeJSON struct {
 func writeStatusJSON(w io.Writer, st *redlock.Status, need int) error {
 	out := statusJSON{Key: st.Key, Holder: st.Holder, Quorum: need, Nodes: make([]nodeJSON, len(st.Nodes))}
 	for i, n := range st.Nodes {
-		nj := nodeJSON{Addr: n.Addr, Held: n.Held, Token: n.Token, Metadata: n.Metadata, Holds: n.Holds}
+		nj := nodeJSON{Addr: n.Addr, Held: n.Held, Token: n.Token, Metadata: n.Metadata, Holds: n.Holds, Fence: n.Fence}
 		if n.Held {
 			nj.TTLMs = n.TTL.Milliseconds()
 			if n.TTL < 0 {

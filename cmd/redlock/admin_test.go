@@ -162,3 +162,37 @@ func TestBootstrapAndRestartGuard(t *testing.T) {
 		t.Errorf("bootstrap with a node down: code %d, want %d\n%s", code, exitUnavailable, stderr)
 	}
 }
+
+// inspect shows each node's fencing counter after a fenced run.
+func TestInspectShowsFence(t *testing.T) {
+	t.Parallel()
+	servers := redistest.StartT(t, 3, redistest.Options{})
+	env := []string{envNodes + "=" + nodesURL(servers)}
+	if code, _, stderr := redlockRun(t, env, "run", "--fencing", "fenced", "--", "true"); code != 0 {
+		t.Fatalf("fenced run: code %d\n%s", code, stderr)
+	}
+	code, stdout, stderr := redlockRun(t, env, "inspect", "--json", "fenced")
+	if code != 0 {
+		t.Fatalf("inspect: code %d\n%s", code, stderr)
+	}
+	var st struct {
+		Nodes []struct {
+			Fence uint64 `json:"fence"`
+		} `json:"nodes"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &st); err != nil {
+		t.Fatal(err)
+	}
+	with := 0
+	for _, n := range st.Nodes {
+		if n.Fence == 1 {
+			with++
+		}
+	}
+	if with < 2 {
+		t.Fatalf("fence 1 on %d nodes, want a majority:\n%s", with, stdout)
+	}
+	if _, stdout, _ := redlockRun(t, env, "inspect", "fenced"); !strings.Contains(stdout, "FENCE") {
+		t.Fatalf("inspect table has no FENCE column:\n%s", stdout)
+	}
+}
