@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/quorumlock/redlock/quorum"
 )
 
@@ -176,15 +178,26 @@ func (l *Locker) Inspect(ctx context.Context, key string) (*Status, error) {
 	keys := []string{key, fenceKey(key)}
 	var (
 		mu    sync.Mutex
-		final bool // set once Each returned: a straggler's answer is dropped
+		final bool // set once the round is decided: a straggler's answer is dropped
 	)
-	quorum.Each(ctx, len(l.nodes), l.cfg.nodeTimeout, &l.bg, func(ctx context.Context, i int) {
-		ns := l.inspectOn(ctx, i, keys)
-		mu.Lock()
-		if !final {
-			st.Nodes[i] = ns
-		}
-		mu.Unlock()
+	timeout := l.cfg.nodeTimeout
+	quorum.Run(ctx, &quorum.Round[int64]{
+		Nodes:   len(l.nodes),
+		Need:    len(l.nodes),
+		Timeout: timeout,
+		WaitAll: true,
+		Start: func(_ context.Context, i int, reply func(int, quorum.Vote, int64, error)) {
+			l.nodes[i].pipe.startRaw(timeout, inspectScript, keys, nil, func(cmd *redis.Cmd) {
+				ns := inspectReply(l.nodes[i].addr, cmd)
+				mu.Lock()
+				if !final {
+					st.Nodes[i] = ns
+				}
+				mu.Unlock()
+				reply(i, quorum.Yes, 0, nil)
+			})
+		},
+		Background: &l.bg,
 	})
 	mu.Lock()
 	final = true
@@ -221,9 +234,9 @@ func (l *Locker) Inspect(ctx context.Context, key string) (*Status, error) {
 	return st, nil
 }
 
-func (l *Locker) inspectOn(ctx context.Context, i int, keys []string) NodeStatus {
-	ns := NodeStatus{Addr: l.nodes[i].addr}
-	vals, err := inspectScript.Run(ctx, l.nodes[i].client, keys).Slice()
+func inspectReply(addr string, cmd *redis.Cmd) NodeStatus {
+	ns := NodeStatus{Addr: addr}
+	vals, err := cmd.Slice()
 	if err != nil {
 		ns.Err = err
 		return ns
@@ -269,16 +282,14 @@ func (l *Locker) ForceRelease(ctx context.Context, key string) error {
 	}
 	defer l.mu.RUnlock()
 	keys, channel := []string{key}, releaseChannel(key)
+	args, timeout := []any{channel}, l.cfg.nodeTimeout
 	res := quorum.Run(ctx, &quorum.Round[int64]{
 		Nodes:   len(l.nodes),
 		Need:    len(l.nodes), // ask every node; success below needs a majority
-		Timeout: l.cfg.nodeTimeout,
-		Call: func(ctx context.Context, i int) (quorum.Vote, int64, error) {
-			n, err := forceScript.Run(ctx, l.nodes[i].client, keys, channel).Int64()
-			if err != nil {
-				return quorum.Failed, 0, err
-			}
-			return quorum.Yes, n, nil
+		Timeout: timeout,
+		WaitAll: true,
+		Start: func(_ context.Context, i int, reply func(int, quorum.Vote, int64, error)) {
+			l.nodes[i].pipe.start(timeout, i, forceScript, keys, args, decodeDone, reply)
 		},
 		Background: &l.bg,
 	})

@@ -246,7 +246,7 @@ func (k *Lock) run(ctx context.Context, s *redis.Script, args []any, decode func
 		Need:    k.l.need,
 		Timeout: timeout,
 		Start: func(ctx context.Context, i int, reply func(int, quorum.Vote, int64, error)) {
-			k.l.nodes[i].pipe.start(ctx, timeout, i, s, k.keys, args, decode, reply)
+			k.l.nodes[i].pipe.start(timeout, i, s, k.keys, args, decode, reply)
 		},
 		Accept:     accept,
 		WaitAll:    all,

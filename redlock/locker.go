@@ -36,6 +36,7 @@ type Locker struct {
 	bg sync.WaitGroup
 
 	notify *notifier
+	gates  gates
 }
 
 // New returns a Locker over the given clients, one per independent Redis
@@ -204,8 +205,11 @@ func (l *Locker) callConfig(key string, opts []Option) (config, error) {
 // While the key is held by another owner, Obtain waits for the holder's
 // release: it wakes as soon as any node announces it (one subscription per
 // node, shared by every waiter of the Locker), and otherwise retries on its
-// timer, never sleeping past the moment the holder's keys expire. With
-// WithFailFast it gives up at once when the holder's keys outlive ctx's
+// timer, never sleeping past the moment the holder's keys expire. Goroutines
+// of one Locker that wait for the same key line up in arrival order and only
+// the first contends on the nodes, so they take turns instead of splitting
+// the votes among themselves (a re-entry with WithToken skips the line).
+// With WithFailFast it gives up at once when the holder's keys outlive ctx's
 // deadline.
 //
 // On failure it returns no lock, leaves no key of its own on any node (late
@@ -221,12 +225,24 @@ func (l *Locker) Obtain(ctx context.Context, key string, opts ...Option) (*Lock,
 	var (
 		timer *time.Timer
 		wake  <-chan struct{}
+		// queued is set once this call waits in the Locker's line for key
+		// (see gates); a re-entry by token never queues, or it could wait
+		// behind waiters for a lock it holds itself.
+		queued = cfg.tokenSet
 	)
 	defer func() {
 		if timer != nil {
 			timer.Stop()
 		}
 	}()
+	if !queued && l.gates.busy(key) {
+		leave, err := l.gates.enter(ctx, key)
+		if err != nil {
+			return nil, withContext(ctx, &QuorumError{Op: "obtain", Key: key, Need: l.need, reason: ErrNotObtained})
+		}
+		defer leave()
+		queued = true
+	}
 	for {
 		lock, err := l.attempt(ctx, key, &cfg)
 		if err == nil {
@@ -243,7 +259,7 @@ func (l *Locker) Obtain(ctx context.Context, key string, opts ...Option) (*Lock,
 			return nil, err
 		}
 		var qe *QuorumError
-		if errors.As(err, &qe) && errors.Is(err, ErrNotObtained) {
+		if errors.Is(err, ErrNotObtained) && errors.As(err, &qe) {
 			if free, known := qe.freeIn(); known {
 				if dl, has := ctx.Deadline(); cfg.failFast && has && time.Until(dl) < free {
 					return nil, err
@@ -251,12 +267,26 @@ func (l *Locker) Obtain(ctx context.Context, key string, opts ...Option) (*Lock,
 				// No point sleeping past the moment enough keys expire.
 				wait = min(wait, free+time.Millisecond)
 			}
+			retryNow := false
+			if !queued {
+				// Line up behind the Locker's other waiters for key (none,
+				// usually); our turn may come long after the release we
+				// missed, so try again at once.
+				leave, gerr := l.gates.enter(ctx, key)
+				if gerr != nil {
+					return nil, withContext(ctx, err)
+				}
+				defer leave()
+				queued, retryNow = true, true
+			}
 			if wake == nil && !cfg.pollingOnly {
 				var stop func()
 				wake, stop = l.notify.wait(ctx, key, cfg.nodeTimeout)
 				defer stop()
-				// The release may have come before the subscription did:
-				// try again at once, then sleep.
+				// The release may have come before the subscription did.
+				retryNow = true
+			}
+			if retryNow {
 				continue
 			}
 		}
@@ -335,7 +365,7 @@ func (l *Locker) attempt(ctx context.Context, key string, cfg *config) (*Lock, e
 		Need:    l.need,
 		Timeout: cfg.nodeTimeout,
 		Start: func(ctx context.Context, i int, reply func(int, quorum.Vote, int64, error)) {
-			l.nodes[i].pipe.start(ctx, cfg.nodeTimeout, i, acquireScript, keys, args, decodeAcquire, reply)
+			l.nodes[i].pipe.start(cfg.nodeTimeout, i, acquireScript, keys, args, decodeAcquire, reply)
 		},
 		// Validity is taken when the majority is in: that is the moment
 		// the lock is granted, and the TTL has been running since the
@@ -464,7 +494,7 @@ func (l *Locker) writeBackFence(ctx context.Context, key string, cfg *config, ac
 			if granted[i] {
 				decode = decodeDone
 			}
-			l.nodes[i].pipe.start(ctx, cfg.nodeTimeout, i, fenceScript, keys, args, decode, reply)
+			l.nodes[i].pipe.start(cfg.nodeTimeout, i, fenceScript, keys, args, decode, reply)
 		},
 		Background: &l.bg,
 	})
@@ -513,7 +543,7 @@ func (l *Locker) undoAll(ctx context.Context, timeout time.Duration, keys []stri
 			}
 			// Best effort: a key left behind on an unreachable node expires
 			// by its TTL; it delays others but never breaks exclusion.
-			l.nodes[i].pipe.start(ctx, timeout, i, releaseScript, keys, args, decodeAny, reply)
+			l.nodes[i].pipe.start(timeout, i, releaseScript, keys, args, decodeAny, reply)
 		},
 		Background: &l.bg,
 	})
@@ -540,7 +570,7 @@ func decodeBestEffort(int64, error) (quorum.Vote, int64, error) { return quorum.
 // others, it never breaks mutual exclusion.
 func (l *Locker) releaseOn(ctx context.Context, i int, keys []string, prefix string, timeout time.Duration) {
 	l.bg.Add(1) // called with a count held on bg (by a straggling call)
-	l.nodes[i].pipe.start(context.WithoutCancel(ctx), timeout, i, releaseScript, keys,
+	l.nodes[i].pipe.start(timeout, i, releaseScript, keys,
 		[]any{prefix, releaseChannel(keys[0]), 0}, decodeAny,
 		func(int, quorum.Vote, int64, error) { l.bg.Done() })
 }
@@ -625,6 +655,18 @@ func pendingOf[T any](res *quorum.Result[T]) int {
 	return len(res.Replies) - res.Yes - res.No - res.Failed
 }
 
+// decodeBootstrap is Yes when the node has its marker, Failed when it
+// abstains.
+func decodeBootstrap(n int64, err error) (quorum.Vote, int64, error) {
+	switch {
+	case err != nil:
+		return quorum.Failed, 0, err
+	case n < 0:
+		return quorum.Failed, 0, fmt.Errorf("redlock: node abstains for %v more: it lost its memory before it was seeded", time.Duration(-n)*time.Millisecond)
+	}
+	return quorum.Yes, n, nil
+}
+
 // Bootstrap seeds the restart guard's memory marker on every node, so that a
 // fresh cluster votes at once instead of abstaining for the guard's maximum
 // TTL. Run it once, when the cluster is first set up, never on a cluster
@@ -642,20 +684,14 @@ func (l *Locker) Bootstrap(ctx context.Context) error {
 	}
 	defer l.mu.RUnlock()
 	keys := []string{guardMarker, guardQuarantine}
+	timeout := l.cfg.nodeTimeout
 	res := quorum.Run(ctx, &quorum.Round[int64]{
 		Nodes:   len(l.nodes),
 		Need:    len(l.nodes),
-		Timeout: l.cfg.nodeTimeout,
+		Timeout: timeout,
 		WaitAll: true,
-		Call: func(ctx context.Context, i int) (quorum.Vote, int64, error) {
-			n, err := bootstrapScript.Run(ctx, l.nodes[i].client, keys).Int64()
-			switch {
-			case err != nil:
-				return quorum.Failed, 0, err
-			case n < 0:
-				return quorum.Failed, 0, fmt.Errorf("redlock: node abstains for %v more: it lost its memory before it was seeded", time.Duration(-n)*time.Millisecond)
-			}
-			return quorum.Yes, n, nil
+		Start: func(_ context.Context, i int, reply func(int, quorum.Vote, int64, error)) {
+			l.nodes[i].pipe.start(timeout, i, bootstrapScript, keys, nil, decodeBootstrap, reply)
 		},
 		Background: &l.bg,
 	})

@@ -49,6 +49,9 @@ type nodeCall struct {
 	node    int
 	decode  func(r int64, err error) (quorum.Vote, int64, error)
 	reply   func(node int, v quorum.Vote, value int64, err error)
+	// raw, if set instead of decode and reply, receives the reply as it is
+	// (for scripts whose reply is not an integer).
+	raw func(cmd *redis.Cmd)
 }
 
 var callPool = sync.Pool{New: func() any { return new(nodeCall) }}
@@ -87,7 +90,7 @@ func (p *pipe) close() {
 // start queues a call without blocking; reply receives its outcome exactly
 // once, from a worker (or at once when the queue is full). The call runs
 // with its own timeout, whatever becomes of the caller's context.
-func (p *pipe) start(_ context.Context, timeout time.Duration, node int, s *redis.Script, keys []string, args []any,
+func (p *pipe) start(timeout time.Duration, node int, s *redis.Script, keys []string, args []any,
 	decode func(int64, error) (quorum.Vote, int64, error), reply func(int, quorum.Vote, int64, error)) {
 	c := callPool.Get().(*nodeCall)
 	*c = nodeCall{timeout: timeout, script: s, keys: keys, args: args, node: node, decode: decode, reply: reply}
@@ -98,12 +101,37 @@ func (p *pipe) start(_ context.Context, timeout time.Duration, node int, s *redi
 	}
 }
 
+// startRaw queues a call whose reply is handed over as it is.
+func (p *pipe) startRaw(timeout time.Duration, s *redis.Script, keys []string, args []any, raw func(*redis.Cmd)) {
+	c := callPool.Get().(*nodeCall)
+	*c = nodeCall{timeout: timeout, script: s, keys: keys, args: args, raw: raw}
+	select {
+	case p.queues[queueOf(keys[0])] <- c:
+	default:
+		cmd := redis.NewCmd(context.Background())
+		cmd.SetErr(errOverloaded)
+		p.finishCmd(c, cmd)
+	}
+}
+
 func (p *pipe) finish(c *nodeCall, r int64, err error) {
 	v, val, err := c.decode(r, err)
 	reply, node := c.reply, c.node
 	*c = nodeCall{}
 	callPool.Put(c)
 	reply(node, v, val, err)
+}
+
+// finishCmd delivers a reply to the call's raw or integer receiver.
+func (p *pipe) finishCmd(c *nodeCall, cmd *redis.Cmd) {
+	if raw := c.raw; raw != nil {
+		*c = nodeCall{}
+		callPool.Put(c)
+		raw(cmd)
+		return
+	}
+	r, err := cmd.Int64()
+	p.finish(c, r, err)
 }
 
 // queueOf maps a key to one of a node's queues (FNV-1a).
@@ -152,8 +180,7 @@ func (p *pipe) exec(live []*nodeCall) {
 	defer cancel()
 	if len(live) == 1 || p.pipeline == nil {
 		for _, c := range live {
-			r, err := c.script.Run(ctx, p.client, c.keys, c.args...).Int64()
-			p.finish(c, r, err)
+			p.finishCmd(c, c.script.Run(ctx, p.client, c.keys, c.args...))
 		}
 		return
 	}
@@ -180,7 +207,6 @@ func (p *pipe) exec(live []*nodeCall) {
 		_, _ = pl.Exec(ctx)
 	}
 	for i, c := range live {
-		r, err := cmds[i].Int64()
-		p.finish(c, r, err)
+		p.finishCmd(c, cmds[i])
 	}
 }
