@@ -1,0 +1,298 @@
+// Package harness runs the benchmark: it sets up the nodes, runs every
+// scenario for every mode in rounds, alternating the modes within each
+// round, and collects the figures into a report.
+package harness
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/quorumlock/redlock/bench/internal/lockers"
+	"github.com/quorumlock/redlock/bench/internal/report"
+)
+
+// NodeCount is how many nodes the harness uses: the largest quorum mode.
+const NodeCount = 5
+
+// Config is what a run measures and for how long.
+type Config struct {
+	// Nodes are existing servers (host:port) to use; empty starts
+	// NodeCount local redis-server processes.
+	Nodes []string
+	// Rounds is how many times each mode runs each scenario; the report
+	// shows the medians over rounds.
+	Rounds int
+	// Duration is the measured window of one mode in one scenario.
+	Duration time.Duration
+	// Warmup runs the same load, unmeasured, before each window.
+	Warmup time.Duration
+	// Grace is how long operations begun in a window may still finish
+	// after it before they are cut off.
+	Grace time.Duration
+	// Workers is the throughput scenario's goroutine count, each on its
+	// own key.
+	Workers int
+	// Contenders is the contention scenario's goroutine count, all on one
+	// key, each holding it for Hold.
+	Contenders int
+	Hold       time.Duration
+	// SlowLatency is added to every reply of node FaultNode (0-based) in
+	// the slow-node scenario; the node-down scenario makes the same node
+	// refuse connections.
+	SlowLatency time.Duration
+	FaultNode   int
+	// Modes are the implementations to compare; lockers.Modes() by default.
+	Modes []lockers.Mode
+	// Quick marks the short CI run in the report.
+	Quick bool
+	// Progress receives a line per step; nil for none.
+	Progress io.Writer
+}
+
+// DefaultConfig is the full run: a few minutes on a small machine.
+func DefaultConfig() Config {
+	return Config{
+		Rounds:      5,
+		Duration:    time.Second,
+		Warmup:      200 * time.Millisecond,
+		Grace:       time.Second,
+		Workers:     64,
+		Contenders:  16,
+		Hold:        time.Millisecond,
+		SlowLatency: 2 * time.Millisecond,
+		FaultNode:   2, // in the 3-node and the 5-node sets
+		Modes:       lockers.Modes(),
+	}
+}
+
+// QuickConfig is the CI run: every mode and scenario, briefly.
+func QuickConfig() Config {
+	c := DefaultConfig()
+	c.Rounds = 2
+	c.Duration = 150 * time.Millisecond
+	c.Warmup = 30 * time.Millisecond
+	c.Grace = 300 * time.Millisecond
+	c.Quick = true
+	return c
+}
+
+func (c *Config) validate() error {
+	switch {
+	case c.Rounds < 1:
+		return fmt.Errorf("rounds %d: need at least 1", c.Rounds)
+	case c.Duration <= 0 || c.Warmup < 0 || c.Grace < 0:
+		return errors.New("duration must be positive, warmup and grace not negative")
+	case c.Workers < 1 || c.Contenders < 1:
+		return errors.New("workers and contenders must be at least 1")
+	case c.Hold < 0 || c.SlowLatency < 0:
+		return errors.New("hold and slow latency must not be negative")
+	case c.SlowLatency%time.Millisecond != 0:
+		return fmt.Errorf("slow latency %v: whole milliseconds only", c.SlowLatency)
+	case len(c.Modes) == 0:
+		return errors.New("no modes")
+	}
+	return nil
+}
+
+// scenario is one workload, possibly under a fault.
+type scenario struct {
+	name string
+	// quorumOnly scenarios skip single-node modes: their only node is
+	// never the faulty one.
+	quorumOnly bool
+	// faulty runs the modes over the client set with the proxied node.
+	faulty bool
+	// setup injects the fault and returns its undo.
+	setup func(*Cluster) (func() error, error)
+	run   func(ctx context.Context, impl lockers.Impl, key string, c *Config, d time.Duration) report.Figures
+}
+
+func scenarios(cfg *Config) []scenario {
+	lat := func(ctx context.Context, impl lockers.Impl, key string, c *Config, d time.Duration) report.Figures {
+		return latency(ctx, impl, key, d, c.Grace)
+	}
+	return []scenario{
+		{name: report.Uncontended, run: lat},
+		{name: report.Throughput, run: func(ctx context.Context, impl lockers.Impl, key string, c *Config, d time.Duration) report.Figures {
+			return throughput(ctx, impl, key, c.Workers, d, c.Grace)
+		}},
+		{name: report.Contention, run: func(ctx context.Context, impl lockers.Impl, key string, c *Config, d time.Duration) report.Figures {
+			return contention(ctx, impl, key, c.Contenders, c.Hold, d, c.Grace)
+		}},
+		{name: report.SlowNode, quorumOnly: true, faulty: true, run: lat,
+			setup: func(cl *Cluster) (func() error, error) {
+				if err := cl.Proxy.SetLatency(cfg.SlowLatency); err != nil {
+					return nil, err
+				}
+				return func() error { return cl.Proxy.SetLatency(0) }, nil
+			}},
+		{name: report.NodeDown, quorumOnly: true, faulty: true, run: lat,
+			setup: func(cl *Cluster) (func() error, error) {
+				cl.Proxy.Down()
+				return cl.Proxy.Up, nil
+			}},
+	}
+}
+
+// modeImpls is one mode set up over both client sets.
+type modeImpls struct {
+	mode           lockers.Mode
+	direct, faulty lockers.Impl
+}
+
+// Run runs the benchmark and returns its report. It stops early, with
+// ctx's error, when ctx ends; local servers are always stopped.
+func Run(ctx context.Context, cfg Config) (rep *report.Report, err error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	rep = &report.Report{Started: time.Now(), Env: environment()}
+	progress := cfg.Progress
+	if progress == nil {
+		progress = io.Discard
+	}
+
+	if len(cfg.Nodes) == 0 {
+		fmt.Fprintf(progress, "starting %d local redis-server processes\n", NodeCount)
+	}
+	cl, err := StartCluster(ctx, cfg.Nodes, cfg.FaultNode)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { err = errors.Join(err, cl.Close()) }()
+	rep.Env.RedisServer = cl.Version
+
+	var impls []modeImpls
+	defer func() {
+		for _, m := range impls {
+			err = errors.Join(err, m.direct.Close())
+			if m.faulty != nil {
+				err = errors.Join(err, m.faulty.Close())
+			}
+		}
+	}()
+	for _, m := range cfg.Modes {
+		mi := modeImpls{mode: m}
+		mi.direct, err = lockers.New(m, cl.Direct)
+		if err == nil && m.Quorum() {
+			mi.faulty, err = lockers.New(m, cl.Faulty)
+		}
+		if mi.direct != nil {
+			impls = append(impls, mi) // closed by the defer above
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+
+	rep.Settings = report.Settings{
+		Rounds:       cfg.Rounds,
+		Duration:     cfg.Duration.String(),
+		Warmup:       cfg.Warmup.String(),
+		Grace:        cfg.Grace.String(),
+		Workers:      cfg.Workers,
+		Contenders:   cfg.Contenders,
+		Hold:         cfg.Hold.String(),
+		SlowLatency:  cfg.SlowLatency.String(),
+		FaultNode:    cfg.FaultNode,
+		Nodes:        cl.Addrs,
+		LocalServers: cl.Local(),
+		Quick:        cfg.Quick,
+	}
+
+	scens := scenarios(&cfg)
+	for _, s := range scens {
+		for _, mi := range impls {
+			if s.quorumOnly && !mi.mode.Quorum() {
+				continue
+			}
+			rep.Results = append(rep.Results, report.Result{Impl: mi.mode.Impl, Nodes: mi.mode.Nodes, Scenario: s.name})
+		}
+	}
+	runID := rand.Text()[:8]
+	steps, step := len(rep.Results)*cfg.Rounds, 0
+	for round := range cfg.Rounds {
+		// Rotate the order each round, so that no mode always runs first
+		// (cold) or right after the heaviest one.
+		order := append(append([]modeImpls(nil), impls[round%len(impls):]...), impls[:round%len(impls)]...)
+		for _, s := range scens {
+			undo := func() error { return nil }
+			if s.setup != nil {
+				if undo, err = s.setup(cl); err != nil {
+					return nil, fmt.Errorf("%s: %w", s.name, err)
+				}
+			}
+			for _, mi := range order {
+				if s.quorumOnly && !mi.mode.Quorum() {
+					continue
+				}
+				if err := ctx.Err(); err != nil {
+					return nil, errors.Join(err, undo())
+				}
+				step++
+				fmt.Fprintf(progress, "[%3d/%d %6s] round %d/%d  %-11s  %s\n", step, steps,
+					time.Since(rep.Started).Round(time.Second), round+1, cfg.Rounds, s.name, mi.mode.Name())
+				impl := mi.direct
+				if s.faulty {
+					impl = mi.faulty
+				}
+				key := fmt.Sprintf("redlock-bench:%s:%d:%s:%s", runID, round, s.name, strings.ReplaceAll(mi.mode.Name(), "/", ","))
+				if cfg.Warmup > 0 {
+					s.run(ctx, impl, key+":warmup", &cfg, cfg.Warmup)
+				}
+				f := s.run(ctx, impl, key, &cfg, cfg.Duration)
+				r := rep.Find(mi.mode.Impl, mi.mode.Nodes, s.name)
+				r.Rounds = append(r.Rounds, f)
+			}
+			if err := undo(); err != nil {
+				return nil, fmt.Errorf("%s: undoing the fault: %w", s.name, err)
+			}
+		}
+	}
+	rep.Median()
+	rep.ComputeRatios()
+	rep.Env.LoadAfter = loadAvg()
+	rep.Finished = time.Now()
+	return rep, nil
+}
+
+func environment() report.Env {
+	return report.Env{
+		GoVersion:  runtime.Version(),
+		GOOS:       runtime.GOOS,
+		GOARCH:     runtime.GOARCH,
+		NumCPU:     runtime.NumCPU(),
+		GOMAXPROCS: runtime.GOMAXPROCS(0),
+		LoadBefore: loadAvg(),
+	}
+}
+
+// loadAvg returns the 1, 5 and 15 minute load averages on Linux, or "".
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return ""
+	}
+	return strings.Join(f[:3], " ")
+}
+
+// Quiet silences go-redis's own logging (failed dials to the node that the
+// node-down scenario takes away), which would otherwise flood stderr.
+func Quiet() { redis.SetLogger(quietLogger{}) }
+
+type quietLogger struct{}
+
+func (quietLogger) Printf(context.Context, string, ...any) {}

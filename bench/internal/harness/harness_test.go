@@ -1,0 +1,128 @@
+package harness_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/quorumlock/redlock/bench/internal/harness"
+	"github.com/quorumlock/redlock/bench/internal/lockers"
+	"github.com/quorumlock/redlock/bench/internal/report"
+)
+
+func TestMain(m *testing.M) {
+	harness.Quiet()
+	// After repeated failed dials (the node-down scenario) a go-redis pool
+	// starts a prober that sleeps a second between dials and only sees on
+	// waking that its client was closed. It is go-redis's, and it ends.
+	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).tryDial"))
+}
+
+// TestRunSmall runs every mode through every scenario briefly on local
+// servers: the harness end to end, in a couple of seconds.
+func TestRunSmall(t *testing.T) {
+	cfg := harness.QuickConfig()
+	cfg.Rounds = 1
+	cfg.Duration = 30 * time.Millisecond
+	cfg.Warmup = 5 * time.Millisecond
+	cfg.Grace = 500 * time.Millisecond
+	cfg.Workers = 8
+	cfg.Contenders = 4
+	var progress strings.Builder
+	cfg.Progress = &progress
+
+	rep, err := harness.Run(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Settings.LocalServers || len(rep.Settings.Nodes) != harness.NodeCount {
+		t.Errorf("settings: %+v", rep.Settings)
+	}
+
+	for _, m := range lockers.Modes() {
+		scenarios := []string{report.Uncontended, report.Throughput, report.Contention}
+		if m.Quorum() {
+			scenarios = append(scenarios, report.SlowNode, report.NodeDown)
+		} else if rep.Find(m.Impl, m.Nodes, report.SlowNode) != nil {
+			t.Errorf("%s: a slow-node result for a single-node mode", m.Name())
+		}
+		for _, s := range scenarios {
+			r := rep.Find(m.Impl, m.Nodes, s)
+			if r == nil || len(r.Rounds) != 1 {
+				t.Errorf("%s %s: result %+v", m.Name(), s, r)
+				continue
+			}
+			// Under contention a 30ms window can close before anyone
+			// gets the lock (redsync retries 50-250ms apart), but every
+			// worker's wait is counted.
+			done := report.Ops
+			if s == report.Contention {
+				done = report.WaitP99
+			}
+			// Errors are the libraries' to report (a node call can time
+			// out on a loaded machine under -race); the harness's job is
+			// to measure something.
+			if r.Median[done] <= 0 {
+				t.Errorf("%s %s: figures %v", m.Name(), s, r.Median)
+			}
+			if !strings.Contains(progress.String(), fmt.Sprintf("%s  %s", pad(s), m.Name())) {
+				t.Errorf("no progress line for %s %s", s, m.Name())
+			}
+		}
+	}
+
+	// redsync by default waits for every node, the slow one included, on
+	// both Obtain and Release: proof that the latency was in place.
+	if p50 := rep.Find(lockers.Redsync, 5, report.SlowNode).Median[report.P50]; p50 < 2*float64(cfg.SlowLatency/time.Microsecond) {
+		t.Errorf("redsync slow-node p50 = %vµs, want at least twice %v", p50, cfg.SlowLatency)
+	}
+	if len(rep.Ratios) == 0 {
+		t.Error("no ratios")
+	}
+
+	dir := t.TempDir()
+	if err := rep.WriteJSON(dir + "/bench.json"); err != nil {
+		t.Error(err)
+	}
+	if err := rep.WriteChart(dir + "/bench.svg"); err != nil {
+		t.Error(err)
+	}
+	if err := rep.WriteTable(&strings.Builder{}); err != nil {
+		t.Error(err)
+	}
+}
+
+func pad(s string) string { return fmt.Sprintf("%-11s", s) }
+
+func TestRunStopsWithContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	cfg := harness.QuickConfig()
+	if _, err := harness.Run(ctx, cfg); err == nil {
+		t.Fatal("Run with an ended context succeeded")
+	}
+}
+
+func TestRunRejectsBadConfig(t *testing.T) {
+	for name, mutate := range map[string]func(*harness.Config){
+		"no rounds":       func(c *harness.Config) { c.Rounds = 0 },
+		"no duration":     func(c *harness.Config) { c.Duration = 0 },
+		"no workers":      func(c *harness.Config) { c.Workers = 0 },
+		"fractional slow": func(c *harness.Config) { c.SlowLatency = 1500 * time.Microsecond },
+		"four nodes given": func(c *harness.Config) {
+			c.Nodes = []string{"127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3", "127.0.0.1:4"}
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			cfg := harness.QuickConfig()
+			mutate(&cfg)
+			if _, err := harness.Run(t.Context(), cfg); err == nil {
+				t.Error("Run succeeded")
+			}
+		})
+	}
+}

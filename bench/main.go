@@ -1,0 +1,148 @@
+// Command bench compares redlock's single-node and quorum modes with
+// go-redsync/redsync and bsm/redislock on the same Redis servers.
+//
+// By default it starts five local redis-server processes on free loopback
+// ports and stops them at the end; -nodes uses five running servers instead
+// (such as the docker-compose ones). It prints a table of medians over
+// rounds on stdout, progress on stderr, and writes every figure to a JSON
+// file and a chart to an SVG or PNG file.
+//
+//	go run .            # the full run, a few minutes
+//	go run . -quick     # every mode and scenario in well under a minute
+//	go run . -nodes 127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003,127.0.0.1:7004,127.0.0.1:7005
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/quorumlock/redlock/bench/internal/harness"
+	"github.com/quorumlock/redlock/bench/internal/report"
+	"github.com/quorumlock/redlock/internal/redistest"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	def := harness.DefaultConfig()
+	var (
+		nodes      = flag.String("nodes", "", "use these five running servers (host:port,...) instead of starting local ones")
+		quick      = flag.Bool("quick", false, "short run for CI: 2 rounds of 150ms windows")
+		rounds     = flag.Int("rounds", def.Rounds, "rounds; the table shows medians over rounds")
+		duration   = flag.Duration("duration", def.Duration, "measured window per mode and scenario")
+		warmup     = flag.Duration("warmup", def.Warmup, "unmeasured warm-up before each window")
+		grace      = flag.Duration("grace", def.Grace, "how long operations begun in a window may finish after it")
+		workers    = flag.Int("workers", def.Workers, "throughput: goroutines, each on its own key")
+		contenders = flag.Int("contenders", def.Contenders, "contention: goroutines on one key")
+		hold       = flag.Duration("hold", def.Hold, "contention: how long each holder keeps the lock")
+		slow       = flag.Duration("slow", def.SlowLatency, "slow-node: latency added to each reply of one node (whole ms)")
+		out        = flag.String("out", "results", "directory for the JSON file and the chart")
+		jsonPath   = flag.String("json", "", "JSON output file (default <out>/bench.json)")
+		chartPath  = flag.String("chart", "", "chart file, .svg or .png (default <out>/bench.svg)")
+		from       = flag.String("from", "", "run nothing: print the table and draw the chart of this earlier JSON file")
+	)
+	flag.Parse()
+	if flag.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", flag.Args())
+	}
+
+	if *jsonPath == "" {
+		*jsonPath = filepath.Join(*out, "bench.json")
+	}
+	if *chartPath == "" {
+		*chartPath = filepath.Join(*out, "bench.svg")
+	}
+	if ext := strings.ToLower(filepath.Ext(*chartPath)); ext != ".svg" && ext != ".png" {
+		return fmt.Errorf("chart %s: want a .svg or .png file", *chartPath)
+	}
+	for _, p := range []string{*jsonPath, *chartPath} {
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+	}
+
+	if *from != "" {
+		rep, err := report.ReadJSON(*from)
+		if err != nil {
+			return err
+		}
+		if err := rep.WriteTable(os.Stdout); err != nil {
+			return err
+		}
+		return rep.WriteChart(*chartPath)
+	}
+
+	cfg := def
+	if *quick {
+		cfg = harness.QuickConfig()
+	}
+	// Flags given explicitly win over the -quick settings.
+	flag.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "rounds":
+			cfg.Rounds = *rounds
+		case "duration":
+			cfg.Duration = *duration
+		case "warmup":
+			cfg.Warmup = *warmup
+		case "grace":
+			cfg.Grace = *grace
+		case "workers":
+			cfg.Workers = *workers
+		case "contenders":
+			cfg.Contenders = *contenders
+		case "hold":
+			cfg.Hold = *hold
+		case "slow":
+			cfg.SlowLatency = *slow
+		}
+	})
+	if *nodes != "" {
+		for a := range strings.SplitSeq(*nodes, ",") {
+			if a = strings.TrimSpace(a); a != "" {
+				cfg.Nodes = append(cfg.Nodes, a)
+			}
+		}
+	} else if _, err := exec.LookPath("redis-server"); err != nil {
+		return fmt.Errorf("%s; or pass -nodes with five running servers", redistest.InstallHint)
+	}
+
+	// Ctrl-C ends the run cleanly, so the local servers are stopped.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	harness.Quiet()
+	cfg.Progress = os.Stderr
+
+	rep, err := harness.Run(ctx, cfg)
+	if err != nil {
+		if errors.Is(err, context.Canceled) {
+			return errors.New("interrupted")
+		}
+		return err
+	}
+	rep.Command = "go run . " + strings.Join(os.Args[1:], " ")
+	if err := rep.WriteTable(os.Stdout); err != nil {
+		return err
+	}
+	if err := rep.WriteJSON(*jsonPath); err != nil {
+		return err
+	}
+	if err := rep.WriteChart(*chartPath); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "wrote %s and %s in %s\n", *jsonPath, *chartPath, rep.Finished.Sub(rep.Started).Round(1e9))
+	return nil
+}
