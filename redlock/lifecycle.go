@@ -181,14 +181,15 @@ func (l *Locker) Inspect(ctx context.Context, key string) (*Status, error) {
 		final bool // set once the round is decided: a straggler's answer is dropped
 	)
 	timeout := l.cfg.nodeTimeout
+	cmd := evalSha(inspectScript, keys, nil)
 	quorum.Run(ctx, &quorum.Round[int64]{
 		Nodes:   len(l.nodes),
 		Need:    len(l.nodes),
 		Timeout: timeout,
 		WaitAll: true,
 		Start: func(_ context.Context, i int, reply func(int, quorum.Vote, int64, error)) {
-			l.nodes[i].pipe.startRaw(timeout, inspectScript, keys, nil, func(cmd *redis.Cmd) {
-				ns := inspectReply(l.nodes[i].addr, cmd)
+			l.nodes[i].pipe.startRaw(timeout, inspectScript, keys, nil, cmd, func(got *redis.Cmd) {
+				ns := inspectReply(l.nodes[i].addr, got)
 				mu.Lock()
 				if !final {
 					st.Nodes[i] = ns
@@ -283,13 +284,14 @@ func (l *Locker) ForceRelease(ctx context.Context, key string) error {
 	defer l.mu.RUnlock()
 	keys, channel := []string{key}, releaseChannel(key)
 	args, timeout := []any{channel}, l.cfg.nodeTimeout
+	cmd := evalSha(forceScript, keys, args)
 	res := quorum.Run(ctx, &quorum.Round[int64]{
 		Nodes:   len(l.nodes),
 		Need:    len(l.nodes), // ask every node; success below needs a majority
 		Timeout: timeout,
 		WaitAll: true,
 		Start: func(_ context.Context, i int, reply func(int, quorum.Vote, int64, error)) {
-			l.nodes[i].pipe.start(timeout, i, forceScript, keys, args, decodeDone, reply)
+			l.nodes[i].pipe.start(timeout, i, forceScript, keys, args, cmd, decodeDone, reply)
 		},
 		Background: &l.bg,
 	})

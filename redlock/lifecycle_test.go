@@ -105,8 +105,11 @@ func TestDoLosesLockWhenNodesDie(t *testing.T) {
 	if !errors.Is(err, redlock.ErrLockLost) {
 		t.Fatalf("Do = %v, want ErrLockLost", err)
 	}
-	if cancelledAfter > ttl {
-		t.Fatalf("cancelled %v after the nodes died, want within the TTL %v", cancelledAfter, ttl)
+	// Cancellation is due at the lock's deadline, less than a TTL after the
+	// nodes died; the margin absorbs timer lateness on a loaded machine (a
+	// missed deadline would show as a whole extension period or TTL more).
+	if limit := ttl + 150*time.Millisecond; cancelledAfter > limit {
+		t.Fatalf("cancelled %v after the nodes died, want within the TTL %v (+ noise margin)", cancelledAfter, ttl)
 	}
 }
 

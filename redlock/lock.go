@@ -241,12 +241,13 @@ func (k *Lock) run(ctx context.Context, s *redis.Script, args []any, decode func
 	}
 	defer k.l.mu.RUnlock()
 	timeout := k.cfg.nodeTimeout
+	cmd := evalSha(s, k.keys, args)
 	return quorum.Run(ctx, &quorum.Round[int64]{
 		Nodes:   len(k.l.nodes),
 		Need:    k.l.need,
 		Timeout: timeout,
 		Start: func(ctx context.Context, i int, reply func(int, quorum.Vote, int64, error)) {
-			k.l.nodes[i].pipe.start(timeout, i, s, k.keys, args, decode, reply)
+			k.l.nodes[i].pipe.start(timeout, i, s, k.keys, args, cmd, decode, reply)
 		},
 		Accept:     accept,
 		WaitAll:    all,

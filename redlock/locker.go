@@ -354,6 +354,7 @@ func (l *Locker) attempt(ctx context.Context, key string, cfg *config) (*Lock, e
 		args = append(args, fenced, cfg.guard.Milliseconds())
 	}
 	lockKeys := keys[:1]
+	cmd := evalSha(acquireScript, keys, args)
 
 	var (
 		validity time.Duration
@@ -365,7 +366,7 @@ func (l *Locker) attempt(ctx context.Context, key string, cfg *config) (*Lock, e
 		Need:    l.need,
 		Timeout: cfg.nodeTimeout,
 		Start: func(ctx context.Context, i int, reply func(int, quorum.Vote, int64, error)) {
-			l.nodes[i].pipe.start(cfg.nodeTimeout, i, acquireScript, keys, args, decodeAcquire, reply)
+			l.nodes[i].pipe.start(cfg.nodeTimeout, i, acquireScript, keys, args, cmd, decodeAcquire, reply)
 		},
 		// Validity is taken when the majority is in: that is the moment
 		// the lock is granted, and the TTL has been running since the
@@ -483,6 +484,7 @@ func (l *Locker) writeBackFence(ctx context.Context, key string, cfg *config, ac
 	}
 	keys := []string{fenceKey(key)}
 	args := []any{fence}
+	cmd := evalSha(fenceScript, keys, args)
 	res := quorum.Run(ctx, &quorum.Round[int64]{
 		Nodes:   len(l.nodes),
 		Need:    l.need,
@@ -494,7 +496,7 @@ func (l *Locker) writeBackFence(ctx context.Context, key string, cfg *config, ac
 			if granted[i] {
 				decode = decodeDone
 			}
-			l.nodes[i].pipe.start(cfg.nodeTimeout, i, fenceScript, keys, args, decode, reply)
+			l.nodes[i].pipe.start(cfg.nodeTimeout, i, fenceScript, keys, args, cmd, decode, reply)
 		},
 		Background: &l.bg,
 	})
@@ -532,6 +534,7 @@ func decodeAcquire(r int64, err error) (quorum.Vote, int64, error) {
 // own writes, so it runs even when ctx has ended.
 func (l *Locker) undoAll(ctx context.Context, timeout time.Duration, keys []string, prefix string, which func(int) bool) {
 	args := []any{prefix, releaseChannel(keys[0]), 0}
+	cmd := evalSha(releaseScript, keys, args)
 	quorum.Run(context.WithoutCancel(ctx), &quorum.Round[int64]{
 		Nodes:   len(l.nodes),
 		Need:    len(l.nodes),
@@ -543,7 +546,7 @@ func (l *Locker) undoAll(ctx context.Context, timeout time.Duration, keys []stri
 			}
 			// Best effort: a key left behind on an unreachable node expires
 			// by its TTL; it delays others but never breaks exclusion.
-			l.nodes[i].pipe.start(timeout, i, releaseScript, keys, args, decodeAny, reply)
+			l.nodes[i].pipe.start(timeout, i, releaseScript, keys, args, cmd, decodeAny, reply)
 		},
 		Background: &l.bg,
 	})
@@ -570,8 +573,8 @@ func decodeBestEffort(int64, error) (quorum.Vote, int64, error) { return quorum.
 // others, it never breaks mutual exclusion.
 func (l *Locker) releaseOn(ctx context.Context, i int, keys []string, prefix string, timeout time.Duration) {
 	l.bg.Add(1) // called with a count held on bg (by a straggling call)
-	l.nodes[i].pipe.start(timeout, i, releaseScript, keys,
-		[]any{prefix, releaseChannel(keys[0]), 0}, decodeAny,
+	args := []any{prefix, releaseChannel(keys[0]), 0}
+	l.nodes[i].pipe.start(timeout, i, releaseScript, keys, args, evalSha(releaseScript, keys, args), decodeAny,
 		func(int, quorum.Vote, int64, error) { l.bg.Done() })
 }
 
@@ -685,13 +688,14 @@ func (l *Locker) Bootstrap(ctx context.Context) error {
 	defer l.mu.RUnlock()
 	keys := []string{guardMarker, guardQuarantine}
 	timeout := l.cfg.nodeTimeout
+	cmd := evalSha(bootstrapScript, keys, nil)
 	res := quorum.Run(ctx, &quorum.Round[int64]{
 		Nodes:   len(l.nodes),
 		Need:    len(l.nodes),
 		Timeout: timeout,
 		WaitAll: true,
 		Start: func(_ context.Context, i int, reply func(int, quorum.Vote, int64, error)) {
-			l.nodes[i].pipe.start(timeout, i, bootstrapScript, keys, nil, decodeBootstrap, reply)
+			l.nodes[i].pipe.start(timeout, i, bootstrapScript, keys, nil, cmd, decodeBootstrap, reply)
 		},
 		Background: &l.bg,
 	})

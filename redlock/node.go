@@ -46,9 +46,12 @@ type nodeCall struct {
 	script  *redis.Script
 	keys    []string
 	args    []any
-	node    int
-	decode  func(r int64, err error) (quorum.Vote, int64, error)
-	reply   func(node int, v quorum.Vote, value int64, err error)
+	// cmd is the EVALSHA command line, built once per round and shared by
+	// every node's call (read only).
+	cmd    []any
+	node   int
+	decode func(r int64, err error) (quorum.Vote, int64, error)
+	reply  func(node int, v quorum.Vote, value int64, err error)
 	// raw, if set instead of decode and reply, receives the reply as it is
 	// (for scripts whose reply is not an integer).
 	raw func(cmd *redis.Cmd)
@@ -56,19 +59,43 @@ type nodeCall struct {
 
 var callPool = sync.Pool{New: func() any { return new(nodeCall) }}
 
+// evalSha builds the EVALSHA command line of a script call, once for all
+// nodes of a round.
+func evalSha(s *redis.Script, keys []string, args []any) []any {
+	cmd := make([]any, 0, 3+len(keys)+len(args))
+	cmd = append(cmd, "evalsha", s.Hash(), len(keys))
+	for _, k := range keys {
+		cmd = append(cmd, k)
+	}
+	return append(cmd, args...)
+}
+
+// evalSrc is the same call with the script's source, for a node that lost
+// its script cache.
+func evalSrc(c *nodeCall) []any {
+	cmd := make([]any, len(c.cmd))
+	copy(cmd, c.cmd)
+	cmd[0], cmd[1] = "eval", scriptSource[c.script]
+	return cmd
+}
+
 type pipe struct {
-	client   redis.Scripter
-	pipeline func() redis.Pipeliner // nil: the client cannot pipeline
-	queues   [workersPerNode]chan *nodeCall
-	wg       sync.WaitGroup
+	client redis.Scripter
+	// conn gives each worker a connection of its own (nil: the client is
+	// not a plain *redis.Client, e.g. a test's fault-injecting wrapper, and
+	// is used call by call).
+	conn   func() *redis.Conn
+	queues [workersPerNode]chan *nodeCall
+	wg     sync.WaitGroup
 }
 
 func newPipe(c redis.UniversalClient) *pipe {
 	p := &pipe{client: c}
-	// Pipelines bypass a wrapper's EvalSha; a wrapper that injects faults
-	// by overriding EvalSha only (see the tests) is served call by call.
-	if _, plain := c.(*redis.Client); plain {
-		p.pipeline = c.Pipeline
+	// Pipelines and dedicated connections bypass a wrapper's EvalSha; a
+	// wrapper that injects faults by overriding EvalSha (see the tests) is
+	// served call by call through its own methods.
+	if rc, plain := c.(*redis.Client); plain {
+		p.conn = rc.Conn
 	}
 	p.wg.Add(workersPerNode)
 	for i := range p.queues {
@@ -78,7 +105,7 @@ func newPipe(c redis.UniversalClient) *pipe {
 	return p
 }
 
-// close stops the workers once the queue has drained. No call may be
+// close stops the workers once the queues have drained. No call may be
 // started after close.
 func (p *pipe) close() {
 	for _, q := range p.queues {
@@ -89,41 +116,34 @@ func (p *pipe) close() {
 
 // start queues a call without blocking; reply receives its outcome exactly
 // once, from a worker (or at once when the queue is full). The call runs
-// with its own timeout, whatever becomes of the caller's context.
-func (p *pipe) start(timeout time.Duration, node int, s *redis.Script, keys []string, args []any,
+// with its own timeout, whatever becomes of the caller. cmd is the call's
+// command line from evalSha, shared by the round.
+func (p *pipe) start(timeout time.Duration, node int, s *redis.Script, keys []string, args, cmd []any,
 	decode func(int64, error) (quorum.Vote, int64, error), reply func(int, quorum.Vote, int64, error)) {
 	c := callPool.Get().(*nodeCall)
-	*c = nodeCall{timeout: timeout, script: s, keys: keys, args: args, node: node, decode: decode, reply: reply}
-	select {
-	case p.queues[queueOf(keys[0])] <- c:
-	default:
-		p.finish(c, 0, errOverloaded)
-	}
+	*c = nodeCall{timeout: timeout, script: s, keys: keys, args: args, cmd: cmd, node: node, decode: decode, reply: reply}
+	p.enqueue(c)
 }
 
 // startRaw queues a call whose reply is handed over as it is.
-func (p *pipe) startRaw(timeout time.Duration, s *redis.Script, keys []string, args []any, raw func(*redis.Cmd)) {
+func (p *pipe) startRaw(timeout time.Duration, s *redis.Script, keys []string, args, cmd []any, raw func(*redis.Cmd)) {
 	c := callPool.Get().(*nodeCall)
-	*c = nodeCall{timeout: timeout, script: s, keys: keys, args: args, raw: raw}
+	*c = nodeCall{timeout: timeout, script: s, keys: keys, args: args, cmd: cmd, raw: raw}
+	p.enqueue(c)
+}
+
+func (p *pipe) enqueue(c *nodeCall) {
 	select {
-	case p.queues[queueOf(keys[0])] <- c:
+	case p.queues[queueOf(c.keys[0])] <- c:
 	default:
 		cmd := redis.NewCmd(context.Background())
 		cmd.SetErr(errOverloaded)
-		p.finishCmd(c, cmd)
+		p.finish(c, cmd)
 	}
 }
 
-func (p *pipe) finish(c *nodeCall, r int64, err error) {
-	v, val, err := c.decode(r, err)
-	reply, node := c.reply, c.node
-	*c = nodeCall{}
-	callPool.Put(c)
-	reply(node, v, val, err)
-}
-
-// finishCmd delivers a reply to the call's raw or integer receiver.
-func (p *pipe) finishCmd(c *nodeCall, cmd *redis.Cmd) {
+// finish delivers a reply to the call's receiver and recycles the call.
+func (p *pipe) finish(c *nodeCall, cmd *redis.Cmd) {
 	if raw := c.raw; raw != nil {
 		*c = nodeCall{}
 		callPool.Put(c)
@@ -131,7 +151,11 @@ func (p *pipe) finishCmd(c *nodeCall, cmd *redis.Cmd) {
 		return
 	}
 	r, err := cmd.Int64()
-	p.finish(c, r, err)
+	v, val, err := c.decode(r, err)
+	reply, node := c.reply, c.node
+	*c = nodeCall{}
+	callPool.Put(c)
+	reply(node, v, val, err)
 }
 
 // queueOf maps a key to one of a node's queues (FNV-1a).
@@ -143,8 +167,18 @@ func queueOf(key string) int {
 	return int(h % workersPerNode)
 }
 
+// worker is the state of one queue's worker: its connection and a context
+// whose deadline it moves for every batch.
+type worker struct {
+	p    *pipe
+	conn *redis.Conn
+	ctx  deadlineCtx
+}
+
 func (p *pipe) work(queue chan *nodeCall) {
 	defer p.wg.Done()
+	w := &worker{p: p}
+	defer w.drop()
 	batch := make([]*nodeCall, 0, maxBatch)
 	for c := range queue {
 		batch = append(batch[:0], c)
@@ -160,7 +194,17 @@ func (p *pipe) work(queue chan *nodeCall) {
 				break fill
 			}
 		}
-		p.exec(batch)
+		w.exec(batch)
+		clear(batch)
+	}
+}
+
+// drop closes the worker's connection (it goes back to the client's pool,
+// or is discarded if broken).
+func (w *worker) drop() {
+	if w.conn != nil {
+		_ = w.conn.Close()
+		w.conn = nil
 	}
 }
 
@@ -168,45 +212,72 @@ func (p *pipe) work(queue chan *nodeCall) {
 // even when its caller has given up: a round is decided at a majority, and
 // the rest of its calls (the release of a key on the last nodes, say) must
 // still reach their nodes; a late acquisition is undone by its round's Late.
-func (p *pipe) exec(live []*nodeCall) {
+func (w *worker) exec(batch []*nodeCall) {
+	p := w.p
 	var timeout time.Duration
-	for _, c := range live {
+	for _, c := range batch {
 		timeout = max(timeout, c.timeout)
 	}
 	// The batch has its own deadline, the longest node timeout in it: the
 	// rounds decide on their own timers, and one caller's cancellation must
 	// not fail the others' calls.
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	if len(live) == 1 || p.pipeline == nil {
-		for _, c := range live {
-			p.finishCmd(c, c.script.Run(ctx, p.client, c.keys, c.args...))
+	w.ctx.deadline = time.Now().Add(timeout)
+	ctx := &w.ctx
+	if p.conn == nil {
+		for _, c := range batch {
+			p.finish(c, c.script.Run(ctx, p.client, c.keys, c.args...))
 		}
 		return
 	}
-	pl := p.pipeline()
-	cmds := make([]*redis.Cmd, len(live))
-	for i, c := range live {
-		cmds[i] = c.script.EvalSha(ctx, pl, c.keys, c.args...)
+	if w.conn == nil {
+		w.conn = p.conn()
 	}
-	// Per-command errors are read below; Exec's error is the first of them.
-	_, _ = pl.Exec(ctx)
+	cmds := make([]*redis.Cmd, len(batch))
+	if len(batch) == 1 {
+		cmds[0] = redis.NewCmd(ctx, batch[0].cmd...)
+		_ = w.conn.Process(ctx, cmds[0]) // the error is the command's
+	} else {
+		pl := w.conn.Pipeline()
+		for i, c := range batch {
+			cmds[i] = redis.NewCmd(ctx, c.cmd...)
+			_ = pl.Process(ctx, cmds[i])
+		}
+		_, _ = pl.Exec(ctx) // per-command errors are read below
+	}
 	// A node that lost its script cache (a restart) answers NOSCRIPT: send
 	// those again with the script's source, which also caches it.
-	var retry []int
-	for i, cmd := range cmds {
-		if err := cmd.Err(); err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
-			retry = append(retry, i)
+	for i, c := range batch {
+		if err := cmds[i].Err(); err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
+			cmds[i] = redis.NewCmd(ctx, evalSrc(c)...)
+			_ = w.conn.Process(ctx, cmds[i])
 		}
 	}
-	if len(retry) > 0 {
-		pl = p.pipeline()
-		for _, i := range retry {
-			cmds[i] = live[i].script.Eval(ctx, pl, live[i].keys, live[i].args...)
+	broken := false
+	for i, c := range batch {
+		if err := cmds[i].Err(); err != nil && !isRedisError(err) {
+			broken = true // a network error or timeout: the connection is unusable
 		}
-		_, _ = pl.Exec(ctx)
+		p.finish(c, cmds[i])
 	}
-	for i, c := range live {
-		p.finishCmd(c, cmds[i])
+	if broken {
+		w.drop()
 	}
 }
+
+// isRedisError reports whether err is an error reply from the server (the
+// connection is fine), not a network error or timeout.
+func isRedisError(err error) bool {
+	var re redis.Error
+	return errors.As(err, &re)
+}
+
+// deadlineCtx is a worker's reusable context: it carries only a deadline,
+// which go-redis turns into socket deadlines (the clients are expected to
+// have ContextTimeoutEnabled), and is never cancelled. Reusing it saves a
+// context and a timer per call on the hot path.
+type deadlineCtx struct{ deadline time.Time }
+
+func (c *deadlineCtx) Deadline() (time.Time, bool) { return c.deadline, true }
+func (c *deadlineCtx) Done() <-chan struct{}       { return nil }
+func (c *deadlineCtx) Err() error                  { return nil }
+func (c *deadlineCtx) Value(any) any               { return nil }

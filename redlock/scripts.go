@@ -62,3 +62,15 @@ const (
 
 // fenceKey is the key of the fencing counter of a lock key.
 func fenceKey(key string) string { return fencePrefix + key }
+
+// scriptSource maps each script to its source, for EVAL after NOSCRIPT.
+var scriptSource = map[*redis.Script]string{
+	acquireScript:   acquireSrc,
+	releaseScript:   releaseSrc,
+	extendScript:    extendSrc,
+	pttlScript:      pttlSrc,
+	inspectScript:   inspectSrc,
+	forceScript:     forceSrc,
+	fenceScript:     fenceSrc,
+	bootstrapScript: bootstrapSrc,
+}
