@@ -241,16 +241,15 @@ func TestInspectShowsFence(t *testing.T) {
 	}
 	// The write-back is decided at a majority; the last node may still be
 	// on its way.
+	// (A node whose grant came after the decision incremented its counter
+	// later, past the lock's fence: that only makes later fences larger.)
 	with := 0
 	for _, n := range st.Nodes {
-		if n.Fence > lock.Fence() {
-			t.Fatalf("node fence %d above the lock's %d", n.Fence, lock.Fence())
-		}
-		if n.Fence == lock.Fence() {
+		if n.Fence >= lock.Fence() {
 			with++
 		}
 	}
 	if with < l.Quorum() {
-		t.Fatalf("%d nodes show the fence %d, want a majority: %+v", with, lock.Fence(), st.Nodes)
+		t.Fatalf("%d nodes show at least the fence %d, want a majority: %+v", with, lock.Fence(), st.Nodes)
 	}
 }

@@ -30,10 +30,10 @@ func (g *gates) busy(key string) bool {
 	return ok
 }
 
-// enter waits for the caller's turn to contend for key, or for ctx to end.
-// On success the caller must call the returned leave when it stops
-// contending (it got the lock or gave up).
-func (g *gates) enter(ctx context.Context, key string) (leave func(), err error) {
+// enter waits for the caller's turn to contend for key, or for ctx to end;
+// waited reports whether others were ahead. On success the caller must call
+// the returned leave when it stops contending (it got the lock or gave up).
+func (g *gates) enter(ctx context.Context, key string) (leave func(), waited bool, err error) {
 	g.mu.Lock()
 	if g.lines == nil {
 		g.lines = map[string]*line{}
@@ -47,16 +47,22 @@ func (g *gates) enter(ctx context.Context, key string) (leave func(), err error)
 	ln.users++
 	g.mu.Unlock()
 
+	leave = func() {
+		ln.turn <- struct{}{}
+		g.out(key, ln)
+	}
+	select {
+	case <-ln.turn:
+		return leave, false, nil
+	default:
+	}
 	// Blocked receivers of a channel are served in arrival order.
 	select {
 	case <-ln.turn:
-		return func() {
-			ln.turn <- struct{}{}
-			g.out(key, ln)
-		}, nil
+		return leave, true, nil
 	case <-ctx.Done():
 		g.out(key, ln)
-		return nil, ctx.Err()
+		return nil, true, ctx.Err()
 	}
 }
 

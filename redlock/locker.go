@@ -236,7 +236,7 @@ func (l *Locker) Obtain(ctx context.Context, key string, opts ...Option) (*Lock,
 		}
 	}()
 	if !queued && l.gates.busy(key) {
-		leave, err := l.gates.enter(ctx, key)
+		leave, _, err := l.gates.enter(ctx, key)
 		if err != nil {
 			return nil, withContext(ctx, &QuorumError{Op: "obtain", Key: key, Need: l.need, reason: ErrNotObtained})
 		}
@@ -270,14 +270,14 @@ func (l *Locker) Obtain(ctx context.Context, key string, opts ...Option) (*Lock,
 			retryNow := false
 			if !queued {
 				// Line up behind the Locker's other waiters for key (none,
-				// usually); our turn may come long after the release we
-				// missed, so try again at once.
-				leave, gerr := l.gates.enter(ctx, key)
+				// usually); if others were ahead, our turn may come long
+				// after the release we missed, so try again at once.
+				leave, waited, gerr := l.gates.enter(ctx, key)
 				if gerr != nil {
 					return nil, withContext(ctx, err)
 				}
 				defer leave()
-				queued, retryNow = true, true
+				queued, retryNow = true, waited
 			}
 			if wake == nil && !cfg.pollingOnly {
 				var stop func()
@@ -482,7 +482,7 @@ func (l *Locker) writeBackFence(ctx context.Context, key string, cfg *config, ac
 			fence = max(fence, r.Value)
 		}
 	}
-	keys := []string{fenceKey(key)}
+	keys := []string{key, fenceKey(key)}
 	args := []any{fence}
 	cmd := evalSha(fenceScript, keys, args)
 	res := quorum.Run(ctx, &quorum.Round[int64]{
