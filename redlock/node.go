@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
 
 	"github.com/quorumlock/redlock/quorum"
 )
@@ -81,21 +82,28 @@ func evalSrc(c *nodeCall) []any {
 
 type pipe struct {
 	client redis.Scripter
-	// conn gives each worker a connection of its own (nil: the client is
-	// not a plain *redis.Client, e.g. a test's fault-injecting wrapper, and
-	// is used call by call).
-	conn   func() *redis.Conn
+	// own is the pipe's private client, cloned from the caller's options,
+	// whose connections the workers hold one each; nil when the caller's
+	// client is not a plain *redis.Client (a test's fault-injecting wrapper,
+	// say), which is then used call by call through its own methods.
+	own    *redis.Client
 	queues [workersPerNode]chan *nodeCall
 	wg     sync.WaitGroup
 }
 
 func newPipe(c redis.UniversalClient) *pipe {
 	p := &pipe{client: c}
-	// Pipelines and dedicated connections bypass a wrapper's EvalSha; a
-	// wrapper that injects faults by overriding EvalSha (see the tests) is
-	// served call by call through its own methods.
 	if rc, plain := c.(*redis.Client); plain {
-		p.conn = rc.Conn
+		// A client of our own: its connections never mix with the
+		// caller's, and nothing we do changes the caller's client. Server
+		// maintenance notifications are off on it: a lock's connection that
+		// breaks in a failover is simply replaced, and go-redis's automatic
+		// mode rewrites shared options when a server does not support them.
+		opt := *rc.Options()
+		opt.PoolSize = workersPerNode
+		opt.MinIdleConns, opt.MaxIdleConns = 0, workersPerNode
+		opt.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+		p.own = redis.NewClient(&opt)
 	}
 	p.wg.Add(workersPerNode)
 	for i := range p.queues {
@@ -112,6 +120,9 @@ func (p *pipe) close() {
 		close(q)
 	}
 	p.wg.Wait()
+	if p.own != nil {
+		_ = p.own.Close() // its connections are ours alone; nothing to report
+	}
 }
 
 // start queues a call without blocking; reply receives its outcome exactly
@@ -223,14 +234,14 @@ func (w *worker) exec(batch []*nodeCall) {
 	// not fail the others' calls.
 	w.ctx.deadline = time.Now().Add(timeout)
 	ctx := &w.ctx
-	if p.conn == nil {
+	if p.own == nil {
 		for _, c := range batch {
 			p.finish(c, c.script.Run(ctx, p.client, c.keys, c.args...))
 		}
 		return
 	}
 	if w.conn == nil {
-		w.conn = p.conn()
+		w.conn = p.own.Conn()
 	}
 	cmds := make([]*redis.Cmd, len(batch))
 	if len(batch) == 1 {
