@@ -47,6 +47,8 @@ type Impl interface {
 // Implementation names, as in the table and the benchmark names.
 const (
 	Redlock         = "redlock"
+	RedlockFencing  = "redlock+fencing"
+	RedlockGuard    = "redlock+guard"
 	Redsync         = "redsync"
 	RedsyncFailFast = "redsync-failfast"
 	Redislock       = "redislock"
@@ -72,6 +74,8 @@ func Modes() []Mode {
 		{Redlock, 1},
 		{Redlock, 3},
 		{Redlock, 5},
+		{RedlockFencing, 5},
+		{RedlockGuard, 5},
 		{Redsync, 5},
 		{RedsyncFailFast, 5},
 		{Redislock, 1},
@@ -86,10 +90,27 @@ func New(m Mode, clients []redis.UniversalClient) (Impl, error) {
 	}
 	clients = clients[:m.Nodes]
 	switch m.Impl {
-	case Redlock:
-		l, err := redlock.New(clients)
+	case Redlock, RedlockFencing, RedlockGuard:
+		var opts []redlock.Option
+		switch m.Impl {
+		case RedlockFencing:
+			opts = append(opts, redlock.WithFencing())
+		case RedlockGuard:
+			// The guard's maximum TTL is the TTL every mode uses.
+			opts = append(opts, redlock.WithRestartGuard(TTL))
+		}
+		l, err := redlock.New(clients, opts...)
 		if err != nil {
 			return nil, err
+		}
+		if m.Impl == RedlockGuard {
+			// Seed the markers as an operator does once at setup, so the
+			// nodes vote at once.
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if err := l.Bootstrap(ctx); err != nil {
+				return nil, errors.Join(err, l.Close())
+			}
 		}
 		return ourImpl{l}, nil
 	case Redsync, RedsyncFailFast:

@@ -391,6 +391,11 @@ func (r *Report) ComputeRatios() {
 		add("contended acquisitions/s, redlock / "+peer+" (nodes=5)",
 			r.value(ours, 5, Contention, AcqPerSec), r.value(peer, 5, Contention, AcqPerSec))
 	}
+	for _, feature := range []string{lockers.RedlockFencing, lockers.RedlockGuard} {
+		add("uncontended p50, "+feature+" / redlock (nodes=5)", p50(feature, 5, Uncontended), p50(ours, 5, Uncontended))
+		add("throughput ops/s, "+feature+" / redlock (nodes=5)",
+			r.value(feature, 5, Throughput, OpsPerSec), r.value(ours, 5, Throughput, OpsPerSec))
+	}
 	for _, m := range r.modes() {
 		if m.Nodes < 2 {
 			continue
