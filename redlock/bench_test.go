@@ -3,10 +3,14 @@ package redlock_test
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"runtime"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/quorumlock/redlock/internal/redistest"
 	"github.com/quorumlock/redlock/redlock"
@@ -73,4 +77,87 @@ func BenchmarkObtainReleaseParallel(b *testing.B) {
 			})
 		})
 	}
+}
+
+// BenchmarkHandoff measures how long after a release a waiting Obtain (with
+// the default retry strategy) gets the lock, with release notifications on
+// and off (polling only), and how many scripts the waiter sends per second
+// while it waits. The holder releases at a random moment 20-200ms after the
+// waiter started waiting.
+func BenchmarkHandoff(b *testing.B) {
+	for _, notify := range []bool{true, false} {
+		b.Run(fmt.Sprintf("notify=%v", notify), func(b *testing.B) {
+			servers := redistest.StartT(b, 3, redistest.Options{})
+			clients := redistest.ClientsT(b, servers)
+			holder, err := redlock.New(clients)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer holder.Close()
+			counted := make([]redis.UniversalClient, len(clients))
+			var calls atomic.Int64
+			for i, c := range clients {
+				counted[i] = &countedClient{Client: c.(*redis.Client), n: &calls}
+			}
+			opts := []redlock.Option{}
+			if !notify {
+				opts = append(opts, redlock.WithPollingOnly())
+			}
+			waiter, err := redlock.New(counted, opts...)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer waiter.Close()
+			ctx := context.Background()
+			var handoffs []time.Duration
+			var waited time.Duration
+			var waitCalls int64
+			for b.Loop() {
+				held, err := holder.TryObtain(ctx, "handoff")
+				if err != nil {
+					b.Fatal(err)
+				}
+				got := make(chan time.Time, 1)
+				done := make(chan struct{})
+				calls.Store(0)
+				start := time.Now()
+				go func() {
+					defer close(done)
+					lock, err := waiter.Obtain(ctx, "handoff")
+					got <- time.Now()
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					if err := lock.Release(ctx); err != nil {
+						b.Error(err)
+					}
+				}()
+				<-time.After(20*time.Millisecond + time.Duration(rand.Int64N(int64(180*time.Millisecond))))
+				waitCalls += calls.Load()
+				waited += time.Since(start)
+				released := time.Now()
+				if err := held.Release(ctx); err != nil {
+					b.Fatal(err)
+				}
+				handoffs = append(handoffs, (<-got).Sub(released))
+				<-done
+			}
+			slices.Sort(handoffs)
+			b.ReportMetric(float64(handoffs[len(handoffs)/2])/float64(time.Millisecond), "p50-handoff-ms")
+			b.ReportMetric(float64(handoffs[len(handoffs)*9/10])/float64(time.Millisecond), "p90-handoff-ms")
+			b.ReportMetric(float64(waitCalls)/waited.Seconds(), "scripts/s-waiting")
+		})
+	}
+}
+
+// countedClient counts the scripts sent through it (call by call).
+type countedClient struct {
+	*redis.Client
+	n *atomic.Int64
+}
+
+func (c *countedClient) EvalSha(ctx context.Context, sha string, keys []string, args ...any) *redis.Cmd {
+	c.n.Add(1)
+	return c.Client.EvalSha(ctx, sha, keys, args...)
 }

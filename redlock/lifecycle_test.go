@@ -439,3 +439,32 @@ func TestKeepAliveAfterReleaseIsNotLoss(t *testing.T) {
 	case <-time.After(600 * time.Millisecond):
 	}
 }
+
+// A waiter whose failed attempts win a minority of nodes must not wake
+// itself with the undo of those attempts: it keeps to its timer.
+func TestFailedAttemptUndoWakesNobody(t *testing.T) {
+	c := newCluster(t, 3)
+	// The holder has the key on nodes 0 and 1 only; node 2 is free, so
+	// every attempt of the waiter wins node 2 and must undo it.
+	holder := newLocker(t, c.clients[:2])
+	held := mustObtain(t, holder, "k")
+	var calls atomic.Int64
+	counted := make([]redis.UniversalClient, len(c.clients))
+	for i, cl := range c.clients {
+		counted[i] = &countedClient{Client: cl.(*redis.Client), n: &calls}
+	}
+	waiter := newLocker(t, counted)
+	ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
+	defer cancel()
+	if _, err := waiter.Obtain(ctx, "k", redlock.WithRetry(redlock.LinearBackoff(100*time.Millisecond))); !errors.Is(err, redlock.ErrNotObtained) {
+		t.Fatalf("got %v", err)
+	}
+	// About 5 rounds of 3 acquires plus 1 undo in 500ms; a self-waking
+	// waiter sends hundreds.
+	if n := calls.Load(); n > 60 {
+		t.Fatalf("the waiter sent %d scripts in 500ms: it woke itself", n)
+	}
+	if err := held.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -533,7 +533,7 @@ func decodeAcquire(r int64, err error) (quorum.Vote, int64, error) {
 // through the nodes' pipes, and waits for them up to timeout. It undoes our
 // own writes, so it runs even when ctx has ended.
 func (l *Locker) undoAll(ctx context.Context, timeout time.Duration, keys []string, prefix string, which func(int) bool) {
-	args := []any{prefix, releaseChannel(keys[0]), 0}
+	args := []any{prefix, "", 0} // an undo wakes nobody
 	cmd := evalSha(releaseScript, keys, args)
 	quorum.Run(context.WithoutCancel(ctx), &quorum.Round[int64]{
 		Nodes:   len(l.nodes),
@@ -573,7 +573,7 @@ func decodeBestEffort(int64, error) (quorum.Vote, int64, error) { return quorum.
 // others, it never breaks mutual exclusion.
 func (l *Locker) releaseOn(ctx context.Context, i int, keys []string, prefix string, timeout time.Duration) {
 	l.bg.Add(1) // called with a count held on bg (by a straggling call)
-	args := []any{prefix, releaseChannel(keys[0]), 0}
+	args := []any{prefix, "", 0} // an undo wakes nobody
 	l.nodes[i].pipe.start(timeout, i, releaseScript, keys, args, evalSha(releaseScript, keys, args), decodeAny,
 		func(int, quorum.Vote, int64, error) { l.bg.Done() })
 }

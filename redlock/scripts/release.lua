@@ -4,7 +4,9 @@
 --
 -- KEYS[1]  the lock key
 -- ARGV[1]  our token .. "\0" (the value's prefix)
--- ARGV[2]  the release channel
+-- ARGV[2]  the release channel, or "" to tell nobody (the undo of a failed
+--          acquisition: no lock was held, and waking waiters, the failed
+--          client among them, would only start another round of the same)
 -- ARGV[3]  cooldown in milliseconds: 0 deletes the key, more keeps it
 --
 -- Returns 1 when done, 0 when the key is gone, -1 when another token holds
@@ -28,5 +30,7 @@ if ARGV[3] ~= '0' then
   return 1
 end
 redis.call('DEL', KEYS[1])
-redis.call('PUBLISH', ARGV[2], KEYS[1])
+if ARGV[2] ~= '' then
+  redis.call('PUBLISH', ARGV[2], KEYS[1])
+end
 return 1
