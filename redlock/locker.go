@@ -572,7 +572,7 @@ func decodeBestEffort(int64, error) (quorum.Vote, int64, error) { return quorum.
 // left behind on an unreachable node expires by its TTL and only delays
 // others, it never breaks mutual exclusion.
 func (l *Locker) releaseOn(ctx context.Context, i int, keys []string, prefix string, timeout time.Duration) {
-	l.bg.Add(1) // called with a count held on bg (by a straggling call)
+	l.bg.Add(1)                  // called with a count held on bg (by a straggling call)
 	args := []any{prefix, "", 0} // an undo wakes nobody
 	l.nodes[i].pipe.start(timeout, i, releaseScript, keys, args, evalSha(releaseScript, keys, args), decodeAny,
 		func(int, quorum.Vote, int64, error) { l.bg.Done() })
