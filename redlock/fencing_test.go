@@ -253,3 +253,44 @@ func TestInspectShowsFence(t *testing.T) {
 		t.Fatalf("%d nodes show at least the fence %d, want a majority: %+v", with, lock.Fence(), st.Nodes)
 	}
 }
+
+// With the restart guard, fences keep growing even when a majority of
+// nodes restarts without persistence and forgets its counters: a counter
+// starts again from the server's clock, and the guard keeps the node out
+// until every fence it handed out is in the past.
+func TestFencesGrowAcrossMajorityRestartWithGuard(t *testing.T) {
+	c := newCluster(t, 3)
+	opts := []redlock.Option{redlock.WithFencing(), redlock.WithRestartGuard(time.Second), redlock.WithTTL(time.Second), redlock.WithNodeTimeout(100 * time.Millisecond)}
+	l := c.locker(t, opts...)
+	if err := l.Bootstrap(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	var last uint64
+	for round := range 2 {
+		lock := mustObtain(t, l, "f")
+		if lock.Fence() <= last {
+			t.Fatalf("round %d: fence %d after %d", round, lock.Fence(), last)
+		}
+		last = lock.Fence()
+		if err := lock.Release(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range c.servers[:2] {
+			if err := s.Restart(); err != nil { // empty: no persistence
+				t.Fatal(err)
+			}
+		}
+		// The restarted nodes abstain for a second; wait for them.
+		next, err := l.Obtain(t.Context(), "f", redlock.WithRetry(redlock.LinearBackoff(50*time.Millisecond)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if next.Fence() <= last {
+			t.Fatalf("round %d: fence went from %d to %d across the restart of a majority", round, last, next.Fence())
+		}
+		last = next.Fence()
+		if err := next.Release(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

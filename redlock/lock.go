@@ -44,6 +44,10 @@ func (k *Lock) Token() string { return k.token }
 func (k *Lock) Metadata() string { return k.meta }
 
 // Fence returns the lock's fencing token, or 0 unless WithFencing was given.
+// A protected resource keeps the highest fence it has accepted and rejects
+// writes with a lower one. Fences follow the servers' clocks (about the
+// microseconds since 1970, plus one per holder): compare them, do not count
+// with them.
 func (k *Lock) Fence() uint64 { return k.fence }
 
 // Until returns the local validity deadline: the time until which no other

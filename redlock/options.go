@@ -82,7 +82,11 @@ func WithToken(token string) Option {
 }
 
 // WithFencing turns on fencing tokens: each lock carries Fence(), a number
-// that grows with every new holder of the key. Default off.
+// strictly greater than every earlier holder's fence for the key, as long as
+// the nodes keep their counters, or, for nodes that lose them, as long as the
+// servers' clocks agree to within the restart guard's maximum TTL (use
+// WithRestartGuard with non-persistent nodes). It costs one more round trip
+// per acquisition. Default off.
 func WithFencing() Option { return func(c *config) { c.fencing = true } }
 
 // WithRestartGuard protects against nodes that restart without persistence

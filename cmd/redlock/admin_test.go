@@ -183,14 +183,19 @@ func TestInspectShowsFence(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &st); err != nil {
 		t.Fatal(err)
 	}
-	with := 0
+	// A majority holds the fence the run got (written back), a positive number.
+	count := map[uint64]int{}
 	for _, n := range st.Nodes {
-		if n.Fence == 1 {
-			with++
+		if n.Fence > 0 {
+			count[n.Fence]++
 		}
 	}
-	if with < 2 {
-		t.Fatalf("fence 1 on %d nodes, want a majority:\n%s", with, stdout)
+	best := 0
+	for _, c := range count {
+		best = max(best, c)
+	}
+	if best < 2 {
+		t.Fatalf("no fence on a majority of nodes:\n%s", stdout)
 	}
 	if _, stdout, _ := redlockRun(t, env, "inspect", "fenced"); !strings.Contains(stdout, "FENCE") {
 		t.Fatalf("inspect table has no FENCE column:\n%s", stdout)

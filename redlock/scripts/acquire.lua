@@ -12,7 +12,7 @@
 -- ARGV[5]  restart guard: the maximum TTL in ms, "0" for off (optional)
 --
 -- Returns, when granted: the fencing token in fencing mode (the counter,
--- incremented in this same step for a new holder), else 0 for a new holder
+-- raised in this same step for a new holder), else 0 for a new holder
 -- and n >= 2 for a re-entry with n holds. When another token holds the key:
 -- -(PTTL + 2) of that holder, so the caller can sleep until it may expire
 -- (-1: the key has no expiry). With the restart guard on, a node that lost
@@ -34,7 +34,21 @@ end
 local fenced = ARGV[4] == '1'
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
   if fenced then
-    return redis.call('INCR', KEYS[2])
+    -- The counter becomes max(counter + 1, this server's clock in
+    -- microseconds). It grows by one per holder, far slower than the
+    -- clock, so fences follow time: a node that lost its counter (restart
+    -- without persistence) starts again from its clock, above every fence
+    -- handed out before, as long as the servers' clocks roughly agree.
+    -- The clock value is kept as an exact decimal string: Lua numbers are
+    -- doubles and print such values rounded.
+    local t = redis.call('TIME')
+    local now = t[1] .. string.format('%06d', tonumber(t[2]))
+    local c = redis.call('INCR', KEYS[2])
+    if c < tonumber(now) then
+      redis.call('SET', KEYS[2], now)
+      return tonumber(now)
+    end
+    return c
   end
   return 0
 end
