@@ -1,0 +1,241 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/quorumlock/redlock/integration/checker"
+	"github.com/quorumlock/redlock/integration/cluster"
+)
+
+// Fault is one kind of fault the nemesis injects.
+type Fault struct {
+	Name string
+	// Targets says which nodes it hits: a minority by default.
+	Targets Targets
+	// Duration is how long the fault lasts before it is healed.
+	Duration func(rng *rand.Rand, cfg *Config) time.Duration
+	// Arg, if set, draws one value for the whole fault (a latency), passed
+	// to Inject.
+	Arg func(rng *rand.Rand, cfg *Config) time.Duration
+	// Inject and Heal act on one node; Heal may be nil.
+	Inject func(ctx context.Context, n *cluster.Node, arg time.Duration) error
+	Heal   func(ctx context.Context, n *cluster.Node) error
+	// Server marks a fault that acts on the server itself (kill, restart,
+	// pause), where the backends differ; the others act on the proxies or
+	// the clients.
+	Server bool
+	// Client marks a client pause: the nemesis stalls one in-process
+	// client during a hold, and touches no node.
+	Client bool
+	// Process marks a client stop: the nemesis freezes one client process
+	// (SIGSTOP) wherever it is, and touches no node.
+	Process bool
+}
+
+// Targets says which nodes a fault hits.
+type Targets int
+
+const (
+	// Minority hits 1 to (n-1)/2 nodes.
+	Minority Targets = iota
+	// Majority hits n/2+1 nodes.
+	Majority
+	// All hits every node.
+	All
+)
+
+// ttlTimes returns a Duration between lo and hi times the TTL.
+func ttlTimes(lo, hi float64) func(*rand.Rand, *Config) time.Duration {
+	return func(rng *rand.Rand, cfg *Config) time.Duration {
+		return between(rng, time.Duration(lo*float64(cfg.TTL)), time.Duration(hi*float64(cfg.TTL)))
+	}
+}
+
+func noDuration(*rand.Rand, *Config) time.Duration { return 0 }
+
+func kill(ctx context.Context, n *cluster.Node, _ time.Duration) error { return n.Kill(ctx) }
+func restart(ctx context.Context, n *cluster.Node) error               { return n.Restart(ctx) }
+func pause(ctx context.Context, n *cluster.Node, _ time.Duration) error {
+	return n.Pause(ctx)
+}
+func resume(ctx context.Context, n *cluster.Node) error      { return n.Resume(ctx) }
+func clearToxics(ctx context.Context, n *cluster.Node) error { return n.ClearToxics(ctx) }
+
+// Faults is the catalogue of faults, by name.
+var Faults = map[string]Fault{
+	// SIGKILL / docker kill, then a start on the same port and data
+	// directory; with persistence the node reloads its append-only file.
+	"kill": {Name: "kill", Server: true, Duration: ttlTimes(0.1, 1.5), Inject: kill, Heal: restart},
+	// A crash and an immediate restart.
+	"restart": {Name: "restart", Server: true, Duration: noDuration,
+		Inject: func(ctx context.Context, n *cluster.Node, _ time.Duration) error { return n.Restart(ctx) }},
+	// SIGSTOP / docker pause, shorter and longer than the TTL.
+	"pause-short": {Name: "pause-short", Server: true, Duration: ttlTimes(0.1, 0.8), Inject: pause, Heal: resume},
+	"pause-long":  {Name: "pause-long", Server: true, Duration: ttlTimes(1.2, 2.5), Inject: pause, Heal: resume},
+	// A partition: every byte dropped both ways, connections left open.
+	"blackhole": {Name: "blackhole", Duration: ttlTimes(0.2, 2), Heal: clearToxics,
+		Inject: func(_ context.Context, n *cluster.Node, _ time.Duration) error { return n.Blackhole() }},
+	// Requests reach the server, replies are lost: the server grants
+	// locks the client never hears of.
+	"drop-replies": {Name: "drop-replies", Duration: ttlTimes(0.2, 1.5), Heal: clearToxics,
+		Inject: func(_ context.Context, n *cluster.Node, _ time.Duration) error { return n.DropReplies() }},
+	// The proxy disabled: connections closed, new ones refused.
+	"isolate": {Name: "isolate", Duration: ttlTimes(0.2, 1.5),
+		Inject: func(_ context.Context, n *cluster.Node, _ time.Duration) error { n.Isolate(); return nil },
+		Heal:   func(_ context.Context, n *cluster.Node) error { return n.Reconnect() }},
+	// Latency spikes around the node timeout, on a minority.
+	"latency": {Name: "latency", Duration: ttlTimes(0.3, 2), Heal: clearToxics,
+		Arg: func(rng *rand.Rand, cfg *Config) time.Duration {
+			return between(rng, cfg.NodeTimeout/4, 2*cfg.NodeTimeout)
+		},
+		Inject: func(_ context.Context, n *cluster.Node, d time.Duration) error { return n.Latency(d, d/4) }},
+	// Latency on every node, some of it below the node timeout: locks
+	// are granted slowly, with little validity left.
+	"latency-all": {Name: "latency-all", Targets: All, Duration: ttlTimes(0.3, 1.5), Heal: clearToxics,
+		Arg: func(rng *rand.Rand, cfg *Config) time.Duration {
+			return between(rng, cfg.NodeTimeout/8, cfg.NodeTimeout/2)
+		},
+		Inject: func(_ context.Context, n *cluster.Node, d time.Duration) error { return n.Latency(d, d/2) }},
+	// Every connection reset (TCP RST) as soon as it carries data.
+	"reset": {Name: "reset", Duration: ttlTimes(0.1, 1), Heal: clearToxics,
+		Inject: func(_ context.Context, n *cluster.Node, _ time.Duration) error { return n.ResetPeer() }},
+	// A client stops for longer than the TTL while it holds a lock.
+	"client-pause": {Name: "client-pause", Client: true, Duration: ttlTimes(1.2, 2.5)},
+	// A client process frozen (SIGSTOP) for about the TTL or longer,
+	// wherever it is.
+	"client-stop": {Name: "client-stop", Process: true, Duration: ttlTimes(0.5, 2.5)},
+	// A majority crashes and restarts at once. Without persistence it
+	// forgets the locks it granted: the known weakness of Redlock.
+	"majority-restart": {Name: "majority-restart", Server: true, Targets: Majority, Duration: noDuration,
+		Inject: func(ctx context.Context, n *cluster.Node, _ time.Duration) error { return n.Restart(ctx) }},
+}
+
+// nemesis injects faults one at a time, with calm gaps between them.
+type nemesis struct {
+	cluster  *cluster.Cluster
+	workload *Workload
+	cfg      *Config
+	faults   []Fault
+	sample   bool
+	history  *checker.History
+	rng      *rand.Rand
+	logf     func(format string, args ...any)
+}
+
+// run injects faults until until has passed and every fault of the
+// scenario has been injected at least once (in a shuffled first round), so
+// even a short run covers them all; with sample, until one fault has been
+// injected.
+func (n *nemesis) run(ctx context.Context, until time.Time) error {
+	first := slices.Clone(n.faults)
+	n.rng.Shuffle(len(first), func(i, j int) { first[i], first[j] = first[j], first[i] })
+	if n.sample {
+		first = first[:1]
+	}
+	for i := 0; ; i++ {
+		if i >= len(first) && !time.Now().Before(until) {
+			return nil
+		}
+		if !sleep(ctx, between(n.rng, n.cfg.Calm/2, n.cfg.Calm*3/2)) {
+			return ctx.Err()
+		}
+		f := n.faults[n.rng.IntN(len(n.faults))]
+		if i < len(first) {
+			f = first[i]
+		}
+		if err := n.inject(ctx, f); err != nil {
+			return fmt.Errorf("fault %s: %w", f.Name, err)
+		}
+	}
+}
+
+func (n *nemesis) inject(ctx context.Context, f Fault) error {
+	d := f.Duration(n.rng, n.cfg)
+	if f.Client {
+		if n.cfg.Clients == 0 {
+			return errors.New("no in-process clients to pause (Config.Clients is 0)")
+		}
+		i := n.rng.IntN(n.cfg.Clients)
+		began, ended, err := n.workload.Stall(ctx, i, d)
+		if err != nil {
+			return err
+		}
+		n.history.AddFault(checker.Fault{Kind: f.Name, Nodes: []int{i}, Start: began, End: ended})
+		n.logf("nemesis: %s client %d for %v", f.Name, i, ended.Sub(began).Round(time.Millisecond))
+		return nil
+	}
+	if f.Process {
+		return n.stopProcess(ctx, f, d)
+	}
+	var arg time.Duration
+	if f.Arg != nil {
+		arg = f.Arg(n.rng, n.cfg)
+	}
+	targets := n.targets(f.Targets)
+	// Faults are healed even when the run is being cancelled.
+	hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	start := time.Now()
+	var err error
+	for _, i := range targets {
+		if err = f.Inject(hctx, n.cluster.Nodes[i], arg); err != nil {
+			break
+		}
+	}
+	if err == nil {
+		sleep(ctx, d)
+	}
+	if f.Heal != nil {
+		for _, i := range targets {
+			err = errors.Join(err, f.Heal(hctx, n.cluster.Nodes[i]))
+		}
+	}
+	end := time.Now()
+	n.history.AddFault(checker.Fault{Kind: f.Name, Nodes: targets, Start: start, End: end})
+	detail := ""
+	if arg > 0 {
+		detail = fmt.Sprintf(" (%v)", arg.Round(time.Millisecond))
+	}
+	n.logf("nemesis: %s%s on nodes %v for %v", f.Name, detail, targets, end.Sub(start).Round(time.Millisecond))
+	return err
+}
+
+// stopProcess freezes a client process for d.
+func (n *nemesis) stopProcess(ctx context.Context, f Fault, d time.Duration) error {
+	if len(n.workload.procs) == 0 {
+		return errors.New("no client processes to stop (Config.Processes is 0)")
+	}
+	p := n.workload.procs[n.rng.IntN(len(n.workload.procs))]
+	start := time.Now()
+	if err := p.Stop(); err != nil {
+		return err
+	}
+	sleep(ctx, d)
+	err := p.Continue()
+	end := time.Now()
+	n.history.AddFault(checker.Fault{Kind: f.Name, Nodes: []int{p.id}, Start: start, End: end})
+	n.logf("nemesis: %s client %d for %v", f.Name, p.id, end.Sub(start).Round(time.Millisecond))
+	return err
+}
+
+// targets picks the nodes a fault hits.
+func (n *nemesis) targets(t Targets) []int {
+	nodes := len(n.cluster.Nodes)
+	var k int
+	switch t {
+	case Minority:
+		k = 1 + n.rng.IntN(max((nodes-1)/2, 1))
+	case Majority:
+		k = nodes/2 + 1
+	case All:
+		k = nodes
+	}
+	out := n.rng.Perm(nodes)[:k]
+	slices.Sort(out)
+	return out
+}

@@ -1,0 +1,272 @@
+// Package chaos runs lock clients against a cluster while a nemesis injects
+// faults, and hands the record to the checker.
+//
+// A run is a Scenario: which faults, on a cluster with or without
+// persistence. Clients (each its own Locker with its own connections through
+// the node proxies) contend on a handful of keys; for every lock they record
+// when they believed they held it. The nemesis waits until the clients have
+// shown a baseline, then injects faults one at a time, each on a minority of
+// the nodes unless the fault says otherwise, with calm gaps between them.
+// Everything random derives from the run's seed, so a run replays the same
+// schedule of faults and client choices (not the same interleaving: that is
+// the machine's).
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/quorumlock/redlock/integration/checker"
+	"github.com/quorumlock/redlock/integration/cluster"
+	"github.com/quorumlock/redlock/redlock"
+)
+
+// Workload is a set of concurrent lock clients: goroutines of this process
+// and, with Config.Processes, client processes.
+type Workload struct {
+	addrs []string // the nodes, as clients reach them (the proxies)
+	cfg   *Config
+	keys  []string
+	rec   recorder
+	// write writes to the fenced resource; nil without fencing.
+	write func(client int, key, token string, fence uint64)
+	seed  [2]uint64
+	// stalls[i] carries client pause requests to in-process client i.
+	stalls []chan stall
+	// procs are the client processes, numbered after the in-process
+	// clients.
+	procs []*clientProcess
+}
+
+// recorder takes what the clients did: a History in this process, the
+// pipe to the parent in a client process.
+type recorder interface {
+	AddHold(checker.Hold)
+	AddFailure(op string, err error, at time.Time)
+}
+
+// stall asks a client to pause for d during its next hold, and to report
+// when it did.
+type stall struct {
+	d    time.Duration
+	done chan [2]time.Time
+}
+
+func newWorkload(c *cluster.Cluster, cfg *Config, h *checker.History, res *checker.Resource, seed [2]uint64) *Workload {
+	w := &Workload{addrs: c.Addrs(), cfg: cfg, keys: keys(cfg.Keys), rec: h, seed: seed, stalls: make([]chan stall, cfg.Clients)}
+	if res != nil {
+		w.write = func(client int, key, token string, fence uint64) { res.Write(client, key, token, fence) }
+	}
+	for i := range w.stalls {
+		w.stalls[i] = make(chan stall, 1)
+	}
+	return w
+}
+
+func keys(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("chaos:%d", i)
+	}
+	return out
+}
+
+// Run runs the clients until ctx ends, then waits for each to release what
+// it holds and close its Locker and connections. Client processes record
+// into h and write to res (nil without fencing).
+func (w *Workload) Run(ctx context.Context, h *checker.History, res *checker.Resource) error {
+	errs := make([]error, w.cfg.Clients+len(w.procs))
+	var wg sync.WaitGroup
+	for i := range w.cfg.Clients {
+		wg.Go(func() { errs[i] = w.client(ctx, i) })
+	}
+	for k, p := range w.procs {
+		wg.Go(func() { errs[w.cfg.Clients+k] = p.run(ctx, h, res) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// Stall makes client i pause for d, the way a long garbage-collection pause
+// or a descheduled VM stops a process, during its next hold, and returns
+// when the pause began and ended.
+func (w *Workload) Stall(ctx context.Context, i int, d time.Duration) (began, ended time.Time, err error) {
+	s := stall{d: d, done: make(chan [2]time.Time, 1)}
+	select {
+	case w.stalls[i] <- s:
+	case <-ctx.Done():
+		return began, ended, ctx.Err()
+	}
+	select {
+	case t := <-s.done:
+		return t[0], t[1], nil
+	case <-ctx.Done():
+		// The client still takes the request and pauses; the fault is
+		// not recorded.
+		return began, ended, ctx.Err()
+	}
+}
+
+func (w *Workload) client(ctx context.Context, i int) (err error) {
+	rng := rand.New(rand.NewPCG(w.seed[0], w.seed[1]+uint64(i)+1))
+	clients := make([]redis.UniversalClient, len(w.addrs))
+	for j := range clients {
+		c := cluster.NewClient(w.addrs[j])
+		defer func() { err = errors.Join(err, c.Close()) }()
+		clients[j] = c
+	}
+	locker, err := redlock.New(clients, w.cfg.lockOptions()...)
+	if err != nil {
+		return err
+	}
+	// Close waits for the clean-up of late replies, so it runs before the
+	// connections close.
+	defer func() { err = errors.Join(err, locker.Close()) }()
+	for ctx.Err() == nil {
+		key := w.keys[rng.IntN(len(w.keys))]
+		var lock *redlock.Lock
+		if i%2 == 0 {
+			// Half the clients make one attempt at a time and count
+			// each failure.
+			lock, err = locker.TryObtain(ctx, key)
+		} else {
+			// The other half wait in Obtain, woken by releases, for up
+			// to two TTLs.
+			octx, cancel := context.WithTimeout(ctx, 2*w.cfg.TTL)
+			lock, err = locker.Obtain(octx, key)
+			cancel()
+		}
+		obtained := time.Now()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			w.rec.AddFailure("obtain", err, obtained)
+			// A short jittered pause, so that the clients do not move in
+			// lockstep; contention is the point, so it stays short.
+			sleep(ctx, time.Millisecond+randDuration(rng, 10*time.Millisecond))
+			continue
+		}
+		w.hold(ctx, i, rng, lock, obtained)
+	}
+	return nil
+}
+
+// hold uses a lock the way a client would and records what it believed.
+func (w *Workload) hold(ctx context.Context, i int, rng *rand.Rand, lock *redlock.Lock, obtained time.Time) {
+	key := lock.Key()
+	seg := checker.Hold{Client: i, Key: key, Token: lock.Token(), Fence: lock.Fence(), Start: obtained, End: lock.Until()}
+	write := func() {
+		if w.write != nil {
+			w.write(i, key, lock.Token(), lock.Fence())
+		}
+	}
+	// extend extends the lock; a success after the deadline had passed
+	// starts a new belief interval.
+	extend := func() {
+		err := lock.Extend(ctx, w.cfg.TTL)
+		now := time.Now()
+		if err != nil {
+			if ctx.Err() == nil {
+				w.rec.AddFailure("extend", err, now)
+			}
+			return
+		}
+		if now.After(seg.End) {
+			w.rec.AddHold(seg)
+			seg.Segment++
+			seg.Start = now
+		}
+		seg.End = lock.Until()
+	}
+	if seg.Empty() {
+		// Obtain returned after the deadline: a careful client does not
+		// use such a lock at all.
+		w.rec.AddHold(seg)
+		w.release(ctx, lock)
+		return
+	}
+	write()
+
+	d := randDuration(rng, w.cfg.MaxHold) + time.Millisecond
+	var st stall
+	if i < len(w.stalls) {
+		select {
+		case st = <-w.stalls[i]:
+		default:
+		}
+	}
+	switch {
+	case st.done != nil:
+		// The client pause: it holds the lock, stops for longer than the
+		// TTL, and carries on as a careless client would, writing
+		// without checking Valid. Its belief ended at Until; the fenced
+		// resource must turn the write away once a newer holder wrote.
+		began := time.Now()
+		t := time.NewTimer(st.d)
+		<-t.C // even if ctx ends: a paused process does not notice
+		st.done <- [2]time.Time{began, time.Now()}
+		write()
+		extend()
+	case rng.Float64() < w.cfg.ExtendShare:
+		sleep(ctx, d/2)
+		extend()
+		sleep(ctx, d/2)
+		if lock.Valid() {
+			write()
+		}
+	default:
+		sleep(ctx, d)
+		if lock.Valid() {
+			write()
+		}
+	}
+	if now := time.Now(); now.Before(seg.End) {
+		seg.End = now
+	}
+	w.rec.AddHold(seg)
+	w.release(ctx, lock)
+}
+
+func (w *Workload) release(ctx context.Context, lock *redlock.Lock) {
+	// Release even when the run is over, so nothing is left behind.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+	defer cancel()
+	if err := lock.Release(rctx); err != nil {
+		w.rec.AddFailure("release", err, time.Now())
+	}
+}
+
+// sleep waits for d or until ctx ends, and reports whether d passed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// randDuration returns a duration in [0, d).
+func randDuration(rng *rand.Rand, d time.Duration) time.Duration {
+	if d <= 0 {
+		return 0
+	}
+	return time.Duration(rng.Int64N(int64(d)))
+}
+
+// between returns a duration in [lo, hi).
+func between(rng *rand.Rand, lo, hi time.Duration) time.Duration {
+	return lo + randDuration(rng, hi-lo)
+}

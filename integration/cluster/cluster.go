@@ -1,0 +1,416 @@
+// Package cluster runs a set of independent Redis masters for the chaos
+// suite, each behind its own toxiproxy proxy embedded in the test process, and
+// gives the nemesis its faults: kill, restart, pause, blackhole, lost replies,
+// isolation, latency and connection resets.
+//
+// The servers come from a Backend: redis-server processes on loopback
+// (Processes) or containers through dockertest (Containers). Clients connect
+// to the proxies, never to the servers, so every network fault applies to
+// them.
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"time"
+
+	toxiproxy "github.com/Shopify/toxiproxy/v2"
+	"github.com/redis/go-redis/v9"
+	"github.com/rs/zerolog"
+)
+
+// Backend starts Redis servers.
+type Backend interface {
+	// Name names the backend in test output: "processes" or "containers".
+	Name() string
+	// Start starts one server and returns when it answers PING.
+	Start(ctx context.Context, opts Options) (Server, error)
+}
+
+// Options configure a server.
+type Options struct {
+	// Persistent turns on the append-only file with appendfsync always, so
+	// that a killed server comes back with every write it acknowledged.
+	Persistent bool
+}
+
+// Server is one Redis server that can be killed, started again and paused.
+// Its address does not change across restarts.
+type Server interface {
+	// Addr is where this process reaches the server.
+	Addr() string
+	// Kill stops the server with SIGKILL and returns when it is gone.
+	Kill(ctx context.Context) error
+	// Start starts a killed server again, with the same address and data
+	// directory, and returns when it answers PING.
+	Start(ctx context.Context) error
+	// Pause freezes the server (SIGSTOP, docker pause): connections stay
+	// open, nothing is answered.
+	Pause(ctx context.Context) error
+	// Resume undoes Pause.
+	Resume(ctx context.Context) error
+	// Close removes the server for good.
+	Close(ctx context.Context) error
+}
+
+// Cluster is a set of Redis servers, each behind its own proxy.
+type Cluster struct {
+	// Nodes are the servers with their proxies, in a fixed order.
+	Nodes []*Node
+
+	backend Backend
+	opts    Options
+	api     *toxiproxy.ApiServer
+}
+
+// Node is one server with its proxy. Its methods inject and heal faults;
+// they are safe for concurrent use, but the nemesis applies one fault to a
+// node at a time.
+type Node struct {
+	// Index is the node's position in Cluster.Nodes.
+	Index int
+
+	server Server
+	proxy  *toxiproxy.Proxy
+	addr   string // the proxy's listen address
+
+	mu     sync.Mutex
+	killed bool
+	paused bool
+	cut    bool // proxy disabled
+	toxics []string
+}
+
+// Start starts n servers on backend (in parallel), each behind a proxy on a
+// free loopback port. On failure it removes what it started.
+func Start(ctx context.Context, backend Backend, n int, opts Options) (*Cluster, error) {
+	c := &Cluster{
+		backend: backend,
+		opts:    opts,
+		api:     toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop()),
+		Nodes:   make([]*Node, n),
+	}
+	servers := make([]Server, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { servers[i], errs[i] = backend.Start(ctx, opts) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		for _, s := range servers {
+			if s != nil {
+				err = errors.Join(err, s.Close(context.WithoutCancel(ctx)))
+			}
+		}
+		return nil, fmt.Errorf("starting %d %s: %w", n, backend.Name(), err)
+	}
+	for i, s := range servers {
+		p := toxiproxy.NewProxy(c.api, fmt.Sprintf("node%d", i), "127.0.0.1:0", s.Addr())
+		if err := p.Start(); err != nil {
+			err = fmt.Errorf("starting proxy for node %d: %w", i, err)
+			// Close the nodes with proxies, then the servers without.
+			err = errors.Join(err, c.Close(ctx))
+			for _, s := range servers[i:] {
+				err = errors.Join(err, s.Close(context.WithoutCancel(ctx)))
+			}
+			return nil, err
+		}
+		// Start has returned, so the listener is bound and Listen holds
+		// the real port; a later re-enable binds the same one.
+		c.Nodes[i] = &Node{Index: i, server: s, proxy: p, addr: p.Listen}
+	}
+	return c, nil
+}
+
+// Backend returns the cluster's backend.
+func (c *Cluster) Backend() Backend { return c.backend }
+
+// Options returns the options the servers were started with.
+func (c *Cluster) Options() Options { return c.opts }
+
+// Reset heals every node and empties it (FLUSHALL), so the cluster can
+// serve another run.
+func (c *Cluster) Reset(ctx context.Context) error {
+	if err := c.Heal(ctx); err != nil {
+		return err
+	}
+	errs := make([]error, len(c.Nodes))
+	for i, n := range c.Nodes {
+		rc := NewClient(n.server.Addr())
+		errs[i] = rc.FlushAll(ctx).Err()
+		if err := rc.Close(); err != nil {
+			errs[i] = errors.Join(errs[i], err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Addrs returns the proxies' addresses, which clients use.
+func (c *Cluster) Addrs() []string {
+	out := make([]string, len(c.Nodes))
+	for i, n := range c.Nodes {
+		out[i] = n.Addr()
+	}
+	return out
+}
+
+// NewClient returns a go-redis client for node i through its proxy, set up
+// for lock use as the library asks: context deadlines honoured, no command
+// retries.
+func (c *Cluster) NewClient(i int) *redis.Client {
+	return NewClient(c.Nodes[i].Addr())
+}
+
+// NewClient returns a go-redis client for addr set up for lock use: context
+// deadlines honoured, no command retries, a small pool.
+func NewClient(addr string) *redis.Client {
+	return redis.NewClient(&redis.Options{
+		Addr:                  addr,
+		ContextTimeoutEnabled: true,
+		MaxRetries:            -1,
+		DialTimeout:           time.Second,
+		PoolSize:              4,
+		Protocol:              2,
+		DisableIdentity:       true,
+	})
+}
+
+// Heal undoes every fault on every node: resumes, restarts, reconnects and
+// removes the toxics.
+func (c *Cluster) Heal(ctx context.Context) error {
+	errs := make([]error, len(c.Nodes))
+	var wg sync.WaitGroup
+	for i, n := range c.Nodes {
+		wg.Go(func() { errs[i] = n.Heal(ctx) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// Close stops the proxies and removes the servers.
+func (c *Cluster) Close(ctx context.Context) error {
+	var errs []error
+	for _, n := range c.Nodes {
+		if n == nil {
+			continue
+		}
+		n.proxy.Stop()
+		n.mu.Lock()
+		if n.paused {
+			errs = append(errs, n.server.Resume(ctx))
+			n.paused = false
+		}
+		n.mu.Unlock()
+		errs = append(errs, n.server.Close(ctx))
+	}
+	return errors.Join(errs...)
+}
+
+// Addr returns the proxy's address: where clients reach the node.
+func (n *Node) Addr() string { return n.addr }
+
+// Server returns the node's server.
+func (n *Node) Server() Server { return n.server }
+
+// Kill kills the server (SIGKILL).
+func (n *Node) Kill(ctx context.Context) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.paused {
+		// A frozen container cannot be killed; a stopped process dies
+		// either way.
+		if err := n.server.Resume(ctx); err != nil {
+			return err
+		}
+		n.paused = false
+	}
+	n.killed = true
+	return n.server.Kill(ctx)
+}
+
+// Restart starts a killed server again (or kills it first). Without
+// persistence it comes back empty.
+func (n *Node) Restart(ctx context.Context) error {
+	n.mu.Lock()
+	killed := n.killed
+	n.mu.Unlock()
+	if !killed {
+		if err := n.Kill(ctx); err != nil {
+			return err
+		}
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if err := n.server.Start(ctx); err != nil {
+		return err
+	}
+	n.killed = false
+	return nil
+}
+
+// Pause freezes the server.
+func (n *Node) Pause(ctx context.Context) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if err := n.server.Pause(ctx); err != nil {
+		return err
+	}
+	n.paused = true
+	return nil
+}
+
+// Resume unfreezes the server.
+func (n *Node) Resume(ctx context.Context) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if !n.paused {
+		return nil
+	}
+	if err := n.server.Resume(ctx); err != nil {
+		return err
+	}
+	n.paused = false
+	return nil
+}
+
+// Blackhole drops every byte in both directions on the node's connections,
+// existing and new, without closing them: a network partition.
+func (n *Node) Blackhole() error {
+	return errors.Join(
+		n.addToxic("blackhole_up", "timeout", "upstream", map[string]any{"timeout": 0}),
+		n.addToxic("blackhole_down", "timeout", "downstream", map[string]any{"timeout": 0}),
+	)
+}
+
+// DropReplies lets requests through but drops the replies: the server does
+// what it is asked and the client never learns it.
+func (n *Node) DropReplies() error {
+	return n.addToxic("drop_replies", "timeout", "downstream", map[string]any{"timeout": 0})
+}
+
+// Latency delays every chunk of data in both directions by latency ±
+// jitter.
+func (n *Node) Latency(latency, jitter time.Duration) error {
+	attrs := map[string]any{"latency": latency.Milliseconds(), "jitter": jitter.Milliseconds()}
+	return errors.Join(
+		n.addToxic("latency_up", "latency", "upstream", attrs),
+		n.addToxic("latency_down", "latency", "downstream", attrs),
+	)
+}
+
+// ResetPeer resets (TCP RST) every connection of the node as soon as it
+// carries data, until healed.
+func (n *Node) ResetPeer() error {
+	return n.addToxic("reset_peer", "reset_peer", "upstream", map[string]any{"timeout": 0})
+}
+
+// Isolate disables the proxy: it closes every connection and refuses new
+// ones.
+func (n *Node) Isolate() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.proxy.Stop()
+	n.cut = true
+}
+
+// Reconnect re-enables a proxy disabled by Isolate, on the same port.
+func (n *Node) Reconnect() error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if !n.cut {
+		return nil
+	}
+	if err := n.proxy.Start(); err != nil && !errors.Is(err, toxiproxy.ErrProxyAlreadyStarted) {
+		return fmt.Errorf("re-enabling proxy %s: %w", n.addr, err)
+	}
+	n.cut = false
+	return nil
+}
+
+// ClearToxics removes every toxic added to the node.
+func (n *Node) ClearToxics(ctx context.Context) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var errs []error
+	for _, name := range n.toxics {
+		errs = append(errs, n.proxy.Toxics.RemoveToxic(ctx, name))
+	}
+	n.toxics = nil
+	return errors.Join(errs...)
+}
+
+// Heal undoes every fault on the node.
+func (n *Node) Heal(ctx context.Context) error {
+	err := n.ClearToxics(ctx)
+	if rerr := n.Reconnect(); rerr != nil {
+		err = errors.Join(err, rerr)
+	}
+	if rerr := n.Resume(ctx); rerr != nil {
+		err = errors.Join(err, rerr)
+	}
+	n.mu.Lock()
+	killed := n.killed
+	n.mu.Unlock()
+	if killed {
+		err = errors.Join(err, n.Restart(ctx))
+	}
+	return err
+}
+
+func (n *Node) addToxic(name, typ, stream string, attrs map[string]any) error {
+	body, err := json.Marshal(map[string]any{
+		"name": name, "type": typ, "stream": stream, "toxicity": 1.0, "attributes": attrs,
+	})
+	if err != nil {
+		return err
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if _, err := n.proxy.Toxics.AddToxicJson(strings.NewReader(string(body))); err != nil {
+		return fmt.Errorf("adding toxic %s to %s: %w", name, n.addr, err)
+	}
+	n.toxics = append(n.toxics, name)
+	return nil
+}
+
+// WaitReady returns when the Redis server at addr answers PING (a server
+// that is loading its append-only file answers LOADING until it is done), or
+// when ctx ends.
+func WaitReady(ctx context.Context, addr string) error {
+	c := redis.NewClient(&redis.Options{
+		Addr: addr, MaxRetries: -1, DialTimeout: 200 * time.Millisecond,
+		ReadTimeout: 200 * time.Millisecond, Protocol: 2, DisableIdentity: true, PoolSize: 1,
+	})
+	defer c.Close()
+	// A server gives no signal across the network when it becomes ready;
+	// asking is the only way to know.
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	var err error
+	for {
+		if err = c.Ping(ctx).Err(); err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("redis at %s not ready: %w (last error: %v)", addr, ctx.Err(), err)
+		case <-tick.C:
+		}
+	}
+}
+
+// freePort returns a loopback port that was free a moment ago.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
