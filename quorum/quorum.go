@@ -93,6 +93,8 @@ type Round[T any] struct {
 	// per node (to pipeline many rounds' calls), so that a round starts no
 	// goroutine at all. The round's Timeout still decides for silent nodes;
 	// Start must bound its own work (ctx carries no deadline of the round).
+	// Run calls Start for nodes 0, 1, ... Nodes-1 in that order, from its
+	// own goroutine, before it waits for any reply.
 	Start func(ctx context.Context, node int, reply func(node int, v Vote, value T, err error))
 	// WaitAll makes the round wait for every node's answer (or the
 	// timeout) instead of deciding as soon as the outcome is known; a read

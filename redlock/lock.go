@@ -119,7 +119,15 @@ func (k *Lock) release(ctx context.Context, op string, cooldownMs int64) error {
 	k.done = true
 	k.mu.Unlock()
 	channel := releaseChannel(k.key)
-	res, err := k.round(ctx, releaseScript, []any{k.prefix, channel, cooldownMs}, decodeCompare, nil)
+	var started func()
+	if cooldownMs == 0 {
+		// Wake this Locker's own waiter for the key as soon as the release
+		// is queued on every node, instead of when a node's notification
+		// comes back: its acquisition queues behind the release on each
+		// node's per-key queue, so it cannot run before it.
+		started = func() { k.l.notify.wake(k.key) }
+	}
+	res, err := k.run(ctx, releaseScript, []any{k.prefix, channel, cooldownMs}, decodeCompare, nil, false, started)
 	if err != nil {
 		return err
 	}
@@ -231,15 +239,17 @@ func decodePTTL(r int64, err error) (quorum.Vote, int64, error) {
 // that it sees every change acknowledged before it; OK then means a
 // majority said Yes.
 func (k *Lock) roundAll(ctx context.Context, s *redis.Script, args []any, decode func(int64, error) (quorum.Vote, int64, error)) (quorum.Result[int64], error) {
-	return k.run(ctx, s, args, decode, nil, true)
+	return k.run(ctx, s, args, decode, nil, true, nil)
 }
 
 // round runs one compare-and-X script on all nodes, deciding at a majority.
 func (k *Lock) round(ctx context.Context, s *redis.Script, args []any, decode func(int64, error) (quorum.Vote, int64, error), accept func(*quorum.Result[int64]) bool) (quorum.Result[int64], error) {
-	return k.run(ctx, s, args, decode, accept, false)
+	return k.run(ctx, s, args, decode, accept, false, nil)
 }
 
-func (k *Lock) run(ctx context.Context, s *redis.Script, args []any, decode func(int64, error) (quorum.Vote, int64, error), accept func(*quorum.Result[int64]) bool, all bool) (quorum.Result[int64], error) {
+// run is round and roundAll; started, if set, is called once the calls are
+// queued on every node.
+func (k *Lock) run(ctx context.Context, s *redis.Script, args []any, decode func(int64, error) (quorum.Vote, int64, error), accept func(*quorum.Result[int64]) bool, all bool, started func()) (quorum.Result[int64], error) {
 	if err := k.l.enter(); err != nil {
 		return quorum.Result[int64]{}, err
 	}
@@ -252,6 +262,9 @@ func (k *Lock) run(ctx context.Context, s *redis.Script, args []any, decode func
 		Timeout: timeout,
 		Start: func(ctx context.Context, i int, reply func(int, quorum.Vote, int64, error)) {
 			k.l.nodes[i].pipe.start(timeout, i, s, k.keys, args, cmd, decode, reply)
+			if started != nil && i == len(k.l.nodes)-1 {
+				started()
+			}
 		},
 		Accept:     accept,
 		WaitAll:    all,

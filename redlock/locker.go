@@ -229,19 +229,48 @@ func (l *Locker) Obtain(ctx context.Context, key string, opts ...Option) (*Lock,
 		// (see gates); a re-entry by token never queues, or it could wait
 		// behind waiters for a lock it holds itself.
 		queued = cfg.tokenSet
+		// stops undoes listen and join, last first.
+		stops []func()
 	)
 	defer func() {
 		if timer != nil {
 			timer.Stop()
 		}
 	}()
-	if !queued && l.gates.busy(key) {
-		leave, _, err := l.gates.enter(ctx, key)
+	// listen registers for release notifications of key (once): from then on
+	// a release by any client, or by a goroutine of this Locker, wakes us.
+	listen := func() bool {
+		if wake != nil || cfg.pollingOnly {
+			return false
+		}
+		var stop func()
+		wake, stop = l.notify.wait(ctx, key, cfg.nodeTimeout)
+		stops = append(stops, stop)
+		return true
+	}
+	// join lines up behind the Locker's other waiters for key, listening
+	// first: the subscription then lasts as long as the line, instead of
+	// being dropped and taken again at every handoff.
+	join := func() (waited bool, err error) {
+		listen()
+		leave, waited, err := l.gates.enter(ctx, key)
 		if err != nil {
+			return waited, err
+		}
+		stops = append(stops, leave)
+		queued = true
+		return waited, nil
+	}
+	defer func() {
+		// The turn goes to the next in line before we stop listening.
+		for i := len(stops) - 1; i >= 0; i-- {
+			stops[i]()
+		}
+	}()
+	if !queued && l.gates.busy(key) {
+		if _, err := join(); err != nil {
 			return nil, withContext(ctx, &QuorumError{Op: "obtain", Key: key, Need: l.need, reason: ErrNotObtained})
 		}
-		defer leave()
-		queued = true
 	}
 	for {
 		lock, err := l.attempt(ctx, key, &cfg)
@@ -269,20 +298,15 @@ func (l *Locker) Obtain(ctx context.Context, key string, opts ...Option) (*Lock,
 			}
 			retryNow := false
 			if !queued {
-				// Line up behind the Locker's other waiters for key (none,
-				// usually); if others were ahead, our turn may come long
-				// after the release we missed, so try again at once.
-				leave, waited, gerr := l.gates.enter(ctx, key)
+				// If others were ahead, our turn may come long after the
+				// release we missed: try again at once.
+				waited, gerr := join()
 				if gerr != nil {
 					return nil, withContext(ctx, err)
 				}
-				defer leave()
-				queued, retryNow = true, waited
+				retryNow = waited
 			}
-			if wake == nil && !cfg.pollingOnly {
-				var stop func()
-				wake, stop = l.notify.wait(ctx, key, cfg.nodeTimeout)
-				defer stop()
+			if listen() {
 				// The release may have come before the subscription did.
 				retryNow = true
 			}
