@@ -138,6 +138,10 @@ func (r *Report) bars(title, ylabel, scenario, metric string) *plot.Plot {
 		return nil
 	}
 	p.NominalX(names...)
+	// Slanted, so that long mode names do not run into each other.
+	p.X.Tick.Label.Rotation = math.Pi / 5
+	p.X.Tick.Label.XAlign = draw.XRight
+	p.X.Tick.Label.YAlign = draw.YCenter
 	return p
 }
 
