@@ -32,6 +32,7 @@ const (
 	Failed
 )
 
+// String names the vote: "pending", "yes", "no" or "failed".
 func (v Vote) String() string {
 	switch v {
 	case Pending:

@@ -68,6 +68,7 @@ const (
 	OutcomeError
 )
 
+// String names the outcome as error messages show it.
 func (o Outcome) String() string {
 	switch o {
 	case OutcomeNoReply:

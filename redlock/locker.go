@@ -251,15 +251,18 @@ func (l *Locker) Obtain(ctx context.Context, key string, opts ...Option) (*Lock,
 	// join lines up behind the Locker's other waiters for key, listening
 	// first: the subscription then lasts as long as the line, instead of
 	// being dropped and taken again at every handoff.
-	join := func() (waited bool, err error) {
-		listen()
+	// It reports whether a retry is due at once: others were ahead (our
+	// turn may come long after the release we missed), or we only now
+	// started listening (the release may have come before that).
+	join := func() (retryNow bool, err error) {
+		listening := listen()
 		leave, waited, err := l.gates.enter(ctx, key)
 		if err != nil {
-			return waited, err
+			return false, err
 		}
 		stops = append(stops, leave)
 		queued = true
-		return waited, nil
+		return waited || listening, nil
 	}
 	defer func() {
 		// The turn goes to the next in line before we stop listening.
@@ -273,6 +276,16 @@ func (l *Locker) Obtain(ctx context.Context, key string, opts ...Option) (*Lock,
 		}
 	}
 	for {
+		// A wake-up still pending from before this attempt is stale; drop
+		// it, so that one found after the attempt means a release during or
+		// after it (the channel holds one wake-up: a stale one would swallow
+		// the real one).
+		if wake != nil {
+			select {
+			case <-wake:
+			default:
+			}
+		}
 		lock, err := l.attempt(ctx, key, &cfg)
 		if err == nil {
 			return lock, nil
@@ -298,13 +311,11 @@ func (l *Locker) Obtain(ctx context.Context, key string, opts ...Option) (*Lock,
 			}
 			retryNow := false
 			if !queued {
-				// If others were ahead, our turn may come long after the
-				// release we missed: try again at once.
-				waited, gerr := join()
+				now, gerr := join()
 				if gerr != nil {
 					return nil, withContext(ctx, err)
 				}
-				retryNow = waited
+				retryNow = now
 			}
 			if listen() {
 				// The release may have come before the subscription did.

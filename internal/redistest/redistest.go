@@ -293,6 +293,9 @@ func (s *Server) cleanupDir() {
 	}
 }
 
+// FreePort returns a loopback port that was free a moment ago.
+func FreePort() (int, error) { return freePort() }
+
 func freePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
