@@ -8,8 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/quorumlock/redlock/clock"
 	"github.com/quorumlock/redlock/quorum"
 )
@@ -238,18 +236,18 @@ func decodePTTL(r int64, err error) (quorum.Vote, int64, error) {
 // roundAll is round, but waits for every node (up to the node timeout), so
 // that it sees every change acknowledged before it; OK then means a
 // majority said Yes.
-func (k *Lock) roundAll(ctx context.Context, s *redis.Script, args []any, decode func(int64, error) (quorum.Vote, int64, error)) (quorum.Result[int64], error) {
+func (k *Lock) roundAll(ctx context.Context, s *script, args []any, decode func(int64, error) (quorum.Vote, int64, error)) (quorum.Result[int64], error) {
 	return k.run(ctx, s, args, decode, nil, true, nil)
 }
 
 // round runs one compare-and-X script on all nodes, deciding at a majority.
-func (k *Lock) round(ctx context.Context, s *redis.Script, args []any, decode func(int64, error) (quorum.Vote, int64, error), accept func(*quorum.Result[int64]) bool) (quorum.Result[int64], error) {
+func (k *Lock) round(ctx context.Context, s *script, args []any, decode func(int64, error) (quorum.Vote, int64, error), accept func(*quorum.Result[int64]) bool) (quorum.Result[int64], error) {
 	return k.run(ctx, s, args, decode, accept, false, nil)
 }
 
 // run is round and roundAll; started, if set, is called once the calls are
 // queued on every node.
-func (k *Lock) run(ctx context.Context, s *redis.Script, args []any, decode func(int64, error) (quorum.Vote, int64, error), accept func(*quorum.Result[int64]) bool, all bool, started func()) (quorum.Result[int64], error) {
+func (k *Lock) run(ctx context.Context, s *script, args []any, decode func(int64, error) (quorum.Vote, int64, error), accept func(*quorum.Result[int64]) bool, all bool, started func()) (quorum.Result[int64], error) {
 	if err := k.l.enter(); err != nil {
 		return quorum.Result[int64]{}, err
 	}

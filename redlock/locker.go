@@ -415,7 +415,7 @@ func (l *Locker) attempt(ctx context.Context, key string, cfg *config) (*Lock, e
 		// it there as its reply arrives.
 		Late: func(r quorum.Reply[int64], _ bool) {
 			if undo(r.Vote, cfg.tokenSet) && late.releaseLater(r.Node) {
-				l.releaseOn(ctx, r.Node, lockKeys, prefix, cfg.nodeTimeout)
+				l.releaseOn(r.Node, lockKeys, prefix, cfg.nodeTimeout)
 			}
 		},
 		Background: &l.bg,
@@ -568,8 +568,7 @@ func decodeAcquire(r int64, err error) (quorum.Vote, int64, error) {
 // through the nodes' pipes, and waits for them up to timeout. It undoes our
 // own writes, so it runs even when ctx has ended.
 func (l *Locker) undoAll(ctx context.Context, timeout time.Duration, keys []string, prefix string, which func(int) bool) {
-	args := []any{prefix, "", 0} // an undo wakes nobody
-	cmd := evalSha(releaseScript, keys, args)
+	args, cmd := undoCommand(keys, prefix)
 	quorum.Run(context.WithoutCancel(ctx), &quorum.Round[int64]{
 		Nodes:   len(l.nodes),
 		Need:    len(l.nodes),
@@ -601,15 +600,23 @@ func decodeDone(r int64, err error) (quorum.Vote, int64, error) {
 // decodeBestEffort is No whatever happened: the call does not count.
 func decodeBestEffort(int64, error) (quorum.Vote, int64, error) { return quorum.No, 0, nil }
 
-// releaseOn queues a compare-and-delete on one node, outside of any round,
-// with its own timeout, even when ctx has ended: it undoes our own write. It
-// does not wait; the Locker's background group tracks it. Best effort: a key
-// left behind on an unreachable node expires by its TTL and only delays
-// others, it never breaks mutual exclusion.
-func (l *Locker) releaseOn(ctx context.Context, i int, keys []string, prefix string, timeout time.Duration) {
-	l.bg.Add(1)                  // called with a count held on bg (by a straggling call)
-	args := []any{prefix, "", 0} // an undo wakes nobody
-	l.nodes[i].pipe.start(timeout, i, releaseScript, keys, args, evalSha(releaseScript, keys, args), decodeAny,
+// undoCommand is the compare-and-delete that undoes an attempt's own write.
+// It publishes nothing: no lock was held that anyone waits for, and waking
+// waiters (the failed client among them) would only start another round.
+func undoCommand(keys []string, prefix string) (args, cmd []any) {
+	args = []any{prefix, "", 0}
+	return args, evalSha(releaseScript, keys, args)
+}
+
+// releaseOn queues the undo of our write on one node, outside of any round,
+// with its own timeout, whatever became of the caller. It does not wait; the
+// Locker's background group tracks it. Best effort: a key left behind on an
+// unreachable node expires by its TTL and only delays others, it never
+// breaks mutual exclusion.
+func (l *Locker) releaseOn(i int, keys []string, prefix string, timeout time.Duration) {
+	l.bg.Add(1) // called with a count held on bg (by a straggling call)
+	args, cmd := undoCommand(keys, prefix)
+	l.nodes[i].pipe.start(timeout, i, releaseScript, keys, args, cmd, decodeAny,
 		func(int, quorum.Vote, int64, error) { l.bg.Done() })
 }
 

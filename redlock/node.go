@@ -44,7 +44,7 @@ var errOverloaded = errors.New("redlock: node overloaded: too many calls queued"
 // nodeCall is one script call waiting in a node's queue.
 type nodeCall struct {
 	timeout time.Duration
-	script  *redis.Script
+	script  *script
 	keys    []string
 	args    []any
 	// cmd is the EVALSHA command line, built once per round and shared by
@@ -62,7 +62,7 @@ var callPool = sync.Pool{New: func() any { return new(nodeCall) }}
 
 // evalSha builds the EVALSHA command line of a script call, once for all
 // nodes of a round.
-func evalSha(s *redis.Script, keys []string, args []any) []any {
+func evalSha(s *script, keys []string, args []any) []any {
 	cmd := make([]any, 0, 3+len(keys)+len(args))
 	cmd = append(cmd, "evalsha", s.Hash(), len(keys))
 	for _, k := range keys {
@@ -76,7 +76,7 @@ func evalSha(s *redis.Script, keys []string, args []any) []any {
 func evalSrc(c *nodeCall) []any {
 	cmd := make([]any, len(c.cmd))
 	copy(cmd, c.cmd)
-	cmd[0], cmd[1] = "eval", scriptSource[c.script]
+	cmd[0], cmd[1] = "eval", c.script.src
 	return cmd
 }
 
@@ -129,7 +129,7 @@ func (p *pipe) close() {
 // once, from a worker (or at once when the queue is full). The call runs
 // with its own timeout, whatever becomes of the caller. cmd is the call's
 // command line from evalSha, shared by the round.
-func (p *pipe) start(timeout time.Duration, node int, s *redis.Script, keys []string, args, cmd []any,
+func (p *pipe) start(timeout time.Duration, node int, s *script, keys []string, args, cmd []any,
 	decode func(int64, error) (quorum.Vote, int64, error), reply func(int, quorum.Vote, int64, error)) {
 	c := callPool.Get().(*nodeCall)
 	*c = nodeCall{timeout: timeout, script: s, keys: keys, args: args, cmd: cmd, node: node, decode: decode, reply: reply}
@@ -137,7 +137,7 @@ func (p *pipe) start(timeout time.Duration, node int, s *redis.Script, keys []st
 }
 
 // startRaw queues a call whose reply is handed over as it is.
-func (p *pipe) startRaw(timeout time.Duration, s *redis.Script, keys []string, args, cmd []any, raw func(*redis.Cmd)) {
+func (p *pipe) startRaw(timeout time.Duration, s *script, keys []string, args, cmd []any, raw func(*redis.Cmd)) {
 	c := callPool.Get().(*nodeCall)
 	*c = nodeCall{timeout: timeout, script: s, keys: keys, args: args, cmd: cmd, raw: raw}
 	p.enqueue(c)

@@ -6,41 +6,49 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// The scripts run with EVALSHA; go-redis falls back to EVAL (which also
-// caches the script on the server) when a node answers NOSCRIPT, after a
-// restart for instance.
+// script is a Lua script and its source: calls go out as EVALSHA, and a
+// node that answers NOSCRIPT (after a restart, say) gets the source with
+// EVAL, which also caches it there.
+type script struct {
+	*redis.Script
+	src string
+}
+
+func newScript(src string) *script { return &script{Script: redis.NewScript(src), src: src} }
+
+// The scripts, embedded from scripts/.
 var (
 	//go:embed scripts/acquire.lua
 	acquireSrc    string
-	acquireScript = redis.NewScript(acquireSrc)
+	acquireScript = newScript(acquireSrc)
 
 	//go:embed scripts/release.lua
 	releaseSrc    string
-	releaseScript = redis.NewScript(releaseSrc)
+	releaseScript = newScript(releaseSrc)
 
 	//go:embed scripts/extend.lua
 	extendSrc    string
-	extendScript = redis.NewScript(extendSrc)
+	extendScript = newScript(extendSrc)
 
 	//go:embed scripts/inspect.lua
 	inspectSrc    string
-	inspectScript = redis.NewScript(inspectSrc)
+	inspectScript = newScript(inspectSrc)
 
 	//go:embed scripts/force.lua
 	forceSrc    string
-	forceScript = redis.NewScript(forceSrc)
+	forceScript = newScript(forceSrc)
 
 	//go:embed scripts/fence.lua
 	fenceSrc    string
-	fenceScript = redis.NewScript(fenceSrc)
+	fenceScript = newScript(fenceSrc)
 
 	//go:embed scripts/bootstrap.lua
 	bootstrapSrc    string
-	bootstrapScript = redis.NewScript(bootstrapSrc)
+	bootstrapScript = newScript(bootstrapSrc)
 
 	//go:embed scripts/pttl.lua
 	pttlSrc    string
-	pttlScript = redis.NewScript(pttlSrc)
+	pttlScript = newScript(pttlSrc)
 )
 
 // Replies of the compare-and-X scripts.
@@ -62,15 +70,3 @@ const (
 
 // fenceKey is the key of the fencing counter of a lock key.
 func fenceKey(key string) string { return fencePrefix + key }
-
-// scriptSource maps each script to its source, for EVAL after NOSCRIPT.
-var scriptSource = map[*redis.Script]string{
-	acquireScript:   acquireSrc,
-	releaseScript:   releaseSrc,
-	extendScript:    extendSrc,
-	pttlScript:      pttlSrc,
-	inspectScript:   inspectSrc,
-	forceScript:     forceSrc,
-	fenceScript:     fenceSrc,
-	bootstrapScript: bootstrapSrc,
-}
