@@ -242,6 +242,15 @@ func (w *worker) exec(batch []*nodeCall) {
 	}
 	if w.conn == nil {
 		w.conn = p.own.Conn()
+		if err := w.load(ctx); err != nil {
+			for _, c := range batch {
+				cmd := redis.NewCmd(ctx)
+				cmd.SetErr(err)
+				p.finish(c, cmd)
+			}
+			w.drop()
+			return
+		}
 	}
 	cmds := make([]*redis.Cmd, len(batch))
 	if len(batch) == 1 {
@@ -255,8 +264,10 @@ func (w *worker) exec(batch []*nodeCall) {
 		}
 		_, _ = pl.Exec(ctx) // per-command errors are read below
 	}
-	// A node that lost its script cache (a restart) answers NOSCRIPT: send
-	// those again with the script's source, which also caches it.
+	// A node that lost its script cache while we stayed connected (SCRIPT
+	// FLUSH) answers NOSCRIPT: send those calls again with the script's
+	// source, which also caches it. They then run after the rest of their
+	// batch; load keeps that out of the usual case, a restart.
 	for i, c := range batch {
 		if err := cmds[i].Err(); err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
 			cmds[i] = redis.NewCmd(ctx, evalSrc(c)...)
@@ -273,6 +284,24 @@ func (w *worker) exec(batch []*nodeCall) {
 	if broken {
 		w.drop()
 	}
+}
+
+// load caches every script on the server of a new connection (the node may
+// have restarted and lost them), before its first batch. Without it, a call
+// answered NOSCRIPT would be sent again after the rest of its batch, out of
+// order: an acquisition could then run after the release that undoes it, and
+// leave its key behind until the TTL. A server that refuses SCRIPT LOAD (an
+// ACL, say) is left to the NOSCRIPT fallback; only a broken connection is an
+// error.
+func (w *worker) load(ctx context.Context) error {
+	pl := w.conn.Pipeline()
+	for _, s := range scripts {
+		pl.ScriptLoad(ctx, s.src)
+	}
+	if _, err := pl.Exec(ctx); err != nil && !isRedisError(err) {
+		return err
+	}
+	return nil
 }
 
 // isRedisError reports whether err is an error reply from the server (the

@@ -14,7 +14,14 @@ type script struct {
 	src string
 }
 
-func newScript(src string) *script { return &script{Script: redis.NewScript(src), src: src} }
+func newScript(src string) *script {
+	s := &script{Script: redis.NewScript(src), src: src}
+	scripts = append(scripts, s)
+	return s
+}
+
+// scripts lists every script, for loading them on a new connection.
+var scripts []*script
 
 // The scripts, embedded from scripts/.
 var (
