@@ -21,10 +21,12 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 
 	"github.com/quorumlock/redlock/bench/internal/harness"
+	"github.com/quorumlock/redlock/bench/internal/lockers"
 	"github.com/quorumlock/redlock/bench/internal/report"
 	"github.com/quorumlock/redlock/internal/redistest"
 )
@@ -53,6 +55,9 @@ func run() error {
 		jsonPath   = flag.String("json", "", "JSON output file (default <out>/bench.json)")
 		chartPath  = flag.String("chart", "", "chart file, .svg or .png (default <out>/bench.svg)")
 		from       = flag.String("from", "", "run nothing: print the table and draw the chart of this earlier JSON file")
+		modes      = flag.String("modes", "", "only these modes, as impl/nodes (redlock/5,redsync/5); default all")
+		cpuProfile = flag.String("cpuprofile", "", "write a CPU profile of the run (the benchmark process only) to this file")
+		scens      = flag.String("scenarios", "", "only these scenarios (uncontended,throughput,contention,slow-node,node-down); default all")
 	)
 	flag.Parse()
 	if flag.NArg() > 0 {
@@ -110,6 +115,19 @@ func run() error {
 			cfg.SlowLatency = *slow
 		}
 	})
+	if *modes != "" {
+		cfg.Modes = nil
+		for m := range strings.SplitSeq(*modes, ",") {
+			mode, err := parseMode(m)
+			if err != nil {
+				return err
+			}
+			cfg.Modes = append(cfg.Modes, mode)
+		}
+	}
+	if *scens != "" {
+		cfg.Scenarios = strings.Split(*scens, ",")
+	}
 	if *nodes != "" {
 		for a := range strings.SplitSeq(*nodes, ",") {
 			if a = strings.TrimSpace(a); a != "" {
@@ -126,6 +144,17 @@ func run() error {
 	harness.Quiet()
 	cfg.Progress = os.Stderr
 
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	rep, err := harness.Run(ctx, cfg)
 	if err != nil {
 		if errors.Is(err, context.Canceled) {
@@ -145,4 +174,14 @@ func run() error {
 	}
 	fmt.Fprintf(os.Stderr, "wrote %s and %s in %s\n", *jsonPath, *chartPath, rep.Finished.Sub(rep.Started).Round(1e9))
 	return nil
+}
+
+// parseMode reads "impl/nodes", one of the harness's modes.
+func parseMode(s string) (lockers.Mode, error) {
+	for _, m := range lockers.Modes() {
+		if fmt.Sprintf("%s/%d", m.Impl, m.Nodes) == strings.TrimSpace(s) {
+			return m, nil
+		}
+	}
+	return lockers.Mode{}, fmt.Errorf("unknown mode %q: want impl/nodes, one of the table's rows", s)
 }

@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -52,6 +53,9 @@ type Config struct {
 	FaultNode   int
 	// Modes are the implementations to compare; lockers.Modes() by default.
 	Modes []lockers.Mode
+	// Scenarios, if set, runs only the scenarios named (report.Uncontended
+	// and so on); by default all run.
+	Scenarios []string
 	// Quick marks the short CI run in the report.
 	Quick bool
 	// Progress receives a line per step; nil for none.
@@ -99,6 +103,11 @@ func (c *Config) validate() error {
 		return fmt.Errorf("slow latency %v: whole milliseconds only", c.SlowLatency)
 	case len(c.Modes) == 0:
 		return errors.New("no modes")
+	}
+	for _, name := range c.Scenarios {
+		if !slices.ContainsFunc(scenarios(c), func(s scenario) bool { return s.name == name }) {
+			return fmt.Errorf("unknown scenario %q", name)
+		}
 	}
 	return nil
 }
@@ -210,6 +219,9 @@ func Run(ctx context.Context, cfg Config) (rep *report.Report, err error) {
 	}
 
 	scens := scenarios(&cfg)
+	if len(cfg.Scenarios) > 0 {
+		scens = slices.DeleteFunc(scens, func(s scenario) bool { return !slices.Contains(cfg.Scenarios, s.name) })
+	}
 	for _, s := range scens {
 		for _, mi := range impls {
 			if s.quorumOnly && !mi.mode.Quorum() {
