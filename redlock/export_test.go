@@ -10,3 +10,12 @@ func LineLen(l *Locker, key string) int {
 	}
 	return 0
 }
+
+// Offered reports whether the head of key's line has offered itself for a
+// handoff (tests only).
+func Offered(l *Locker, key string) bool {
+	l.gates.mu.Lock()
+	defer l.gates.mu.Unlock()
+	ln := l.gates.lines[key]
+	return ln != nil && ln.offer != nil
+}

@@ -84,8 +84,10 @@ func (k *Lock) markLost(err error) {
 // (compare-and-delete) it deletes the key, or, for a re-entered lock, takes
 // away one hold, the last of which deletes the key. It returns once a
 // majority has answered; the other nodes finish in the background. Waiters
-// on the key are woken. The lock is no longer Valid afterwards, whatever the
-// outcome.
+// on the key are woken; if one is a goroutine of this Locker, the lock may
+// instead pass to it in the same round trip, the key never free in between
+// (a handoff; see Locker.Obtain). The lock is no longer Valid afterwards,
+// whatever the outcome.
 //
 // It returns nil when a majority released. Otherwise the error matches
 // ErrLockNotHeld and tells why, ErrLockExpired (our keys were gone) or
@@ -116,16 +118,26 @@ func (k *Lock) release(ctx context.Context, op string, cooldownMs int64) error {
 	k.mu.Lock()
 	k.done = true
 	k.mu.Unlock()
-	channel := releaseChannel(k.key)
 	var started func()
 	if cooldownMs == 0 {
-		// Wake this Locker's own waiter for the key as soon as the release
-		// is queued on every node, instead of when a node's notification
-		// comes back: its acquisition queues behind the release on each
-		// node's per-key queue, so it cannot run before it.
-		started = func() { k.l.notify.wake(k.key) }
+		o, fair := k.l.gates.claim(k.key)
+		if o != nil {
+			return k.handoff(ctx, o)
+		}
+		if !fair {
+			// Wake this Locker's own waiter for the key as soon as the
+			// release is queued on every node, instead of when a node's
+			// notification comes back: its acquisition queues behind the
+			// release on each node's per-key queue, so it cannot run
+			// before it.
+			started = func() { k.l.notify.wake(k.key) }
+		}
 	}
-	res, err := k.run(ctx, releaseScript, []any{k.prefix, channel, cooldownMs}, decodeCompare, nil, false, started)
+	// Without a handoff, the head of this Locker's line for the key, if it
+	// waits, tries at once when we are done (a fair release: as waiters
+	// elsewhere hear of it).
+	defer k.l.gates.released(k.key)
+	res, err := k.run(ctx, releaseScript, []any{k.prefix, releaseChannel(k.key), cooldownMs}, decodeCompare, nil, false, started)
 	if err != nil {
 		return err
 	}

@@ -160,12 +160,24 @@ func (l *Locker) Close() error {
 	}
 	l.closed = true
 	l.mu.Unlock()
+	// Waiters sleeping until a local holder lets go learn of the close now.
+	l.gates.pokeAll()
 	// The notifier first: once closed it starts no more work on bg.
 	l.notify.close()
 	l.bg.Wait()
 	// Every queued call has been answered (each holds a count on bg).
 	for _, n := range l.nodes {
 		n.pipe.close()
+	}
+	return nil
+}
+
+// closedErr is ErrClosed once the Locker is closed.
+func (l *Locker) closedErr() error {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.closed {
+		return ErrClosed
 	}
 	return nil
 }
@@ -209,6 +221,11 @@ func (l *Locker) callConfig(key string, opts []Option) (config, error) {
 // of one Locker that wait for the same key line up in arrival order and only
 // the first contends on the nodes, so they take turns instead of splitting
 // the votes among themselves (a re-entry with WithToken skips the line).
+// When a goroutine of the same Locker releases the key, the first in line
+// usually gets the lock in the release's own round trip (a handoff: on every
+// node the key goes from the old owner to the new one in one atomic step);
+// after a few handoffs in a row the key is released for everyone, so that
+// waiters in other processes get their turn.
 // With WithFailFast it gives up at once when the holder's keys outlive ctx's
 // deadline.
 //
@@ -270,9 +287,13 @@ func (l *Locker) Obtain(ctx context.Context, key string, opts ...Option) (*Lock,
 			stops[i]()
 		}
 	}()
+	// notNow is the error when we gave up before asking the nodes.
+	notNow := func() error {
+		return &QuorumError{Op: "obtain", Key: key, Need: l.need, reason: ErrNotObtained}
+	}
 	if !queued && l.gates.busy(key) {
 		if _, err := join(); err != nil {
-			return nil, withContext(ctx, &QuorumError{Op: "obtain", Key: key, Need: l.need, reason: ErrNotObtained})
+			return nil, withContext(ctx, notNow())
 		}
 	}
 	for {
@@ -286,43 +307,63 @@ func (l *Locker) Obtain(ctx context.Context, key string, opts ...Option) (*Lock,
 			default:
 			}
 		}
-		lock, err := l.attempt(ctx, key, &cfg)
-		if err == nil {
-			return lock, nil
-		}
-		if errors.Is(err, ErrInvalid) || errors.Is(err, ErrClosed) {
-			return nil, err
-		}
-		if ctx.Err() != nil {
-			return nil, withContext(ctx, err)
-		}
-		wait, ok := seq.Next()
-		if !ok {
-			return nil, err
-		}
-		var qe *QuorumError
-		if errors.Is(err, ErrNotObtained) && errors.As(err, &qe) {
-			if free, known := qe.freeIn(); known {
-				if dl, has := ctx.Deadline(); cfg.failFast && has && time.Until(dl) < free {
-					return nil, err
+		var wait time.Duration
+		if left, held := l.gates.heldFor(key, cfg.clock); queued && !cfg.tokenSet && held {
+			// A goroutine of this Locker got the lock from this line and
+			// has not released it: asking the nodes would only be refused.
+			// Wait for its release (a handoff, or a poke) or, should it
+			// vanish, for its validity to end.
+			if err := l.closedErr(); err != nil {
+				return nil, err
+			}
+			err = notNow()
+			if dl, has := ctx.Deadline(); cfg.failFast && has && time.Until(dl) < left {
+				return nil, err
+			}
+			wait = left
+		} else {
+			lock, aerr := l.attempt(ctx, key, &cfg)
+			if aerr == nil {
+				if queued && !cfg.tokenSet {
+					l.gates.hold(key, lock.Until())
 				}
-				// No point sleeping past the moment enough keys expire.
-				wait = min(wait, free+time.Millisecond)
+				return lock, nil
 			}
-			retryNow := false
-			if !queued {
-				now, gerr := join()
-				if gerr != nil {
-					return nil, withContext(ctx, err)
+			err = aerr
+			if errors.Is(err, ErrInvalid) || errors.Is(err, ErrClosed) {
+				return nil, err
+			}
+			if ctx.Err() != nil {
+				return nil, withContext(ctx, err)
+			}
+			var ok bool
+			if wait, ok = seq.Next(); !ok {
+				return nil, err
+			}
+			var qe *QuorumError
+			if errors.Is(err, ErrNotObtained) && errors.As(err, &qe) {
+				if free, known := qe.freeIn(); known {
+					if dl, has := ctx.Deadline(); cfg.failFast && has && time.Until(dl) < free {
+						return nil, err
+					}
+					// No point sleeping past the moment enough keys expire.
+					wait = min(wait, free+time.Millisecond)
 				}
-				retryNow = now
-			}
-			if listen() {
-				// The release may have come before the subscription did.
-				retryNow = true
-			}
-			if retryNow {
-				continue
+				retryNow := false
+				if !queued {
+					now, gerr := join()
+					if gerr != nil {
+						return nil, withContext(ctx, err)
+					}
+					retryNow = now
+				}
+				if listen() {
+					// The release may have come before the subscription did.
+					retryNow = true
+				}
+				if retryNow {
+					continue
+				}
 			}
 		}
 		if timer == nil {
@@ -330,11 +371,44 @@ func (l *Locker) Obtain(ctx context.Context, key string, opts ...Option) (*Lock,
 		} else {
 			timer.Reset(wait)
 		}
+		// The head of the line, waiting for a holder, offers itself for a
+		// handoff: a Release by this Locker may give it the lock directly.
+		var o *offer
+		if queued && !cfg.tokenSet && errors.Is(err, ErrNotObtained) {
+			o = &offer{cfg: &cfg, plan: newPlan(key, &cfg), done: make(chan handoffResult, 1), poke: make(chan struct{}, 1)}
+			l.gates.post(key, o)
+		}
+		var (
+			handed   handoffResult
+			got, end bool
+		)
 		select {
 		case <-ctx.Done():
-			return nil, withContext(ctx, err)
+			end = true
 		case <-timer.C:
 		case <-wake:
+		case <-o.poked():
+		case handed = <-o.channel():
+			got = true
+		}
+		if o != nil && !got && !l.gates.withdraw(key, o) {
+			// A Release claimed the offer: its round is under way.
+			handed, got = <-o.done, true
+		}
+		if got {
+			lock, herr := l.takeOver(ctx, key, &cfg, o, handed)
+			if herr == nil {
+				l.gates.hold(key, lock.Until())
+				return lock, nil
+			}
+			if errors.Is(herr, ErrClosed) {
+				return nil, herr
+			}
+			// The handoff failed (nodes out of reach, say); the key may
+			// be free now: try again at once.
+		}
+		if end || ctx.Err() != nil {
+			return nil, withContext(ctx, err)
 		}
 	}
 }
@@ -361,14 +435,16 @@ func withContext(ctx context.Context, err error) error {
 	return err
 }
 
-// attempt is one quorum round of the acquire script, plus, with fencing, one
-// round that writes the fence back.
-func (l *Locker) attempt(ctx context.Context, key string, cfg *config) (*Lock, error) {
-	if err := l.enter(); err != nil {
-		return nil, err
-	}
-	defer l.mu.RUnlock()
+// acquirePlan is what one acquisition sends: a fresh token (or the
+// caller's) and the acquire script's keys and arguments.
+type acquirePlan struct {
+	token, prefix string
+	keys          []string // the acquire script's KEYS
+	lockKeys      []string // the lock key alone: what a release names
+	args          []any
+}
 
+func newPlan(key string, cfg *config) acquirePlan {
 	token := cfg.token
 	if token == "" {
 		// A fresh token per attempt: a straggler's clean-up from a failed
@@ -377,9 +453,8 @@ func (l *Locker) attempt(ctx context.Context, key string, cfg *config) (*Lock, e
 	}
 	prefix := token + "\x00"
 	value := prefix + "1\x00" + cfg.metadata
-	ttlMs := cfg.ttl.Milliseconds()
 	keys := []string{key}
-	args := []any{value, ttlMs, prefix}
+	args := []any{value, cfg.ttl.Milliseconds(), prefix}
 	if cfg.fencing || cfg.guard > 0 {
 		keys = []string{key, fenceKey(key), guardMarker, guardQuarantine}
 		fenced := "0"
@@ -388,9 +463,19 @@ func (l *Locker) attempt(ctx context.Context, key string, cfg *config) (*Lock, e
 		}
 		args = append(args, fenced, cfg.guard.Milliseconds())
 	}
-	lockKeys := keys[:1]
-	cmd := evalSha(acquireScript, keys, args)
+	return acquirePlan{token: token, prefix: prefix, keys: keys, lockKeys: keys[:1], args: args}
+}
 
+// attempt is one quorum round of the acquire script, plus, with fencing, one
+// round that writes the fence back.
+func (l *Locker) attempt(ctx context.Context, key string, cfg *config) (*Lock, error) {
+	if err := l.enter(); err != nil {
+		return nil, err
+	}
+	defer l.mu.RUnlock()
+
+	p := newPlan(key, cfg)
+	cmd := evalSha(acquireScript, p.keys, p.args)
 	var (
 		validity time.Duration
 		late     settle
@@ -401,7 +486,7 @@ func (l *Locker) attempt(ctx context.Context, key string, cfg *config) (*Lock, e
 		Need:    l.need,
 		Timeout: cfg.nodeTimeout,
 		Start: func(ctx context.Context, i int, reply func(int, quorum.Vote, int64, error)) {
-			l.nodes[i].pipe.start(cfg.nodeTimeout, i, acquireScript, keys, args, cmd, decodeAcquire, reply)
+			l.nodes[i].pipe.start(cfg.nodeTimeout, i, acquireScript, p.keys, p.args, cmd, decodeAcquire, reply)
 		},
 		// Validity is taken when the majority is in: that is the moment
 		// the lock is granted, and the TTL has been running since the
@@ -415,26 +500,36 @@ func (l *Locker) attempt(ctx context.Context, key string, cfg *config) (*Lock, e
 		// it there as its reply arrives.
 		Late: func(r quorum.Reply[int64], _ bool) {
 			if undo(r.Vote, cfg.tokenSet) && late.releaseLater(r.Node) {
-				l.releaseOn(r.Node, lockKeys, prefix, cfg.nodeTimeout)
+				l.releaseOn(r.Node, p.lockKeys, p.prefix, cfg.nodeTimeout)
 			}
 		},
 		Background: &l.bg,
 	})
+	return l.conclude(ctx, key, cfg, &p, &res, start, validity, &late, "")
+}
+
+// conclude turns the round of an acquisition (an attempt's or a handoff's)
+// into a Lock, after writing the fence back if fencing is on; or, when it
+// failed, undoes the acquisition wherever it may have been applied,
+// announcing the undo on channel unless it is "", and says why it failed.
+// The caller holds l.enter.
+func (l *Locker) conclude(ctx context.Context, key string, cfg *config, p *acquirePlan, res *quorum.Result[int64],
+	start time.Time, validity time.Duration, late *settle, channel string) (*Lock, error) {
 	var (
 		fence  uint64
 		reason error
 	)
 	if res.OK && cfg.fencing {
-		fence, validity, reason = l.writeBackFence(ctx, key, cfg, &res, start)
+		fence, validity, reason = l.writeBackFence(ctx, key, cfg, res, start)
 	}
 	if res.OK && reason == nil {
 		late.finish(false)
 		return &Lock{
 			l:      l,
 			key:    key,
-			keys:   lockKeys,
-			token:  token,
-			prefix: prefix,
+			keys:   p.lockKeys,
+			token:  p.token,
+			prefix: p.prefix,
 			meta:   cfg.metadata,
 			fence:  fence,
 			cfg:    *cfg,
@@ -445,10 +540,10 @@ func (l *Locker) attempt(ctx context.Context, key string, cfg *config) (*Lock, e
 	// Failed: release on every node that granted or may have applied the
 	// SET before its reply was lost, and on those that answer later.
 	pending := late.finish(true)
-	l.undoAll(ctx, cfg.nodeTimeout, lockKeys, prefix, func(i int) bool {
+	l.undoAll(ctx, cfg.nodeTimeout, p.lockKeys, p.prefix, channel, func(i int) bool {
 		return undo(res.Replies[i].Vote, cfg.tokenSet) || slices.Contains(pending, i)
 	})
-	qe := l.quorumError("obtain", key, &res, acquireOutcome)
+	qe := l.quorumError("obtain", key, res, acquireOutcome)
 	switch {
 	case ctx.Err() != nil:
 		qe.reason = ErrNotObtained
@@ -565,10 +660,12 @@ func decodeAcquire(r int64, err error) (quorum.Vote, int64, error) {
 }
 
 // undoAll releases key on the nodes for which which(i) holds, in parallel
-// through the nodes' pipes, and waits for them up to timeout. It undoes our
-// own writes, so it runs even when ctx has ended.
-func (l *Locker) undoAll(ctx context.Context, timeout time.Duration, keys []string, prefix string, which func(int) bool) {
-	args, cmd := undoCommand(keys, prefix)
+// through the nodes' pipes, and waits for them up to timeout; it announces
+// the release on channel unless that is "". It undoes our own writes, so it
+// runs even when ctx has ended.
+func (l *Locker) undoAll(ctx context.Context, timeout time.Duration, keys []string, prefix, channel string, which func(int) bool) {
+	args := []any{prefix, channel, 0}
+	cmd := evalSha(releaseScript, keys, args)
 	quorum.Run(context.WithoutCancel(ctx), &quorum.Round[int64]{
 		Nodes:   len(l.nodes),
 		Need:    len(l.nodes),

@@ -2,6 +2,7 @@ package redlock
 
 import (
 	_ "embed"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -56,6 +57,15 @@ var (
 	//go:embed scripts/pttl.lua
 	pttlSrc    string
 	pttlScript = newScript(pttlSrc)
+
+	// The handoff script is release.lua then acquire.lua, pasted into
+	// handoff.lua: one source of truth for both steps.
+	//go:embed scripts/handoff.lua
+	handoffTmpl   string
+	handoffScript = newScript(strings.NewReplacer(
+		"--[[release.lua]]", releaseSrc,
+		"--[[acquire.lua]]", acquireSrc,
+	).Replace(handoffTmpl))
 )
 
 // Replies of the compare-and-X scripts.

@@ -1,0 +1,246 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/quorumlock/redlock/clock"
+	"github.com/quorumlock/redlock/quorum"
+)
+
+// Handoff: when a Lock is released while another goroutine of the same
+// Locker waits for its key, the release and that goroutine's acquisition go
+// to each node as one script (handoff.lua: release.lua, then acquire.lua,
+// atomically), so the waiter holds the lock one round trip after the release
+// began, instead of after the release, a wake-up and its own round trip.
+//
+// Safety is that of a release followed by an acquisition: on each node the
+// key passes from the old token to the new one with nothing in between; the
+// new owner needs a majority of such nodes, within a validity counted from
+// the moment the round began, exactly as an attempt of its own would.
+//
+// Only the head of a key's line (gates) takes handoffs, and only while it
+// sleeps between attempts: it posts an offer, which a Release claims. The
+// releaser runs the round and hands the result over; the head finishes the
+// acquisition (writes the fence back, or undoes a failed one) itself.
+//
+// A Locker hands a key over at most maxHandoffs times in a row; then a
+// Release lets go of the key on the nodes and announces it, and the local
+// head learns of it as waiters in other processes do, so they get their
+// chance too.
+const maxHandoffs = 8
+
+// offer is the head of a key's line, ready for a handoff.
+type offer struct {
+	cfg  *config
+	plan acquirePlan
+	// done receives the handoff's outcome, once, from the Release that
+	// claimed the offer.
+	done chan handoffResult
+	// poke receives a value when the key was released without a handoff.
+	poke chan struct{}
+}
+
+// poked is o.poke, or nil (never ready) for no offer.
+func (o *offer) poked() <-chan struct{} {
+	if o == nil {
+		return nil
+	}
+	return o.poke
+}
+
+// channel is o.done, or nil (never ready) for no offer.
+func (o *offer) channel() <-chan handoffResult {
+	if o == nil {
+		return nil
+	}
+	return o.done
+}
+
+// handoffResult is a handoff round as the acquisition sees it.
+type handoffResult struct {
+	closed   bool // the Locker was closed: no round ran
+	res      quorum.Result[int64]
+	start    time.Time
+	validity time.Duration
+	late     *settle
+}
+
+// handoffReply is one node's answer to the handoff script.
+type handoffReply struct {
+	release int64 // release.lua's reply
+	acquire int64 // acquire.lua's reply, unless acqErr
+	acqErr  error // the acquisition was refused with an error (ABSTAIN)
+}
+
+// decodeHandoff reads a handoff reply. The vote is Yes where the node both
+// released the old owner's key and granted the new owner's.
+func decodeHandoff(c *redis.Cmd) (quorum.Vote, handoffReply, error) {
+	vals, err := c.Slice()
+	if err != nil {
+		return quorum.Failed, handoffReply{}, err
+	}
+	bad := fmt.Errorf("redlock: unexpected handoff reply %v", vals)
+	if len(vals) != 2 {
+		return quorum.Failed, handoffReply{}, bad
+	}
+	var r handoffReply
+	rel, ok := vals[0].(int64)
+	if !ok || rel < replyOther || rel > replyOurs {
+		return quorum.Failed, handoffReply{}, bad
+	}
+	r.release = rel
+	switch a := vals[1].(type) {
+	case int64:
+		r.acquire = a
+	case string:
+		r.acqErr = errors.New(a)
+	default:
+		return quorum.Failed, handoffReply{}, bad
+	}
+	if r.release == replyOurs && r.acqErr == nil && r.acquire >= 0 {
+		return quorum.Yes, r, nil
+	}
+	return quorum.No, r, nil
+}
+
+// acquireVote is the acquisition's share of a handoff reply.
+func acquireVote(r quorum.Reply[handoffReply]) quorum.Reply[int64] {
+	out := quorum.Reply[int64]{Node: r.Node, Vote: r.Vote, Err: r.Err}
+	switch {
+	case r.Vote == quorum.Pending || r.Err != nil:
+	case r.Value.acqErr != nil:
+		out.Vote, out.Err = quorum.Failed, r.Value.acqErr
+	default:
+		out.Vote, out.Value, out.Err = decodeAcquire(r.Value.acquire, nil)
+	}
+	return out
+}
+
+// releaseVote is the release's share of a handoff reply.
+func releaseVote(r quorum.Reply[handoffReply]) quorum.Reply[int64] {
+	out := quorum.Reply[int64]{Node: r.Node, Vote: r.Vote, Err: r.Err}
+	if r.Vote != quorum.Pending && r.Err == nil {
+		out.Vote, out.Value, out.Err = decodeCompare(r.Value.release, nil)
+	}
+	return out
+}
+
+// split is one side of a handoff round, as a round of its own.
+func split(res *quorum.Result[handoffReply], side func(quorum.Reply[handoffReply]) quorum.Reply[int64]) quorum.Result[int64] {
+	out := quorum.Result[int64]{Replies: make([]quorum.Reply[int64], len(res.Replies))}
+	for i, r := range res.Replies {
+		out.Replies[i] = side(r)
+		count(&out, out.Replies[i].Vote, 1)
+	}
+	return out
+}
+
+func count(res *quorum.Result[int64], v quorum.Vote, n int) {
+	switch v {
+	case quorum.Yes:
+		res.Yes += n
+	case quorum.No:
+		res.No += n
+	case quorum.Failed:
+		res.Failed += n
+	}
+}
+
+// handoff releases the lock and, in the same round, acquires it for the
+// offer's owner; it returns the release's outcome, as Release does, and
+// sends the acquisition's to the offer.
+func (k *Lock) handoff(ctx context.Context, o *offer) error {
+	l := k.l
+	if err := l.enter(); err != nil {
+		o.done <- handoffResult{closed: true}
+		return err
+	}
+	defer l.mu.RUnlock()
+	cfg, p := o.cfg, &o.plan
+	timeout := k.cfg.nodeTimeout
+	args := make([]any, 0, 3+len(p.args))
+	args = append(args, k.prefix, "", 0) // no announcement: the key stays taken
+	args = append(args, p.args...)
+	cmd := evalSha(handoffScript, p.keys, args)
+
+	var (
+		validity time.Duration
+		late     = new(settle)
+		// Replies after the decision, for the release's outcome when the
+		// decision left it open; each node sends at most one.
+		stray = make(chan quorum.Reply[handoffReply], len(l.nodes))
+	)
+	start := cfg.clock.Now()
+	began := time.Now()
+	res := quorum.Run(ctx, &quorum.Round[handoffReply]{
+		Nodes:   len(l.nodes),
+		Need:    l.need,
+		Timeout: timeout,
+		Start: func(_ context.Context, i int, reply func(int, quorum.Vote, handoffReply, error)) {
+			l.nodes[i].pipe.startRaw(timeout, handoffScript, p.keys, args, cmd, func(c *redis.Cmd) {
+				v, r, err := decodeHandoff(c)
+				reply(i, v, r, err)
+			})
+		},
+		Accept: func(*quorum.Result[handoffReply]) bool {
+			validity = clock.Validity(cfg.ttl, cfg.clock.Since(start), cfg.driftFactor)
+			return validity > 0
+		},
+		// As in an attempt: if the acquisition fails, undo it on nodes
+		// that answer late.
+		Late: func(r quorum.Reply[handoffReply], _ bool) {
+			if undo(acquireVote(r).Vote, false) && late.releaseLater(r.Node) {
+				l.releaseOn(r.Node, p.lockKeys, p.prefix, timeout)
+			}
+			stray <- r
+		},
+		Background: &l.bg,
+	})
+	acq := split(&res, acquireVote)
+	acq.OK = res.OK
+	o.done <- handoffResult{res: acq, start: start, validity: validity, late: late}
+
+	// The release's outcome. The round decided on both steps together; if
+	// that left the release open (it was refused on some nodes and others
+	// are still to answer), wait for them, up to the node timeout.
+	rel := split(&res, releaseVote)
+	if rel.Yes < l.need && rel.Yes+pendingOf(&rel) >= l.need {
+		t := time.NewTimer(timeout - time.Since(began))
+		defer t.Stop()
+	wait:
+		for rel.Yes < l.need && rel.Yes+pendingOf(&rel) >= l.need {
+			select {
+			case r := <-stray:
+				if rel.Replies[r.Node].Vote == quorum.Pending {
+					rel.Replies[r.Node] = releaseVote(r)
+					count(&rel, rel.Replies[r.Node].Vote, 1)
+				}
+			case <-t.C:
+				break wait
+			}
+		}
+	}
+	if rel.Yes >= l.need {
+		return nil
+	}
+	return withContext(ctx, l.notHeld("release", k.key, &rel))
+}
+
+// takeOver finishes the acquisition of a handoff, as attempt does its own:
+// the lock, or, if the handoff failed, the undo of its writes (announced,
+// since the old owner's key is gone too) and the reason.
+func (l *Locker) takeOver(ctx context.Context, key string, cfg *config, o *offer, hr handoffResult) (*Lock, error) {
+	if hr.closed {
+		return nil, ErrClosed
+	}
+	if err := l.enter(); err != nil {
+		return nil, err
+	}
+	defer l.mu.RUnlock()
+	return l.conclude(ctx, key, cfg, &o.plan, &hr.res, hr.start, hr.validity, hr.late, releaseChannel(key))
+}

@@ -1,0 +1,24 @@
+-- Handoff: the release of one owner and the acquisition of the next, as one
+-- atomic step on the node. The library pastes the unchanged bodies of
+-- release.lua and acquire.lua into the two functions below (scripts.go), so
+-- on each node the key passes from the old token to the new one exactly as
+-- if the release had been followed at once by the acquisition.
+--
+-- KEYS        acquire.lua's KEYS (KEYS[1] is the lock key)
+-- ARGV[1..3]  release.lua's ARGV, for the owner who lets go
+-- ARGV[4..]   acquire.lua's ARGV, for the next owner
+--
+-- Returns {release's reply, acquire's reply}; when the acquisition is
+-- refused with an error (the restart guard's ABSTAIN), its message instead.
+local release = function(KEYS, ARGV)
+--[[release.lua]]
+end
+local acquire = function(KEYS, ARGV)
+--[[acquire.lua]]
+end
+local r = release({KEYS[1]}, {ARGV[1], ARGV[2], ARGV[3]})
+local a = acquire(KEYS, {unpack(ARGV, 4)})
+if type(a) == 'table' then
+  return {r, a['err']}
+end
+return {r, a}
