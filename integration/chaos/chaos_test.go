@@ -115,7 +115,7 @@ func runScenarios(t *testing.T, backend cluster.Backend, scenarios []chaos.Scena
 				clusters[sc.Persistent] = c
 			}
 			cfg := chaos.DefaultConfig()
-			cfg.Clients, cfg.Keys = *flags.Clients, *flags.Keys
+			cfg.Clients, cfg.Goroutines, cfg.Keys = *flags.Clients, *flags.Goroutines, *flags.Keys
 			cfg.TTL, cfg.MaxHold = *flags.TTL, *flags.MaxHold
 			cfg.Duration = per
 			cfg.Seed = seed

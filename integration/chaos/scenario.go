@@ -90,6 +90,9 @@ type Config struct {
 	// which the client-stop fault freezes with SIGSTOP. Keys is the number
 	// of keys they contend on.
 	Clients, Processes, Keys int
+	// Goroutines is how many goroutines of each in-process client share
+	// its Locker, taking locks in turn (and passing them by handoff).
+	Goroutines int
 	// TTL and NodeTimeout are the lock options of every client.
 	TTL, NodeTimeout time.Duration
 	// MaxHold bounds how long a client holds a lock (uniform in
@@ -117,11 +120,12 @@ type Config struct {
 const Nodes = 5
 
 // DefaultConfig returns the suite's settings: eight clients in this process
-// and two client processes on three keys, 500ms locks with a 100ms node
+// (two goroutines each) and two client processes on three keys, 500ms locks with a 100ms node
 // timeout.
 func DefaultConfig() Config {
 	return Config{
 		Clients:     8,
+		Goroutines:  2,
 		Processes:   2,
 		Keys:        3,
 		TTL:         500 * time.Millisecond,

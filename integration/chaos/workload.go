@@ -114,7 +114,6 @@ func (w *Workload) Stall(ctx context.Context, i int, d time.Duration) (began, en
 }
 
 func (w *Workload) client(ctx context.Context, i int) (err error) {
-	rng := rand.New(rand.NewPCG(w.seed[0], w.seed[1]+uint64(i)+1))
 	clients := make([]redis.UniversalClient, len(w.addrs))
 	for j := range clients {
 		c := cluster.NewClient(w.addrs[j])
@@ -128,9 +127,26 @@ func (w *Workload) client(ctx context.Context, i int) (err error) {
 	// Close waits for the clean-up of late replies, so it runs before the
 	// connections close.
 	defer func() { err = errors.Join(err, locker.Close()) }()
+	// Several goroutines share the Locker, as in a server, so that locks
+	// also pass between them (handoffs, the local waiter line).
+	var wg sync.WaitGroup
+	for g := range max(w.cfg.Goroutines, 1) {
+		rng := rand.New(rand.NewPCG(w.seed[0], w.seed[1]+uint64(i)+1+uint64(g)<<32))
+		wg.Go(func() { w.loop(ctx, i, rng, locker) })
+	}
+	wg.Wait()
+	return nil
+}
+
+// loop is one goroutine of client i: it obtains random keys, one at a time,
+// and holds them, until ctx ends.
+func (w *Workload) loop(ctx context.Context, i int, rng *rand.Rand, locker *redlock.Locker) {
 	for ctx.Err() == nil {
 		key := w.keys[rng.IntN(len(w.keys))]
-		var lock *redlock.Lock
+		var (
+			lock *redlock.Lock
+			err  error
+		)
 		if i%2 == 0 {
 			// Half the clients make one attempt at a time and count
 			// each failure.
@@ -145,7 +161,7 @@ func (w *Workload) client(ctx context.Context, i int) (err error) {
 		obtained := time.Now()
 		if err != nil {
 			if ctx.Err() != nil {
-				return nil
+				return
 			}
 			w.rec.AddFailure("obtain", err, obtained)
 			// A short jittered pause, so that the clients do not move in
@@ -155,7 +171,6 @@ func (w *Workload) client(ctx context.Context, i int) (err error) {
 		}
 		w.hold(ctx, i, rng, lock, obtained)
 	}
-	return nil
 }
 
 // hold uses a lock the way a client would and records what it believed.
