@@ -109,7 +109,9 @@ type QuorumError struct {
 	Key string
 	// Need is how many nodes had to agree.
 	Need int
-	// Nodes holds one result per node, in the order the clients were given.
+	// Nodes holds one result per node, in the order the clients were given;
+	// it is empty when no node was asked (an Obtain that ended while it
+	// waited in its Locker's line for the key).
 	Nodes []NodeResult
 
 	reason error
@@ -123,6 +125,10 @@ func (e *QuorumError) Error() string {
 		if n.Outcome == OutcomeOK {
 			ok++
 		}
+	}
+	if len(e.Nodes) == 0 {
+		// No node was asked: the call waited in this Locker's line.
+		return fmt.Sprintf("%s: %s %q: waited behind this Locker's own holder or waiters", e.reason, e.Op, e.Key)
 	}
 	fmt.Fprintf(&b, "%s: %s %q: %d of %d nodes ok, %d needed", e.reason, e.Op, e.Key, ok, len(e.Nodes), e.Need)
 	for i, n := range e.Nodes {

@@ -309,3 +309,36 @@ func TestCloseEndsWaitBehindLocalHolder(t *testing.T) {
 		t.Fatal("Release after Close did not fail with ErrClosed")
 	}
 }
+
+// An Obtain that ends while it waits behind its own Locker's holder, asking
+// no node, says so, and still matches ErrNotObtained and the context's
+// error.
+func TestObtainEndsBehindLocalHolder(t *testing.T) {
+	l := newCluster(t, 1).locker(t)
+	first := mustObtain(t, l, "ends")
+	got := obtainAsync(t.Context(), l, "ends", slowRetry)
+	awaitOffer(t, l, "ends")
+	ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+	defer cancel()
+	ended := obtainAsync(ctx, l, "ends", slowRetry)
+	awaitLine(t, l, "ends", 2)
+	if err := first.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	r := <-got
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	// The second waiter is now first in line, behind the new holder.
+	awaitOffer(t, l, "ends")
+	e := <-ended
+	if !errors.Is(e.err, redlock.ErrNotObtained) || !errors.Is(e.err, context.DeadlineExceeded) {
+		t.Fatalf("Obtain ended behind a local holder: %v; want ErrNotObtained and DeadlineExceeded", e.err)
+	}
+	if !strings.Contains(e.err.Error(), `"ends"`) {
+		t.Fatalf("error %q does not name the key", e.err)
+	}
+	if err := r.lock.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -316,7 +316,9 @@ func (l *Locker) Obtain(ctx context.Context, key string, opts ...Option) (*Lock,
 			if err := l.closedErr(); err != nil {
 				return nil, err
 			}
-			err = notNow()
+			if !errors.Is(err, ErrNotObtained) {
+				err = notNow() // else keep the last attempt's detail
+			}
 			if dl, has := ctx.Deadline(); cfg.failFast && has && time.Until(dl) < left {
 				return nil, err
 			}
