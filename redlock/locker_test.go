@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/quorumlock/redlock/clock"
+	"github.com/quorumlock/redlock/internal/redistest"
 	"github.com/quorumlock/redlock/redlock"
 )
 
@@ -545,4 +546,25 @@ func maxInt(a, b int) int {
 		return a
 	}
 	return b
+}
+
+// A node that refuses our credentials is reported with the server's reason,
+// never with the password.
+func TestWrongPasswordIsReported(t *testing.T) {
+	servers := redistest.StartT(t, 1, redistest.Options{})
+	admin := servers[0].NewClient()
+	defer admin.Close()
+	if err := admin.ConfigSet(t.Context(), "requirepass", "right-Pa55").Err(); err != nil {
+		t.Fatal(err)
+	}
+	c := redis.NewClient(&redis.Options{Addr: servers[0].Addr, Password: "wr0ng-Pa55", MaxRetries: -1, ContextTimeoutEnabled: true})
+	defer c.Close()
+	l := newLocker(t, []redis.UniversalClient{c})
+	_, err := l.TryObtain(t.Context(), "k")
+	if !errors.Is(err, redlock.ErrNoQuorum) || !strings.Contains(err.Error(), "WRONGPASS") {
+		t.Fatalf("TryObtain with a wrong password: %v; want ErrNoQuorum with the server's WRONGPASS", err)
+	}
+	if strings.Contains(err.Error(), "Pa55") {
+		t.Fatalf("error shows a password: %v", err)
+	}
 }

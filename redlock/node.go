@@ -240,34 +240,48 @@ func (w *worker) exec(batch []*nodeCall) {
 		}
 		return
 	}
-	if w.conn == nil {
+	fresh := w.conn == nil
+	if fresh {
 		w.conn = p.own.Conn()
-		if err := w.load(ctx); err != nil {
-			for _, c := range batch {
-				cmd := redis.NewCmd(ctx)
-				cmd.SetErr(err)
-				p.finish(c, cmd)
-			}
-			w.drop()
-			return
-		}
 	}
 	cmds := make([]*redis.Cmd, len(batch))
-	if len(batch) == 1 {
+	if len(batch) == 1 && !fresh {
 		cmds[0] = redis.NewCmd(ctx, batch[0].cmd...)
 		_ = w.conn.Process(ctx, cmds[0]) // the error is the command's
 	} else {
 		pl := w.conn.Pipeline()
+		if fresh {
+			// The node may have restarted and lost its scripts: load them
+			// all ahead of the batch, in the same round trip. Otherwise a
+			// call answered NOSCRIPT would be sent again after the rest of
+			// its batch, out of order: an acquisition could then run after
+			// the release that undoes it, and leave its key behind until
+			// the TTL. A server that refuses SCRIPT LOAD (an ACL, say) is
+			// left to the NOSCRIPT fallback below.
+			for _, s := range scripts {
+				pl.ScriptLoad(ctx, s.src)
+			}
+		}
 		for i, c := range batch {
 			cmds[i] = redis.NewCmd(ctx, c.cmd...)
 			_ = pl.Process(ctx, cmds[i])
 		}
-		_, _ = pl.Exec(ctx) // per-command errors are read below
+		if _, err := pl.Exec(ctx); err != nil {
+			// Per-command errors are read below; but go-redis leaves an
+			// error of the connection's setup (a wrong password, say) off
+			// the commands of a pipeline: give it to those with no reply.
+			for _, cmd := range cmds {
+				if cmd.Err() == nil && cmd.Val() == nil {
+					cmd.SetErr(err)
+				}
+			}
+		}
 	}
 	// A node that lost its script cache while we stayed connected (SCRIPT
 	// FLUSH) answers NOSCRIPT: send those calls again with the script's
 	// source, which also caches it. They then run after the rest of their
-	// batch; load keeps that out of the usual case, a restart.
+	// batch; loading the scripts on every new connection keeps that out of
+	// the usual case, a restart.
 	for i, c := range batch {
 		if err := cmds[i].Err(); err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
 			cmds[i] = redis.NewCmd(ctx, evalSrc(c)...)
@@ -284,24 +298,6 @@ func (w *worker) exec(batch []*nodeCall) {
 	if broken {
 		w.drop()
 	}
-}
-
-// load caches every script on the server of a new connection (the node may
-// have restarted and lost them), before its first batch. Without it, a call
-// answered NOSCRIPT would be sent again after the rest of its batch, out of
-// order: an acquisition could then run after the release that undoes it, and
-// leave its key behind until the TTL. A server that refuses SCRIPT LOAD (an
-// ACL, say) is left to the NOSCRIPT fallback; only a broken connection is an
-// error.
-func (w *worker) load(ctx context.Context) error {
-	pl := w.conn.Pipeline()
-	for _, s := range scripts {
-		pl.ScriptLoad(ctx, s.src)
-	}
-	if _, err := pl.Exec(ctx); err != nil && !isRedisError(err) {
-		return err
-	}
-	return nil
 }
 
 // isRedisError reports whether err is an error reply from the server (the
