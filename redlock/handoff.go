@@ -28,6 +28,11 @@ import (
 // releaser runs the round and hands the result over; the head finishes the
 // acquisition (writes the fence back, or undoes a failed one) itself.
 //
+// While a goroutine holds a lock it got from the line, the next head asks
+// the nodes nothing (they would refuse): it posts its offer at once and
+// sleeps until a handoff, a poke (a release without handoff, or Close), or
+// the end of that lock's validity (gates.hold, heldFor, released).
+//
 // A Locker hands a key over at most maxHandoffs times in a row; then a
 // Release lets go of the key on the nodes and announces it, and the local
 // head learns of it as waiters in other processes do, so they get their

@@ -477,7 +477,9 @@ func (l *Locker) attempt(ctx context.Context, key string, cfg *config) (*Lock, e
 	defer l.mu.RUnlock()
 
 	p := newPlan(key, cfg)
-	cmd := evalSha(acquireScript, p.keys, p.args)
+	// The closures take copies, so that p itself stays on the stack.
+	keys, args, lockKeys, prefix := p.keys, p.args, p.lockKeys, p.prefix
+	cmd := evalSha(acquireScript, keys, args)
 	var (
 		validity time.Duration
 		late     settle
@@ -488,7 +490,7 @@ func (l *Locker) attempt(ctx context.Context, key string, cfg *config) (*Lock, e
 		Need:    l.need,
 		Timeout: cfg.nodeTimeout,
 		Start: func(ctx context.Context, i int, reply func(int, quorum.Vote, int64, error)) {
-			l.nodes[i].pipe.start(cfg.nodeTimeout, i, acquireScript, p.keys, p.args, cmd, decodeAcquire, reply)
+			l.nodes[i].pipe.start(cfg.nodeTimeout, i, acquireScript, keys, args, cmd, decodeAcquire, reply)
 		},
 		// Validity is taken when the majority is in: that is the moment
 		// the lock is granted, and the TTL has been running since the
@@ -502,7 +504,7 @@ func (l *Locker) attempt(ctx context.Context, key string, cfg *config) (*Lock, e
 		// it there as its reply arrives.
 		Late: func(r quorum.Reply[int64], _ bool) {
 			if undo(r.Vote, cfg.tokenSet) && late.releaseLater(r.Node) {
-				l.releaseOn(r.Node, p.lockKeys, p.prefix, cfg.nodeTimeout)
+				l.releaseOn(r.Node, lockKeys, prefix, cfg.nodeTimeout)
 			}
 		},
 		Background: &l.bg,
