@@ -237,18 +237,12 @@ func Run(ctx context.Context, cfg Config) (rep *report.Report, err error) {
 		// (cold) or right after the heaviest one.
 		order := append(append([]modeImpls(nil), impls[round%len(impls):]...), impls[:round%len(impls)]...)
 		for _, s := range scens {
-			undo := func() error { return nil }
-			if s.setup != nil {
-				if undo, err = s.setup(cl); err != nil {
-					return nil, fmt.Errorf("%s: %w", s.name, err)
-				}
-			}
 			for _, mi := range order {
 				if s.quorumOnly && !mi.mode.Quorum() {
 					continue
 				}
 				if err := ctx.Err(); err != nil {
-					return nil, errors.Join(err, undo())
+					return nil, err
 				}
 				step++
 				fmt.Fprintf(progress, "[%3d/%d %6s] round %d/%d  %-11s  %s\n", step, steps,
@@ -258,15 +252,33 @@ func Run(ctx context.Context, cfg Config) (rep *report.Report, err error) {
 					impl = mi.faulty
 				}
 				key := fmt.Sprintf("redlock-bench:%s:%d:%s:%s", runID, round, s.name, strings.ReplaceAll(mi.mode.Name(), "/", ","))
-				if cfg.Warmup > 0 {
-					s.run(ctx, impl, key+":warmup", &cfg, cfg.Warmup)
+				measure := func(key string) report.Figures {
+					if cfg.Warmup > 0 {
+						s.run(ctx, impl, key+":warmup", &cfg, cfg.Warmup)
+					}
+					return s.run(ctx, impl, key, &cfg, cfg.Duration)
 				}
-				f := s.run(ctx, impl, key, &cfg, cfg.Duration)
+				var base report.Figures
+				undo := func() error { return nil }
+				if s.setup != nil {
+					// A fault's cost is measured against the same mode on
+					// the same path (through the proxy) just before the
+					// fault is switched on: the machine's load drifts
+					// over a run, and the proxy has a cost of its own.
+					base = measure(key + ":base")
+					if undo, err = s.setup(cl); err != nil {
+						return nil, fmt.Errorf("%s: %w", s.name, err)
+					}
+				}
+				f := measure(key)
+				if err := undo(); err != nil {
+					return nil, fmt.Errorf("%s: undoing the fault: %w", s.name, err)
+				}
+				if v, ok := base[report.P50]; ok {
+					f[report.BaseP50] = v
+				}
 				r := rep.Find(mi.mode.Impl, mi.mode.Nodes, s.name)
 				r.Rounds = append(r.Rounds, f)
-			}
-			if err := undo(); err != nil {
-				return nil, fmt.Errorf("%s: undoing the fault: %w", s.name, err)
 			}
 		}
 	}

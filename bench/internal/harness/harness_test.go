@@ -69,6 +69,10 @@ func TestRunSmall(t *testing.T) {
 			if r.Median[done] <= 0 {
 				t.Errorf("%s %s: figures %v", m.Name(), s, r.Median)
 			}
+			// A fault is measured against the same path just before it.
+			if (s == report.SlowNode || s == report.NodeDown) && r.Median[report.BaseP50] <= 0 {
+				t.Errorf("%s %s: no baseline p50 in %v", m.Name(), s, r.Median)
+			}
 			if !strings.Contains(progress.String(), fmt.Sprintf("%s  %s", pad(s), m.Name())) {
 				t.Errorf("no progress line for %s %s", s, m.Name())
 			}
@@ -79,6 +83,10 @@ func TestRunSmall(t *testing.T) {
 	// both Obtain and Release: proof that the latency was in place.
 	if p50 := rep.Find(lockers.Redsync, 5, report.SlowNode).Median[report.P50]; p50 < 2*float64(cfg.SlowLatency/time.Microsecond) {
 		t.Errorf("redsync slow-node p50 = %vµs, want at least twice %v", p50, cfg.SlowLatency)
+	}
+	// ...and that it was off again for the baseline measured before it.
+	if sl := rep.Find(lockers.Redsync, 5, report.SlowNode).Median; 2*sl[report.BaseP50] >= sl[report.P50] {
+		t.Errorf("redsync p50 %vµs just before the slow node, %vµs with it: want the latency off before", sl[report.BaseP50], sl[report.P50])
 	}
 	if len(rep.Ratios) == 0 {
 		t.Error("no ratios")

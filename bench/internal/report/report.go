@@ -30,7 +30,10 @@ const (
 // Metric names, also the JSON keys. Latencies are in microseconds, waits
 // in milliseconds.
 const (
-	P50       = "p50_us"
+	P50 = "p50_us"
+	// BaseP50 is, in a fault scenario, the p50 of the same mode over the
+	// same path (through the proxy) measured just before the fault.
+	BaseP50   = "base_p50_us"
 	P90       = "p90_us"
 	P99       = "p99_us"
 	P999      = "p999_us"
@@ -177,6 +180,19 @@ type ModeRow struct {
 }
 
 // modes lists the modes of the results in their first-seen order.
+// before is the p50 a fault scenario's figures are compared with: the same
+// mode on the same path just before the fault (BaseP50), or, in a report
+// that has none, the mode's uncontended p50.
+func (r *Report) before(m ModeRow, scenario string) float64 {
+	if r.Find(m.Impl, m.Nodes, scenario) == nil {
+		return math.NaN()
+	}
+	if v := r.value(m.Impl, m.Nodes, scenario, BaseP50); !math.IsNaN(v) && v > 0 {
+		return v
+	}
+	return r.value(m.Impl, m.Nodes, Uncontended, P50)
+}
+
 func (r *Report) modes() []ModeRow {
 	var out []ModeRow
 	for _, x := range r.Results {
@@ -242,20 +258,20 @@ func (r *Report) WriteTable(w io.Writer) error {
 	faults := Table{
 		Title: fmt.Sprintf("Node %d of the quorum slow (+%s per reply) or down: uncontended Obtain+Release, µs",
 			s.FaultNode+1, s.SlowLatency),
-		Header: []string{"impl", "nodes", "normal p50", "slow p50", "slow p99", "slow/normal",
-			"down p50", "down p99", "down errors"},
+		Header: []string{"impl", "nodes", "before p50", "slow p50", "slow p99", "slow/before",
+			"before p50", "down p50", "down p99", "down/before", "down errors"},
 		Left: 1,
 	}
 	for _, m := range modes {
 		if r.Find(m.Impl, m.Nodes, SlowNode) == nil && r.Find(m.Impl, m.Nodes, NodeDown) == nil {
 			continue
 		}
-		normal := r.value(m.Impl, m.Nodes, Uncontended, P50)
 		sl := func(k string) float64 { return r.value(m.Impl, m.Nodes, SlowNode, k) }
 		dn := func(k string) float64 { return r.value(m.Impl, m.Nodes, NodeDown, k) }
+		sb, db := r.before(m, SlowNode), r.before(m, NodeDown)
 		faults.Rows = append(faults.Rows, []string{m.Impl, fmt.Sprint(m.Nodes),
-			num(normal, 0), num(sl(P50), 0), num(sl(P99), 0), num(sl(P50)/normal, 2),
-			num(dn(P50), 0), num(dn(P99), 0), num(dn(Errors), 0)})
+			num(sb, 0), num(sl(P50), 0), num(sl(P99), 0), num(sl(P50)/sb, 2),
+			num(db, 0), num(dn(P50), 0), num(dn(P99), 0), num(dn(P50)/db, 2), num(dn(Errors), 0)})
 	}
 
 	var b strings.Builder
@@ -401,14 +417,14 @@ func (r *Report) ComputeRatios() {
 			continue
 		}
 		name := fmt.Sprintf("%s nodes=%d", m.Impl, m.Nodes)
-		add("slow-node p50 / normal p50, "+name, p50(m.Impl, m.Nodes, SlowNode), p50(m.Impl, m.Nodes, Uncontended))
+		add("slow-node p50 / p50 just before, "+name, p50(m.Impl, m.Nodes, SlowNode), r.before(m, SlowNode))
 	}
 	for _, m := range r.modes() {
 		if m.Nodes < 2 {
 			continue
 		}
 		name := fmt.Sprintf("%s nodes=%d", m.Impl, m.Nodes)
-		add("node-down p50 / normal p50, "+name, p50(m.Impl, m.Nodes, NodeDown), p50(m.Impl, m.Nodes, Uncontended))
+		add("node-down p50 / p50 just before, "+name, p50(m.Impl, m.Nodes, NodeDown), r.before(m, NodeDown))
 	}
 	r.Ratios = out
 }
