@@ -91,9 +91,8 @@ func TestReleaseHandsOffToLocalWaiter(t *testing.T) {
 	}
 }
 
-// Across three nodes, a handoff gives the waiter the lock on every node, and
-// a waiter in another process, which sees the key taken all along, is not
-// woken.
+// Across three nodes, a handoff gives the waiter the lock on every node and
+// leaves nothing of the old owner.
 func TestHandoffOnQuorum(t *testing.T) {
 	c := newCluster(t, 3)
 	l := c.locker(t)
