@@ -75,6 +75,24 @@ type Result[T any] struct {
 	OK bool
 }
 
+// Add puts a node's reply in its slot of Replies and counts its vote (a
+// Pending one counts nowhere). The slot must not hold a counted reply yet.
+func (r *Result[T]) Add(rep Reply[T]) {
+	r.Replies[rep.Node] = rep
+	switch rep.Vote {
+	case Yes:
+		r.Yes++
+	case No:
+		r.No++
+	case Failed:
+		r.Failed++
+	}
+}
+
+// Pending returns how many nodes had not answered when the round was
+// decided.
+func (r *Result[T]) Pending() int { return len(r.Replies) - r.Yes - r.No - r.Failed }
+
 // Round describes one parallel call to every node.
 type Round[T any] struct {
 	// Nodes is how many nodes are called, with indexes 0..Nodes-1.
@@ -192,16 +210,8 @@ func Run[T any](ctx context.Context, rd *Round[T]) Result[T] {
 	defer timer.Stop()
 	pending := n
 	record := func(rep Reply[T]) {
-		res.Replies[rep.Node] = rep
+		res.Add(rep)
 		pending--
-		switch rep.Vote {
-		case Yes:
-			res.Yes++
-		case No:
-			res.No++
-		default:
-			res.Failed++
-		}
 	}
 	decide := func() {
 		mu.Lock()

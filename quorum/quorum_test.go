@@ -297,3 +297,14 @@ func TestRunWaitAll(t *testing.T) {
 		t.Fatalf("WaitAll decided before the slow node: %+v", res)
 	}
 }
+
+func TestResultAddCountsVotes(t *testing.T) {
+	r := quorum.Result[int]{Replies: make([]quorum.Reply[int], 4)}
+	r.Add(quorum.Reply[int]{Node: 0, Vote: quorum.Yes, Value: 7})
+	r.Add(quorum.Reply[int]{Node: 1, Vote: quorum.Pending})
+	r.Add(quorum.Reply[int]{Node: 2, Vote: quorum.Failed})
+	r.Add(quorum.Reply[int]{Node: 3, Vote: quorum.No})
+	if r.Yes != 1 || r.No != 1 || r.Failed != 1 || r.Pending() != 1 || r.Replies[0].Value != 7 {
+		t.Fatalf("after Add: %+v, pending %d; want one of each vote and 1 pending", r, r.Pending())
+	}
+}

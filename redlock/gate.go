@@ -166,12 +166,7 @@ func (g *gates) released(key string) {
 		return
 	}
 	ln.heldUntil = time.Time{}
-	if o := ln.offer; o != nil {
-		select {
-		case o.poke <- struct{}{}:
-		default:
-		}
-	}
+	ln.offer.wake()
 }
 
 // pokeAll pokes the head of every line (the Locker is closing).
@@ -179,11 +174,6 @@ func (g *gates) pokeAll() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for _, ln := range g.lines {
-		if o := ln.offer; o != nil {
-			select {
-			case o.poke <- struct{}{}:
-			default:
-			}
-		}
+		ln.offer.wake()
 	}
 }

@@ -50,6 +50,17 @@ type offer struct {
 	poke chan struct{}
 }
 
+// wake pokes the offer's owner to try at once; nothing for no offer.
+func (o *offer) wake() {
+	if o == nil {
+		return
+	}
+	select {
+	case o.poke <- struct{}{}:
+	default:
+	}
+}
+
 // poked is o.poke, or nil (never ready) for no offer.
 func (o *offer) poked() <-chan struct{} {
 	if o == nil {
@@ -138,22 +149,10 @@ func releaseVote(r quorum.Reply[handoffReply]) quorum.Reply[int64] {
 // split is one side of a handoff round, as a round of its own.
 func split(res *quorum.Result[handoffReply], side func(quorum.Reply[handoffReply]) quorum.Reply[int64]) quorum.Result[int64] {
 	out := quorum.Result[int64]{Replies: make([]quorum.Reply[int64], len(res.Replies))}
-	for i, r := range res.Replies {
-		out.Replies[i] = side(r)
-		count(&out, out.Replies[i].Vote, 1)
+	for _, r := range res.Replies {
+		out.Add(side(r))
 	}
 	return out
-}
-
-func count(res *quorum.Result[int64], v quorum.Vote, n int) {
-	switch v {
-	case quorum.Yes:
-		res.Yes += n
-	case quorum.No:
-		res.No += n
-	case quorum.Failed:
-		res.Failed += n
-	}
 }
 
 // handoff releases the lock and, in the same round, acquires it for the
@@ -214,16 +213,15 @@ func (k *Lock) handoff(ctx context.Context, o *offer) error {
 	// that left the release open (it was refused on some nodes and others
 	// are still to answer), wait for them, up to the node timeout.
 	rel := split(&res, releaseVote)
-	if rel.Yes < l.need && rel.Yes+pendingOf(&rel) >= l.need {
+	if rel.Yes < l.need && rel.Yes+rel.Pending() >= l.need {
 		t := time.NewTimer(timeout - time.Since(began))
 		defer t.Stop()
 	wait:
-		for rel.Yes < l.need && rel.Yes+pendingOf(&rel) >= l.need {
+		for rel.Yes < l.need && rel.Yes+rel.Pending() >= l.need {
 			select {
 			case r := <-stray:
 				if rel.Replies[r.Node].Vote == quorum.Pending {
-					rel.Replies[r.Node] = releaseVote(r)
-					count(&rel, rel.Replies[r.Node].Vote, 1)
+					rel.Add(releaseVote(r))
 				}
 			case <-t.C:
 				break wait

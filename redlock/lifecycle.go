@@ -283,16 +283,13 @@ func (l *Locker) ForceRelease(ctx context.Context, key string) error {
 	}
 	defer l.mu.RUnlock()
 	keys, channel := []string{key}, releaseChannel(key)
-	args, timeout := []any{channel}, l.cfg.nodeTimeout
-	cmd := evalSha(forceScript, keys, args)
+	timeout := l.cfg.nodeTimeout
 	res := quorum.Run(ctx, &quorum.Round[int64]{
-		Nodes:   len(l.nodes),
-		Need:    len(l.nodes), // ask every node; success below needs a majority
-		Timeout: timeout,
-		WaitAll: true,
-		Start: func(_ context.Context, i int, reply func(int, quorum.Vote, int64, error)) {
-			l.nodes[i].pipe.start(timeout, i, forceScript, keys, args, cmd, decodeDone, reply)
-		},
+		Nodes:      len(l.nodes),
+		Need:       len(l.nodes), // ask every node; success below needs a majority
+		Timeout:    timeout,
+		WaitAll:    true,
+		Start:      l.sender(timeout, forceScript, keys, []any{channel}, decodeDone),
 		Background: &l.bg,
 	})
 	if res.Yes >= l.need {

@@ -248,30 +248,30 @@ func decodePTTL(r int64, err error) (quorum.Vote, int64, error) {
 // roundAll is round, but waits for every node (up to the node timeout), so
 // that it sees every change acknowledged before it; OK then means a
 // majority said Yes.
-func (k *Lock) roundAll(ctx context.Context, s *script, args []any, decode func(int64, error) (quorum.Vote, int64, error)) (quorum.Result[int64], error) {
+func (k *Lock) roundAll(ctx context.Context, s *script, args []any, decode decodeFunc) (quorum.Result[int64], error) {
 	return k.run(ctx, s, args, decode, nil, true, nil)
 }
 
 // round runs one compare-and-X script on all nodes, deciding at a majority.
-func (k *Lock) round(ctx context.Context, s *script, args []any, decode func(int64, error) (quorum.Vote, int64, error), accept func(*quorum.Result[int64]) bool) (quorum.Result[int64], error) {
+func (k *Lock) round(ctx context.Context, s *script, args []any, decode decodeFunc, accept func(*quorum.Result[int64]) bool) (quorum.Result[int64], error) {
 	return k.run(ctx, s, args, decode, accept, false, nil)
 }
 
 // run is round and roundAll; started, if set, is called once the calls are
 // queued on every node.
-func (k *Lock) run(ctx context.Context, s *script, args []any, decode func(int64, error) (quorum.Vote, int64, error), accept func(*quorum.Result[int64]) bool, all bool, started func()) (quorum.Result[int64], error) {
+func (k *Lock) run(ctx context.Context, s *script, args []any, decode decodeFunc, accept func(*quorum.Result[int64]) bool, all bool, started func()) (quorum.Result[int64], error) {
 	if err := k.l.enter(); err != nil {
 		return quorum.Result[int64]{}, err
 	}
 	defer k.l.mu.RUnlock()
 	timeout := k.cfg.nodeTimeout
-	cmd := evalSha(s, k.keys, args)
+	send := k.l.sender(timeout, s, k.keys, args, decode)
 	return quorum.Run(ctx, &quorum.Round[int64]{
 		Nodes:   len(k.l.nodes),
 		Need:    k.l.need,
 		Timeout: timeout,
 		Start: func(ctx context.Context, i int, reply func(int, quorum.Vote, int64, error)) {
-			k.l.nodes[i].pipe.start(timeout, i, s, k.keys, args, cmd, decode, reply)
+			send(ctx, i, reply)
 			if started != nil && i == len(k.l.nodes)-1 {
 				started()
 			}

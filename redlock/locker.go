@@ -287,6 +287,12 @@ func (l *Locker) Obtain(ctx context.Context, key string, opts ...Option) (*Lock,
 			stops[i]()
 		}
 	}()
+	// outlives reports whether, with WithFailFast, a holder that keeps the
+	// key for d more makes waiting pointless: it outlives ctx's deadline.
+	outlives := func(d time.Duration) bool {
+		dl, has := ctx.Deadline()
+		return cfg.failFast && has && time.Until(dl) < d
+	}
 	// notNow is the error when we gave up before asking the nodes.
 	notNow := func() error {
 		return &QuorumError{Op: "obtain", Key: key, Need: l.need, reason: ErrNotObtained}
@@ -307,8 +313,18 @@ func (l *Locker) Obtain(ctx context.Context, key string, opts ...Option) (*Lock,
 			default:
 			}
 		}
-		var wait time.Duration
-		if left, held := l.gates.heldFor(key, cfg.clock); queued && !cfg.tokenSet && held {
+		// inLine: this call waits in the Locker's line for key (a re-entry
+		// by token never does).
+		inLine := queued && !cfg.tokenSet
+		var (
+			wait time.Duration
+			left time.Duration
+			held bool
+		)
+		if inLine {
+			left, held = l.gates.heldFor(key, cfg.clock)
+		}
+		if held {
 			// A goroutine of this Locker got the lock from this line and
 			// has not released it: asking the nodes would only be refused.
 			// Wait for its release (a handoff, or a poke) or, should it
@@ -319,14 +335,14 @@ func (l *Locker) Obtain(ctx context.Context, key string, opts ...Option) (*Lock,
 			if !errors.Is(err, ErrNotObtained) {
 				err = notNow() // else keep the last attempt's detail
 			}
-			if dl, has := ctx.Deadline(); cfg.failFast && has && time.Until(dl) < left {
+			if outlives(left) {
 				return nil, err
 			}
 			wait = left
 		} else {
 			lock, aerr := l.attempt(ctx, key, &cfg)
 			if aerr == nil {
-				if queued && !cfg.tokenSet {
+				if inLine {
 					l.gates.hold(key, lock.Until())
 				}
 				return lock, nil
@@ -345,7 +361,7 @@ func (l *Locker) Obtain(ctx context.Context, key string, opts ...Option) (*Lock,
 			var qe *QuorumError
 			if errors.Is(err, ErrNotObtained) && errors.As(err, &qe) {
 				if free, known := qe.freeIn(); known {
-					if dl, has := ctx.Deadline(); cfg.failFast && has && time.Until(dl) < free {
+					if outlives(free) {
 						return nil, err
 					}
 					// No point sleeping past the moment enough keys expire.
@@ -478,8 +494,7 @@ func (l *Locker) attempt(ctx context.Context, key string, cfg *config) (*Lock, e
 
 	p := newPlan(key, cfg)
 	// The closures take copies, so that p itself stays on the stack.
-	keys, args, lockKeys, prefix := p.keys, p.args, p.lockKeys, p.prefix
-	cmd := evalSha(acquireScript, keys, args)
+	lockKeys, prefix := p.lockKeys, p.prefix
 	var (
 		validity time.Duration
 		late     settle
@@ -489,9 +504,7 @@ func (l *Locker) attempt(ctx context.Context, key string, cfg *config) (*Lock, e
 		Nodes:   len(l.nodes),
 		Need:    l.need,
 		Timeout: cfg.nodeTimeout,
-		Start: func(ctx context.Context, i int, reply func(int, quorum.Vote, int64, error)) {
-			l.nodes[i].pipe.start(cfg.nodeTimeout, i, acquireScript, keys, args, cmd, decodeAcquire, reply)
-		},
+		Start:   l.sender(cfg.nodeTimeout, acquireScript, p.keys, p.args, decodeAcquire),
 		// Validity is taken when the majority is in: that is the moment
 		// the lock is granted, and the TTL has been running since the
 		// first request reached a server.
@@ -641,6 +654,21 @@ func (l *Locker) writeBackFence(ctx context.Context, key string, cfg *config, ac
 	return uint64(fence), validity, nil
 }
 
+// decodeFunc turns a script's integer reply into a node's vote.
+type decodeFunc = func(int64, error) (quorum.Vote, int64, error)
+
+// startFunc is a quorum.Round's Start.
+type startFunc = func(context.Context, int, func(int, quorum.Vote, int64, error))
+
+// sender returns a round's Start that sends script s with keys and args to
+// each node through its pipe, the command line built once for all nodes.
+func (l *Locker) sender(timeout time.Duration, s *script, keys []string, args []any, decode decodeFunc) startFunc {
+	cmd := evalSha(s, keys, args)
+	return func(_ context.Context, i int, reply func(int, quorum.Vote, int64, error)) {
+		l.nodes[i].pipe.start(timeout, i, s, keys, args, cmd, decode, reply)
+	}
+}
+
 // undo says whether a failed attempt must release a node that voted v. A
 // node that granted must; so must one whose reply was an error, since the SET
 // may have been applied with its reply lost, unless the token is the
@@ -668,8 +696,7 @@ func decodeAcquire(r int64, err error) (quorum.Vote, int64, error) {
 // the release on channel unless that is "". It undoes our own writes, so it
 // runs even when ctx has ended.
 func (l *Locker) undoAll(ctx context.Context, timeout time.Duration, keys []string, prefix, channel string, which func(int) bool) {
-	args := []any{prefix, channel, 0}
-	cmd := evalSha(releaseScript, keys, args)
+	send := l.sender(timeout, releaseScript, keys, undoArgs(prefix, channel), decodeAny)
 	quorum.Run(context.WithoutCancel(ctx), &quorum.Round[int64]{
 		Nodes:   len(l.nodes),
 		Need:    len(l.nodes),
@@ -681,7 +708,7 @@ func (l *Locker) undoAll(ctx context.Context, timeout time.Duration, keys []stri
 			}
 			// Best effort: a key left behind on an unreachable node expires
 			// by its TTL; it delays others but never breaks exclusion.
-			l.nodes[i].pipe.start(timeout, i, releaseScript, keys, args, cmd, decodeAny, reply)
+			send(ctx, i, reply)
 		},
 		Background: &l.bg,
 	})
@@ -701,13 +728,11 @@ func decodeDone(r int64, err error) (quorum.Vote, int64, error) {
 // decodeBestEffort is No whatever happened: the call does not count.
 func decodeBestEffort(int64, error) (quorum.Vote, int64, error) { return quorum.No, 0, nil }
 
-// undoCommand is the compare-and-delete that undoes an attempt's own write.
-// It publishes nothing: no lock was held that anyone waits for, and waking
-// waiters (the failed client among them) would only start another round.
-func undoCommand(keys []string, prefix string) (args, cmd []any) {
-	args = []any{prefix, "", 0}
-	return args, evalSha(releaseScript, keys, args)
-}
+// undoArgs are the release script's arguments that undo an attempt's own
+// write, announced on channel unless it is "". An attempt's undo announces
+// nothing: no lock was held that anyone waits for, and waking waiters (the
+// failed client among them) would only start another round.
+func undoArgs(prefix, channel string) []any { return []any{prefix, channel, 0} }
 
 // releaseOn queues the undo of our write on one node, outside of any round,
 // with its own timeout, whatever became of the caller. It does not wait; the
@@ -716,8 +741,7 @@ func undoCommand(keys []string, prefix string) (args, cmd []any) {
 // breaks mutual exclusion.
 func (l *Locker) releaseOn(i int, keys []string, prefix string, timeout time.Duration) {
 	l.bg.Add(1) // called with a count held on bg (by a straggling call)
-	args, cmd := undoCommand(keys, prefix)
-	l.nodes[i].pipe.start(timeout, i, releaseScript, keys, args, cmd, decodeAny,
+	l.sender(timeout, releaseScript, keys, undoArgs(prefix, ""), decodeAny)(context.Background(), i,
 		func(int, quorum.Vote, int64, error) { l.bg.Done() })
 }
 
@@ -784,7 +808,7 @@ func (l *Locker) quorumError(op, key string, res *quorum.Result[int64], outcome 
 // a majority, lost if another owner holds it anywhere, else expired.
 func (l *Locker) notHeld(op, key string, res *quorum.Result[int64]) *QuorumError {
 	qe := l.quorumError(op, key, res, compareOutcome)
-	if res.Yes+res.Failed+pendingOf(res) >= l.need {
+	if res.Yes+res.Failed+res.Pending() >= l.need {
 		qe.reason = ErrNoQuorum
 		return qe
 	}
@@ -795,10 +819,6 @@ func (l *Locker) notHeld(op, key string, res *quorum.Result[int64]) *QuorumError
 		}
 	}
 	return qe
-}
-
-func pendingOf[T any](res *quorum.Result[T]) int {
-	return len(res.Replies) - res.Yes - res.No - res.Failed
 }
 
 // decodeBootstrap is Yes when the node has its marker, Failed when it
@@ -831,15 +851,12 @@ func (l *Locker) Bootstrap(ctx context.Context) error {
 	defer l.mu.RUnlock()
 	keys := []string{guardMarker, guardQuarantine}
 	timeout := l.cfg.nodeTimeout
-	cmd := evalSha(bootstrapScript, keys, nil)
 	res := quorum.Run(ctx, &quorum.Round[int64]{
-		Nodes:   len(l.nodes),
-		Need:    len(l.nodes),
-		Timeout: timeout,
-		WaitAll: true,
-		Start: func(_ context.Context, i int, reply func(int, quorum.Vote, int64, error)) {
-			l.nodes[i].pipe.start(timeout, i, bootstrapScript, keys, nil, cmd, decodeBootstrap, reply)
-		},
+		Nodes:      len(l.nodes),
+		Need:       len(l.nodes),
+		Timeout:    timeout,
+		WaitAll:    true,
+		Start:      l.sender(timeout, bootstrapScript, keys, nil, decodeBootstrap),
 		Background: &l.bg,
 	})
 	if res.OK {

@@ -51,7 +51,7 @@ type nodeCall struct {
 	// every node's call (read only).
 	cmd    []any
 	node   int
-	decode func(r int64, err error) (quorum.Vote, int64, error)
+	decode decodeFunc
 	reply  func(node int, v quorum.Vote, value int64, err error)
 	// raw, if set instead of decode and reply, receives the reply as it is
 	// (for scripts whose reply is not an integer).
@@ -130,7 +130,7 @@ func (p *pipe) close() {
 // with its own timeout, whatever becomes of the caller. cmd is the call's
 // command line from evalSha, shared by the round.
 func (p *pipe) start(timeout time.Duration, node int, s *script, keys []string, args, cmd []any,
-	decode func(int64, error) (quorum.Vote, int64, error), reply func(int, quorum.Vote, int64, error)) {
+	decode decodeFunc, reply func(int, quorum.Vote, int64, error)) {
 	c := callPool.Get().(*nodeCall)
 	*c = nodeCall{timeout: timeout, script: s, keys: keys, args: args, cmd: cmd, node: node, decode: decode, reply: reply}
 	p.enqueue(c)
