@@ -142,7 +142,7 @@ func writeStatus(w io.Writer, st *redlock.Status, need int) error {
 		}
 		switch {
 		case n.Err != nil:
-			fmt.Fprintf(tw, "%s\terror\t-\t-\t-\t-\t%s\n", n.Addr, printable(strings.TrimPrefix(n.Err.Error(), "redlock: ")))
+			fmt.Fprintf(tw, "%s\terror\t-\t-\t-\t-\t%s\n", n.Addr, printable(errMsg(n.Err)))
 		case !n.Held:
 			fmt.Fprintf(tw, "%s\tfree\t-\t-\t%s\t-\t-\n", n.Addr, fence)
 		default:

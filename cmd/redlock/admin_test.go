@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -11,7 +12,7 @@ import (
 func TestInspect(t *testing.T) {
 	t.Parallel()
 	servers := redistest.StartT(t, 3, redistest.Options{})
-	env := []string{envNodes + "=" + nodesURL(servers)}
+	env := nodesEnv(servers)
 	key := "report"
 
 	code, stdout, stderr := redlockRun(t, env, "inspect", key)
@@ -110,7 +111,7 @@ func TestForceRelease(t *testing.T) {
 func TestReleaseNodesUnreachable(t *testing.T) {
 	t.Parallel()
 	servers := redistest.StartT(t, 3, redistest.Options{})
-	env := []string{envNodes + "=" + nodesURL(servers)}
+	env := nodesEnv(servers)
 	for _, s := range servers[:2] {
 		if err := s.Kill(); err != nil {
 			t.Fatal(err)
@@ -133,14 +134,14 @@ func TestBootstrapAndRestartGuard(t *testing.T) {
 	// A fresh cluster under the guard abstains until the guard's maximum
 	// TTL has passed: nodes that lost their memory look just like it.
 	unseeded := redistest.StartT(t, 3, redistest.Options{})
-	code, stdout, stderr := redlockRun(t, []string{envNodes + "=" + nodesURL(unseeded)}, run...)
+	code, stdout, stderr := redlockRun(t, nodesEnv(unseeded), run...)
 	if code != exitUnavailable || stdout != "" || !strings.Contains(stderr, "abstains") {
 		t.Errorf("run on an unseeded cluster: code %d (want %d), stdout %q\n%s", code, exitUnavailable, stdout, stderr)
 	}
 
 	// A cluster seeded by bootstrap votes at once.
 	servers := redistest.StartT(t, 3, redistest.Options{})
-	env := []string{envNodes + "=" + nodesURL(servers)}
+	env := nodesEnv(servers)
 	code, stdout, stderr = redlockRun(t, env, "bootstrap")
 	if code != 0 || !strings.Contains(stdout, "on all 3 nodes") {
 		t.Fatalf("bootstrap: code %d\n%s\n%s", code, stdout, stderr)
@@ -167,7 +168,7 @@ func TestBootstrapAndRestartGuard(t *testing.T) {
 func TestInspectShowsFence(t *testing.T) {
 	t.Parallel()
 	servers := redistest.StartT(t, 3, redistest.Options{})
-	env := []string{envNodes + "=" + nodesURL(servers)}
+	env := nodesEnv(servers)
 	if code, _, stderr := redlockRun(t, env, "run", "--fencing", "fenced", "--", "true"); code != 0 {
 		t.Fatalf("fenced run: code %d\n%s", code, stderr)
 	}
@@ -190,14 +191,18 @@ func TestInspectShowsFence(t *testing.T) {
 			count[n.Fence]++
 		}
 	}
-	best := 0
-	for _, c := range count {
-		best = max(best, c)
+	best, fence := 0, uint64(0)
+	for f, c := range count {
+		if c > best {
+			best, fence = c, f
+		}
 	}
 	if best < 2 {
 		t.Fatalf("no fence on a majority of nodes:\n%s", stdout)
 	}
-	if _, stdout, _ := redlockRun(t, env, "inspect", "fenced"); !strings.Contains(stdout, "FENCE") {
-		t.Fatalf("inspect table has no FENCE column:\n%s", stdout)
+	// The table shows the same fence, in its FENCE column.
+	if _, table, _ := redlockRun(t, env, "inspect", "fenced"); !strings.Contains(table, "FENCE") ||
+		!strings.Contains(table, strconv.FormatUint(fence, 10)) {
+		t.Fatalf("inspect table has no FENCE column with fence %d:\n%s", fence, table)
 	}
 }

@@ -205,9 +205,13 @@ func (a *app) errorf(c *command, format string, args ...any) {
 	fmt.Fprintf(a.stderr, "redlock %s: %s\n", c.name, fmt.Sprintf(format, args...))
 }
 
+// errMsg is an error's message without the library's "redlock: " prefix:
+// the command names itself already.
+func errMsg(err error) string { return strings.TrimPrefix(err.Error(), "redlock: ") }
+
 // fail reports err from the library and returns the exit code it maps to.
 func (a *app) fail(c *command, what string, err error) int {
-	msg := strings.TrimPrefix(err.Error(), "redlock: ")
+	msg := errMsg(err)
 	switch {
 	case errors.Is(err, redlock.ErrInvalid):
 		return a.usageError(c, msg)

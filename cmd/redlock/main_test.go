@@ -229,13 +229,10 @@ func start(t *testing.T, env []string, args ...string) *proc {
 	go p.stderr.read(errR, readers.Done)
 	go func() {
 		err := cmd.Wait()
-		p.code = cmd.ProcessState.ExitCode()
+		p.code = commandExitCode(cmd.ProcessState)
 		var ee *exec.ExitError
 		if err != nil && !errors.As(err, &ee) {
 			p.code = -1000
-		}
-		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			p.code = 128 + int(ws.Signal())
 		}
 		// The command's children may hold the pipes a little longer;
 		// the output is complete once both readers are done.

@@ -221,7 +221,7 @@ func (a *app) tryThenWait(ctx context.Context, c *command, l *redlock.Locker, ke
 		return lock, err
 	}
 	if f.verbose {
-		a.errorf(c, "waiting up to %v for %q: %s", f.wait, key, strings.TrimPrefix(err.Error(), "redlock: "))
+		a.errorf(c, "waiting up to %v for %q: %s", f.wait, key, errMsg(err))
 	}
 	return l.Obtain(ctx, key)
 }
@@ -287,7 +287,7 @@ wait:
 		// not be reached); remove them so that others need not wait for
 		// them to expire. The lock is lost either way.
 		if err := lock.Release(context.Background()); err != nil && f.verbose {
-			a.errorf(c, "cleaning up the lost lock: %s", strings.TrimPrefix(err.Error(), "redlock: "))
+			a.errorf(c, "cleaning up the lost lock: %s", errMsg(err))
 		}
 		return exitLost
 	}
@@ -311,11 +311,11 @@ func lossReason(err error) string {
 	switch {
 	case errors.As(err, &qe):
 		// The extension round that found it, node by node.
-		return strings.TrimPrefix(qe.Error(), "redlock: ")
+		return errMsg(qe)
 	case errors.Is(err, redlock.ErrLockExpired):
 		return "its validity ran out before an extension reached a majority of nodes"
 	}
-	return strings.TrimPrefix(err.Error(), "redlock: ")
+	return errMsg(err)
 }
 
 // release gives up the lock, keeping its key for cooldown. A failure is
@@ -328,7 +328,7 @@ func (a *app) release(c *command, lock *redlock.Lock, cooldown time.Duration, ve
 	err := lock.ReleaseAfter(context.Background(), cooldown)
 	switch {
 	case err != nil:
-		a.errorf(c, "warning: releasing %q: %s (its keys expire by their TTL)", lock.Key(), strings.TrimPrefix(err.Error(), "redlock: "))
+		a.errorf(c, "warning: releasing %q: %s (its keys expire by their TTL)", lock.Key(), errMsg(err))
 	case verbose && cooldown > 0:
 		a.errorf(c, "released %q after a cooldown of %v", lock.Key(), cooldown)
 	case verbose:

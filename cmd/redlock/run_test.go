@@ -16,7 +16,12 @@ import (
 // command's standard input.
 const holdScript = `echo ready; read x; echo done`
 
-func sharedEnv() []string { return []string{envNodes + "=" + nodesURL(sharedNodes)} }
+func sharedEnv() []string { return nodesEnv(sharedNodes) }
+
+// nodesEnv is the environment that points the command at servers.
+func nodesEnv(servers []*redistest.Server) []string {
+	return []string{envNodes + "=" + nodesURL(servers)}
+}
 
 func TestRunPassesExitCode(t *testing.T) {
 	t.Parallel()
@@ -210,7 +215,7 @@ func TestRunLostLockStopsCommand(t *testing.T) {
 func TestRunForceReleaseStopsHolder(t *testing.T) {
 	t.Parallel()
 	servers := redistest.StartT(t, 3, redistest.Options{})
-	env := []string{envNodes + "=" + nodesURL(servers)}
+	env := nodesEnv(servers)
 	key := t.Name()
 	p := start(t, env, "run", "--ttl", "1s", "--node-timeout", "100ms", key, "--", "sh", "-c", `echo ready; exec sleep 60`)
 	p.stdout.await(t, "ready")
