@@ -289,7 +289,7 @@ func (l *Locker) ForceRelease(ctx context.Context, key string) error {
 		Need:       len(l.nodes), // ask every node; success below needs a majority
 		Timeout:    timeout,
 		WaitAll:    true,
-		Start:      l.sender(timeout, forceScript, keys, []any{channel}, decodeDone),
+		Start:      l.sender(timeout, forceScript, keys, []any{channel}, decodeDone, nil),
 		Background: &l.bg,
 	})
 	if res.Yes >= l.need {

@@ -265,17 +265,11 @@ func (k *Lock) run(ctx context.Context, s *script, args []any, decode decodeFunc
 	}
 	defer k.l.mu.RUnlock()
 	timeout := k.cfg.nodeTimeout
-	send := k.l.sender(timeout, s, k.keys, args, decode)
 	return quorum.Run(ctx, &quorum.Round[int64]{
-		Nodes:   len(k.l.nodes),
-		Need:    k.l.need,
-		Timeout: timeout,
-		Start: func(ctx context.Context, i int, reply func(int, quorum.Vote, int64, error)) {
-			send(ctx, i, reply)
-			if started != nil && i == len(k.l.nodes)-1 {
-				started()
-			}
-		},
+		Nodes:      len(k.l.nodes),
+		Need:       k.l.need,
+		Timeout:    timeout,
+		Start:      k.l.sender(timeout, s, k.keys, args, decode, started),
 		Accept:     accept,
 		WaitAll:    all,
 		Background: &k.l.bg,

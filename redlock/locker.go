@@ -504,7 +504,7 @@ func (l *Locker) attempt(ctx context.Context, key string, cfg *config) (*Lock, e
 		Nodes:   len(l.nodes),
 		Need:    l.need,
 		Timeout: cfg.nodeTimeout,
-		Start:   l.sender(cfg.nodeTimeout, acquireScript, p.keys, p.args, decodeAcquire),
+		Start:   l.sender(cfg.nodeTimeout, acquireScript, p.keys, p.args, decodeAcquire, nil),
 		// Validity is taken when the majority is in: that is the moment
 		// the lock is granted, and the TTL has been running since the
 		// first request reached a server.
@@ -661,11 +661,16 @@ type decodeFunc = func(int64, error) (quorum.Vote, int64, error)
 type startFunc = func(context.Context, int, func(int, quorum.Vote, int64, error))
 
 // sender returns a round's Start that sends script s with keys and args to
-// each node through its pipe, the command line built once for all nodes.
-func (l *Locker) sender(timeout time.Duration, s *script, keys []string, args []any, decode decodeFunc) startFunc {
+// each node through its pipe, the command line built once for all nodes;
+// started, if set, is called once the call is queued on every node.
+func (l *Locker) sender(timeout time.Duration, s *script, keys []string, args []any, decode decodeFunc, started func()) startFunc {
 	cmd := evalSha(s, keys, args)
+	last := len(l.nodes) - 1
 	return func(_ context.Context, i int, reply func(int, quorum.Vote, int64, error)) {
 		l.nodes[i].pipe.start(timeout, i, s, keys, args, cmd, decode, reply)
+		if started != nil && i == last {
+			started()
+		}
 	}
 }
 
@@ -696,7 +701,7 @@ func decodeAcquire(r int64, err error) (quorum.Vote, int64, error) {
 // the release on channel unless that is "". It undoes our own writes, so it
 // runs even when ctx has ended.
 func (l *Locker) undoAll(ctx context.Context, timeout time.Duration, keys []string, prefix, channel string, which func(int) bool) {
-	send := l.sender(timeout, releaseScript, keys, undoArgs(prefix, channel), decodeAny)
+	send := l.sender(timeout, releaseScript, keys, undoArgs(prefix, channel), decodeAny, nil)
 	quorum.Run(context.WithoutCancel(ctx), &quorum.Round[int64]{
 		Nodes:   len(l.nodes),
 		Need:    len(l.nodes),
@@ -741,7 +746,7 @@ func undoArgs(prefix, channel string) []any { return []any{prefix, channel, 0} }
 // breaks mutual exclusion.
 func (l *Locker) releaseOn(i int, keys []string, prefix string, timeout time.Duration) {
 	l.bg.Add(1) // called with a count held on bg (by a straggling call)
-	l.sender(timeout, releaseScript, keys, undoArgs(prefix, ""), decodeAny)(context.Background(), i,
+	l.sender(timeout, releaseScript, keys, undoArgs(prefix, ""), decodeAny, nil)(context.Background(), i,
 		func(int, quorum.Vote, int64, error) { l.bg.Done() })
 }
 
@@ -856,7 +861,7 @@ func (l *Locker) Bootstrap(ctx context.Context) error {
 		Need:       len(l.nodes),
 		Timeout:    timeout,
 		WaitAll:    true,
-		Start:      l.sender(timeout, bootstrapScript, keys, nil, decodeBootstrap),
+		Start:      l.sender(timeout, bootstrapScript, keys, nil, decodeBootstrap, nil),
 		Background: &l.bg,
 	})
 	if res.OK {
