@@ -122,20 +122,20 @@ type scenario struct {
 	faulty bool
 	// setup injects the fault and returns its undo.
 	setup func(*Cluster) (func() error, error)
-	run   func(ctx context.Context, impl lockers.Impl, key string, c *Config, d time.Duration) report.Figures
+	run   func(ctx context.Context, impl lockers.Impl, key string, d time.Duration) report.Figures
 }
 
 func scenarios(cfg *Config) []scenario {
-	lat := func(ctx context.Context, impl lockers.Impl, key string, c *Config, d time.Duration) report.Figures {
-		return latency(ctx, impl, key, d, c.Grace)
+	lat := func(ctx context.Context, impl lockers.Impl, key string, d time.Duration) report.Figures {
+		return latency(ctx, impl, key, d, cfg.Grace)
 	}
 	return []scenario{
 		{name: report.Uncontended, run: lat},
-		{name: report.Throughput, run: func(ctx context.Context, impl lockers.Impl, key string, c *Config, d time.Duration) report.Figures {
-			return throughput(ctx, impl, key, c.Workers, d, c.Grace)
+		{name: report.Throughput, run: func(ctx context.Context, impl lockers.Impl, key string, d time.Duration) report.Figures {
+			return throughput(ctx, impl, key, cfg.Workers, d, cfg.Grace)
 		}},
-		{name: report.Contention, run: func(ctx context.Context, impl lockers.Impl, key string, c *Config, d time.Duration) report.Figures {
-			return contention(ctx, impl, key, c.Contenders, c.Hold, d, c.Grace)
+		{name: report.Contention, run: func(ctx context.Context, impl lockers.Impl, key string, d time.Duration) report.Figures {
+			return contention(ctx, impl, key, cfg.Contenders, cfg.Hold, d, cfg.Grace)
 		}},
 		{name: report.SlowNode, quorumOnly: true, faulty: true, run: lat,
 			setup: func(cl *Cluster) (func() error, error) {
@@ -254,9 +254,9 @@ func Run(ctx context.Context, cfg Config) (rep *report.Report, err error) {
 				key := fmt.Sprintf("redlock-bench:%s:%d:%s:%s", runID, round, s.name, strings.ReplaceAll(mi.mode.Name(), "/", ","))
 				measure := func(key string) report.Figures {
 					if cfg.Warmup > 0 {
-						s.run(ctx, impl, key+":warmup", &cfg, cfg.Warmup)
+						s.run(ctx, impl, key+":warmup", cfg.Warmup)
 					}
-					return s.run(ctx, impl, key, &cfg, cfg.Duration)
+					return s.run(ctx, impl, key, cfg.Duration)
 				}
 				var base report.Figures
 				undo := func() error { return nil }

@@ -2,6 +2,7 @@ package harness_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -47,8 +48,12 @@ func TestRunSmall(t *testing.T) {
 		scenarios := []string{report.Uncontended, report.Throughput, report.Contention}
 		if m.Quorum() {
 			scenarios = append(scenarios, report.SlowNode, report.NodeDown)
-		} else if rep.Find(m.Impl, m.Nodes, report.SlowNode) != nil {
-			t.Errorf("%s: a slow-node result for a single-node mode", m.Name())
+		} else {
+			for _, s := range []string{report.SlowNode, report.NodeDown} {
+				if rep.Find(m.Impl, m.Nodes, s) != nil {
+					t.Errorf("%s: a %s result for a single-node mode", m.Name(), s)
+				}
+			}
 		}
 		for _, s := range scenarios {
 			r := rep.Find(m.Impl, m.Nodes, s)
@@ -106,12 +111,32 @@ func TestRunSmall(t *testing.T) {
 
 func pad(s string) string { return fmt.Sprintf("%-11s", s) }
 
+// writerFunc is an io.Writer that calls itself.
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// TestRunStopsWithContext ends the context once the cluster is up and the
+// first step has begun: Run must stop with the context's error rather
+// than run on or fail for another reason.
 func TestRunStopsWithContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
-	cancel()
+	defer cancel()
 	cfg := harness.QuickConfig()
-	if _, err := harness.Run(ctx, cfg); err == nil {
-		t.Fatal("Run with an ended context succeeded")
+	started := false
+	cfg.Progress = writerFunc(func(p []byte) (int, error) {
+		if strings.HasPrefix(string(p), "[  1/") {
+			started = true
+			cancel()
+		}
+		return len(p), nil
+	})
+	rep, err := harness.Run(ctx, cfg)
+	if !started {
+		t.Fatalf("Run never began its first step: %v", err)
+	}
+	if !errors.Is(err, context.Canceled) || rep != nil {
+		t.Fatalf("Run cancelled after its first step = %v, %v; want nil, context.Canceled", rep, err)
 	}
 }
 

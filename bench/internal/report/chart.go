@@ -93,17 +93,9 @@ func (r *Report) latencyPlot() *plot.Plot {
 				pts = append(pts, plotter.XY{X: float64(x), Y: v})
 			}
 		}
-		if len(pts) == 0 {
-			continue
+		if addLine(p, pts, i, label(m)) {
+			n++
 		}
-		l, s, err := plotter.NewLinePoints(pts)
-		if err != nil {
-			continue
-		}
-		l.Color, s.Color, s.Shape = plotutil.Color(i), plotutil.Color(i), plotutil.Shape(i)
-		p.Add(l, s)
-		p.Legend.Add(label(m), l, s)
-		n++
 	}
 	if n == 0 {
 		return nil
@@ -174,14 +166,9 @@ func (r *Report) faultPlot() *plot.Plot {
 				pts = append(pts, plotter.XY{X: float64(x), Y: v})
 			}
 		}
-		l, s, err := plotter.NewLinePoints(pts)
-		if err != nil {
-			continue
+		if addLine(p, pts, i, label(m)) {
+			n++
 		}
-		l.Color, s.Color, s.Shape = plotutil.Color(i), plotutil.Color(i), plotutil.Shape(i)
-		p.Add(l, s)
-		p.Legend.Add(label(m), l, s)
-		n++
 	}
 	if n == 0 {
 		return nil
@@ -189,6 +176,23 @@ func (r *Report) faultPlot() *plot.Plot {
 	p.NominalX("all well", "one slow", "one down")
 	decades(p)
 	return p
+}
+
+// addLine adds a line through pts, with points, in the colour and shape of
+// mode number i, and names it in the legend. It adds nothing and reports
+// false when pts is empty or the line cannot be made.
+func addLine(p *plot.Plot, pts plotter.XYs, i int, name string) bool {
+	if len(pts) == 0 {
+		return false
+	}
+	l, s, err := plotter.NewLinePoints(pts)
+	if err != nil {
+		return false
+	}
+	l.Color, s.Color, s.Shape = plotutil.Color(i), plotutil.Color(i), plotutil.Shape(i)
+	p.Add(l, s)
+	p.Legend.Add(name, l, s)
+	return true
 }
 
 // decades widens a log-scale Y axis to whole powers of ten, so that it

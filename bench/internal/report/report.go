@@ -179,7 +179,6 @@ type ModeRow struct {
 	Nodes int
 }
 
-// modes lists the modes of the results in their first-seen order.
 // before is the p50 a fault scenario's figures are compared with: the same
 // mode on the same path just before the fault (BaseP50), or, in a report
 // that has none, the mode's uncontended p50.
@@ -193,6 +192,7 @@ func (r *Report) before(m ModeRow, scenario string) float64 {
 	return r.value(m.Impl, m.Nodes, Uncontended, P50)
 }
 
+// modes lists the modes of the results in their first-seen order.
 func (r *Report) modes() []ModeRow {
 	var out []ModeRow
 	for _, x := range r.Results {
@@ -412,19 +412,16 @@ func (r *Report) ComputeRatios() {
 		add("throughput ops/s, "+feature+" / redlock (nodes=5)",
 			r.value(feature, 5, Throughput, OpsPerSec), r.value(ours, 5, Throughput, OpsPerSec))
 	}
-	for _, m := range r.modes() {
-		if m.Nodes < 2 {
-			continue
+	// All slow-node ratios first, then all node-down ones; the scenario
+	// names double as the ratio names' prefixes.
+	for _, fault := range []string{SlowNode, NodeDown} {
+		for _, m := range r.modes() {
+			if m.Nodes < 2 {
+				continue
+			}
+			add(fmt.Sprintf("%s p50 / p50 just before, %s nodes=%d", fault, m.Impl, m.Nodes),
+				p50(m.Impl, m.Nodes, fault), r.before(m, fault))
 		}
-		name := fmt.Sprintf("%s nodes=%d", m.Impl, m.Nodes)
-		add("slow-node p50 / p50 just before, "+name, p50(m.Impl, m.Nodes, SlowNode), r.before(m, SlowNode))
-	}
-	for _, m := range r.modes() {
-		if m.Nodes < 2 {
-			continue
-		}
-		name := fmt.Sprintf("%s nodes=%d", m.Impl, m.Nodes)
-		add("node-down p50 / p50 just before, "+name, p50(m.Impl, m.Nodes, NodeDown), r.before(m, NodeDown))
 	}
 	r.Ratios = out
 }
