@@ -66,6 +66,11 @@ func pause(ctx context.Context, n *cluster.Node, _ time.Duration) error {
 func resume(ctx context.Context, n *cluster.Node) error      { return n.Resume(ctx) }
 func clearToxics(ctx context.Context, n *cluster.Node) error { return n.ClearToxics(ctx) }
 
+// crashRestart kills the server and starts it again at once.
+func crashRestart(ctx context.Context, n *cluster.Node, _ time.Duration) error {
+	return n.Restart(ctx)
+}
+
 // Faults is the catalogue of faults, by name.
 var Faults = map[string]Fault{
 	// SIGKILL / docker kill, then a start on the same port and data
@@ -73,7 +78,7 @@ var Faults = map[string]Fault{
 	"kill": {Name: "kill", Server: true, Duration: ttlTimes(0.1, 1.5), Inject: kill, Heal: restart},
 	// A crash and an immediate restart.
 	"restart": {Name: "restart", Server: true, Duration: noDuration,
-		Inject: func(ctx context.Context, n *cluster.Node, _ time.Duration) error { return n.Restart(ctx) }},
+		Inject: crashRestart},
 	// SIGSTOP / docker pause, shorter and longer than the TTL.
 	"pause-short": {Name: "pause-short", Server: true, Duration: ttlTimes(0.1, 0.8), Inject: pause, Heal: resume},
 	"pause-long":  {Name: "pause-long", Server: true, Duration: ttlTimes(1.2, 2.5), Inject: pause, Heal: resume},
@@ -112,7 +117,7 @@ var Faults = map[string]Fault{
 	// A majority crashes and restarts at once. Without persistence it
 	// forgets the locks it granted: the known weakness of Redlock.
 	"majority-restart": {Name: "majority-restart", Server: true, Targets: Majority, Duration: noDuration,
-		Inject: func(ctx context.Context, n *cluster.Node, _ time.Duration) error { return n.Restart(ctx) }},
+		Inject: crashRestart},
 }
 
 // nemesis injects faults one at a time, with calm gaps between them.

@@ -8,8 +8,6 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/quorumlock/redlock/integration/checker"
 	"github.com/quorumlock/redlock/integration/cluster"
 	"github.com/quorumlock/redlock/redlock"
@@ -231,19 +229,10 @@ func (cfg *Config) lockOptions() []redlock.Option {
 
 // bootstrap seeds the restart guard's markers on a fresh cluster, as its
 // operator would, so that the nodes vote from the start.
-func bootstrap(ctx context.Context, c *cluster.Cluster, cfg *Config) (err error) {
-	clients := make([]redis.UniversalClient, len(c.Nodes))
-	for i := range clients {
-		rc := c.NewClient(i)
-		defer func() { err = errors.Join(err, rc.Close()) }()
-		clients[i] = rc
-	}
-	l, err := redlock.New(clients, cfg.lockOptions()...)
-	if err != nil {
-		return err
-	}
-	defer func() { err = errors.Join(err, l.Close()) }()
-	bctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	return l.Bootstrap(bctx)
+func bootstrap(ctx context.Context, c *cluster.Cluster, cfg *Config) error {
+	return withLocker(c.Addrs(), cfg, func(l *redlock.Locker) error {
+		bctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		return l.Bootstrap(bctx)
+	})
 }

@@ -113,29 +113,38 @@ func (w *Workload) Stall(ctx context.Context, i int, d time.Duration) (began, en
 	}
 }
 
-func (w *Workload) client(ctx context.Context, i int) (err error) {
-	clients := make([]redis.UniversalClient, len(w.addrs))
+func (w *Workload) client(ctx context.Context, i int) error {
+	return withLocker(w.addrs, w.cfg, func(locker *redlock.Locker) error {
+		// Several goroutines share the Locker, as in a server, so that
+		// locks also pass between them (handoffs, the local waiter line).
+		var wg sync.WaitGroup
+		for g := range max(w.cfg.Goroutines, 1) {
+			rng := rand.New(rand.NewPCG(w.seed[0], w.seed[1]+uint64(i)+1+uint64(g)<<32))
+			wg.Go(func() { w.loop(ctx, i, rng, locker) })
+		}
+		wg.Wait()
+		return nil
+	})
+}
+
+// withLocker opens one client per address (through cluster.NewClient) and a
+// Locker over them with cfg's options, runs f with the Locker, then closes
+// the Locker and the clients, and returns every error.
+func withLocker(addrs []string, cfg *Config, f func(*redlock.Locker) error) (err error) {
+	clients := make([]redis.UniversalClient, len(addrs))
 	for j := range clients {
-		c := cluster.NewClient(w.addrs[j])
+		c := cluster.NewClient(addrs[j])
 		defer func() { err = errors.Join(err, c.Close()) }()
 		clients[j] = c
 	}
-	locker, err := redlock.New(clients, w.cfg.lockOptions()...)
+	locker, err := redlock.New(clients, cfg.lockOptions()...)
 	if err != nil {
 		return err
 	}
 	// Close waits for the clean-up of late replies, so it runs before the
 	// connections close.
 	defer func() { err = errors.Join(err, locker.Close()) }()
-	// Several goroutines share the Locker, as in a server, so that locks
-	// also pass between them (handoffs, the local waiter line).
-	var wg sync.WaitGroup
-	for g := range max(w.cfg.Goroutines, 1) {
-		rng := rand.New(rand.NewPCG(w.seed[0], w.seed[1]+uint64(i)+1+uint64(g)<<32))
-		wg.Go(func() { w.loop(ctx, i, rng, locker) })
-	}
-	wg.Wait()
-	return nil
+	return f(locker)
 }
 
 // loop is one goroutine of client i: it obtains random keys, one at a time,
@@ -224,8 +233,7 @@ func (w *Workload) hold(ctx context.Context, i int, rng *rand.Rand, lock *redloc
 		// without checking Valid. Its belief ended at Until; the fenced
 		// resource must turn the write away once a newer holder wrote.
 		began := time.Now()
-		t := time.NewTimer(st.d)
-		<-t.C // even if ctx ends: a paused process does not notice
+		time.Sleep(st.d) // even if ctx ends: a paused process does not notice
 		st.done <- [2]time.Time{began, time.Now()}
 		write()
 		extend()

@@ -287,22 +287,46 @@ func TestAvailability(t *testing.T) {
 
 func TestWaitAcquisitions(t *testing.T) {
 	h := checker.NewHistory(time.Now())
-	done := make(chan error, 1)
-	go func() { done <- h.WaitAcquisitions(t.Context(), 2) }()
 	h.AddHold(hold(1, "k", "a", 0, 1))
 	second := hold(1, "k", "a", 2, 3)
 	second.Segment = 1 // not an acquisition
 	h.AddHold(second)
-	h.AddHold(hold(2, "k", "b", 4, 5))
-	if err := <-done; err != nil {
-		t.Fatal(err)
+
+	// One acquisition so far: a wait for two must not be satisfied, so with a
+	// context that has already ended it reports the context's error.
+	cancelled, cancel := context.WithCancel(t.Context())
+	cancel()
+	if err := h.WaitAcquisitions(cancelled, 2); !errors.Is(err, context.Canceled) {
+		t.Fatalf("after one acquisition and a later segment: got %v, want context.Canceled", err)
 	}
 	if err := h.WaitAcquisitions(t.Context(), 1); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(t.Context())
-	cancel()
-	if err := h.WaitAcquisitions(ctx, 10); !errors.Is(err, context.Canceled) {
+
+	// A waiter started before the second acquisition is woken by it.
+	done := make(chan error, 1)
+	go func() { done <- h.WaitAcquisitions(t.Context(), 2) }()
+	select {
+	case err := <-done:
+		t.Fatalf("wait for 2 returned %v after one acquisition", err)
+	default:
+	}
+	h.AddHold(hold(2, "k", "b", 4, 5))
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("waiter not woken by the second acquisition")
+	}
+	if err := h.WaitAcquisitions(cancelled, 2); err != nil {
+		t.Fatalf("after two acquisitions: %v", err)
+	}
+	if err := h.WaitAcquisitions(t.Context(), 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.WaitAcquisitions(cancelled, 10); !errors.Is(err, context.Canceled) {
 		t.Fatalf("got %v, want context.Canceled", err)
 	}
 }

@@ -110,9 +110,7 @@ func (h *History) AddHold(hold Hold) {
 
 // AddFailure records a failed operation, classified by Classify.
 func (h *History) AddFailure(op string, err error, at time.Time) {
-	h.mu.Lock()
-	h.failures = append(h.failures, Failure{Op: op, Kind: Classify(err), At: at})
-	h.mu.Unlock()
+	h.AddFailureKind(op, Classify(err), at)
 }
 
 // AddFailureKind records a failed operation already classified (by a
@@ -130,8 +128,8 @@ func (h *History) AddFault(f Fault) {
 	h.mu.Unlock()
 }
 
-// AddWrite records a write to a fenced resource that a Resource did not
-// record itself (one outside this process, or a test's).
+// AddWrite records a write to a fenced resource: a Resource's own, or one
+// it did not see (one outside this process, or a test's).
 func (h *History) AddWrite(w Write) {
 	h.mu.Lock()
 	h.writes = append(h.writes, w)

@@ -43,8 +43,6 @@ func (r *Resource) Write(client int, key, token string, fence uint64) bool {
 	// The time is taken under r.mu, so the writes of a key are recorded in
 	// the order the resource decided them.
 	w := Write{Client: client, Key: key, Token: token, Fence: fence, At: time.Now(), Accepted: ok}
-	r.h.mu.Lock()
-	r.h.writes = append(r.h.writes, w)
-	r.h.mu.Unlock()
+	r.h.AddWrite(w)
 	return ok
 }

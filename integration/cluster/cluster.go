@@ -21,8 +21,6 @@ import (
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
-
-	"github.com/quorumlock/redlock/internal/redistest"
 )
 
 // Backend starts Redis servers.
@@ -202,12 +200,7 @@ func (c *Cluster) Close(ctx context.Context) error {
 			continue
 		}
 		n.proxy.Stop()
-		n.mu.Lock()
-		if n.paused {
-			errs = append(errs, n.server.Resume(ctx))
-			n.paused = false
-		}
-		n.mu.Unlock()
+		errs = append(errs, n.Resume(ctx))
 		errs = append(errs, n.server.Close(ctx))
 	}
 	return errors.Join(errs...)
@@ -223,6 +216,11 @@ func (n *Node) Server() Server { return n.server }
 func (n *Node) Kill(ctx context.Context) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	return n.killLocked(ctx)
+}
+
+// killLocked is Kill with n.mu held.
+func (n *Node) killLocked(ctx context.Context) error {
 	if n.paused {
 		// A frozen container cannot be killed; a stopped process dies
 		// either way.
@@ -239,15 +237,12 @@ func (n *Node) Kill(ctx context.Context) error {
 // persistence it comes back empty.
 func (n *Node) Restart(ctx context.Context) error {
 	n.mu.Lock()
-	killed := n.killed
-	n.mu.Unlock()
-	if !killed {
-		if err := n.Kill(ctx); err != nil {
+	defer n.mu.Unlock()
+	if !n.killed {
+		if err := n.killLocked(ctx); err != nil {
 			return err
 		}
 	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
 	if err := n.server.Start(ctx); err != nil {
 		return err
 	}
@@ -405,6 +400,3 @@ func WaitReady(ctx context.Context, addr string) error {
 		}
 	}
 }
-
-// freePort returns a loopback port that was free a moment ago.
-func freePort() (int, error) { return redistest.FreePort() }

@@ -12,6 +12,8 @@ import (
 
 	"github.com/ory/dockertest/v3"
 	dc "github.com/ory/dockertest/v3/docker"
+
+	"github.com/quorumlock/redlock/internal/redistest"
 )
 
 // DefaultImage is the image scripts/build-redis-image.sh builds from the
@@ -98,7 +100,7 @@ func (c *Containers) Start(ctx context.Context, opts Options) (Server, error) {
 	// The free port may be taken between the probe and docker's bind.
 	for range 5 {
 		var port int
-		if port, err = freePort(); err != nil {
+		if port, err = redistest.FreePort(); err != nil {
 			return nil, err
 		}
 		var res *dockertest.Resource
