@@ -35,6 +35,15 @@ type Options struct {
 	Dir string
 	// Binary is the redis-server executable; "redis-server" on PATH by default.
 	Binary string
+	// Args are extra redis-server arguments, given after the defaults so
+	// that they override them: persistence ("--save", "3600 1",
+	// "--appendfsync", "everysec"), memory ("--maxmemory", "4mb",
+	// "--maxmemory-policy", "volatile-lru"), replication ("--replicaof",
+	// host, port).
+	Args []string
+	// Env is extra environment for the process, such as LD_PRELOAD and
+	// FAKETIME for libfaketime.
+	Env []string
 }
 
 // Server is one redis-server process. Its port stays the same across
@@ -163,11 +172,14 @@ func (s *Server) args() []string {
 	} else {
 		a = append(a, "--appendonly", "no")
 	}
-	return a
+	return append(a, s.opts.Args...)
 }
 
 func (s *Server) start() error {
 	cmd := exec.Command(s.opts.Binary, s.args()...)
+	if len(s.opts.Env) > 0 {
+		cmd.Env = append(os.Environ(), s.opts.Env...)
+	}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return err
