@@ -19,6 +19,12 @@
 //	}
 //	defer lock.Release(context.WithoutCancel(ctx))
 //
+// Lock keys are the caller's, with one exception: keys that start with
+// ReservedPrefix ("redlock:") are the library's own (the restart guard's
+// markers, fencing counters, release channels), and every call that takes
+// a key rejects them with ErrInvalid, so that a key taken from user input
+// cannot reach them.
+//
 // What Redlock guarantees, and what it cannot, is in the README's safety
 // section: mutual exclusion holds while a majority of nodes keep their keys
 // (no restart without persistence within a TTL) and while a holder stops

@@ -165,10 +165,12 @@ type NodeStatus struct {
 // Inspect asks every node what it holds for key: the holder's token,
 // metadata, number of holds and remaining TTL, or the node's error. It
 // returns the status even when some nodes fail; the error matches
-// ErrNoQuorum when fewer than a majority answered.
+// ErrNoQuorum when fewer than a majority answered. A key that Obtain would
+// reject (empty, too long, or starting with ReservedPrefix) fails with an
+// error matching ErrInvalid, and no status, before any node is asked.
 func (l *Locker) Inspect(ctx context.Context, key string) (*Status, error) {
-	if key == "" {
-		return nil, invalid("empty key")
+	if err := checkKey(key); err != nil {
+		return nil, err
 	}
 	if err := l.enter(); err != nil {
 		return nil, err
@@ -273,10 +275,13 @@ func inspectReply(addr string, cmd *redis.Cmd) NodeStatus {
 // wakes its waiters: the way out of a stuck lock whose owner is gone. The
 // owner, if alive, is not told and will find its lock lost at its next
 // extension. It fails with an error matching ErrNoQuorum when fewer than a
-// majority of nodes could be reached.
+// majority of nodes could be reached. A key that Obtain would reject (empty,
+// too long, or starting with ReservedPrefix) fails with an error matching
+// ErrInvalid and touches no node: the library's own keys cannot be removed
+// through it.
 func (l *Locker) ForceRelease(ctx context.Context, key string) error {
-	if key == "" {
-		return invalid("empty key")
+	if err := checkKey(key); err != nil {
+		return err
 	}
 	if err := l.enter(); err != nil {
 		return err

@@ -194,8 +194,8 @@ func (l *Locker) enter() error {
 }
 
 func (l *Locker) callConfig(key string, opts []Option) (config, error) {
-	if key == "" {
-		return config{}, invalid("empty key")
+	if err := checkKey(key); err != nil {
+		return config{}, err
 	}
 	cfg := l.cfg
 	if len(opts) > 0 {
@@ -228,6 +228,12 @@ func (l *Locker) callConfig(key string, opts []Option) (config, error) {
 // waiters in other processes get their turn.
 // With WithFailFast it gives up at once when the holder's keys outlive ctx's
 // deadline.
+//
+// The key must be non-empty, at most MaxKeyLen bytes, and must not start
+// with ReservedPrefix ("redlock:"), which names the library's own keys (the
+// restart guard's markers, fencing counters, release channels); any other
+// byte string is a key. A bad key fails at once with an error matching
+// ErrInvalid, before any node is asked; so do bad options.
 //
 // On failure it returns no lock, leaves no key of its own on any node (late
 // replies are cleaned up in the background), and an error that matches
