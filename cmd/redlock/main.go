@@ -43,7 +43,9 @@ Commands:
   bootstrap  seed the restart-guard markers on a fresh cluster
 
 The nodes are comma-separated redis:// or rediss:// URLs, from --nodes or
-the REDLOCK_NODES environment variable.
+the REDLOCK_NODES environment variable. A KEY is any name of up to 4096
+bytes that does not start with "redlock:": that prefix is reserved for the
+library's own keys (restart-guard markers, fencing counters).
 
 Run "redlock COMMAND --help" for a command's flags and exit codes.
 `
