@@ -149,7 +149,10 @@ func (k *Lock) release(ctx context.Context, op string, cooldownMs int64) error {
 
 // Extend resets the lock's TTL to ttl on every node where our token still
 // holds it (compare-and-pexpire), and succeeds only when a majority did so
-// within the new validity; Until then moves to the new deadline.
+// within the new validity; Until then moves to the new deadline. With
+// WithLockDelay the keys live ttl plus the delay, the validity comes from
+// ttl alone. A ttl out of range (see WithTTL, WithLockDelay) fails with an
+// error matching ErrInvalid and asks no server.
 //
 // On failure the deadline is unchanged. When the servers say the lock is not
 // ours (ErrLockExpired, ErrLockLost, both matching ErrLockNotHeld) the lock is
@@ -168,7 +171,7 @@ func (k *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	if lost != nil {
 		return lost
 	}
-	ttlMs := ttl.Milliseconds()
+	ttlMs := cfg.serverTTL().Milliseconds()
 	var validity time.Duration
 	start := cfg.clock.Now()
 	res, err := k.round(ctx, extendScript, []any{k.prefix, ttlMs}, decodeCompare, func(*quorum.Result[int64]) bool {
@@ -198,7 +201,9 @@ func (k *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 // TTL asks the servers how long the lock has left: the largest time that a
 // majority of nodes still hold our key for (the shortest among the majority
 // that holds it longest). It is the servers' view and includes no drift
-// margin; use Until for the safe local deadline.
+// margin; use Until for the safe local deadline. With WithLockDelay the
+// servers keep the keys that much longer; TTL leaves the delay out, and
+// reports 0 when only the delay is left.
 //
 // It fails with an error matching ErrLockNotHeld when our token is not on a
 // majority, or ErrNoQuorum when too many nodes could not be reached.
@@ -226,7 +231,9 @@ func (k *Lock) TTL(ctx context.Context) (time.Duration, error) {
 	if v == math.MaxInt64 {
 		return -1, nil
 	}
-	return time.Duration(v) * time.Millisecond, nil
+	// The lock-delay is the servers' part, not the holder's: the lock ends
+	// when the TTL does.
+	return max(time.Duration(v)*time.Millisecond-k.cfg.lockDelay, 0), nil
 }
 
 // decodePTTL turns a pttl reply into a vote: Yes with the PTTL where our

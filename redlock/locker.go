@@ -478,7 +478,7 @@ func newPlan(key string, cfg *config) acquirePlan {
 	prefix := token + "\x00"
 	value := prefix + "1\x00" + cfg.metadata
 	keys := []string{key}
-	args := []any{value, cfg.ttl.Milliseconds(), prefix}
+	args := []any{value, cfg.serverTTL().Milliseconds(), prefix}
 	if cfg.fencing || cfg.guard > 0 {
 		keys = []string{key, fenceKey(key), guardMarker, guardQuarantine}
 		fenced := "0"

@@ -38,6 +38,7 @@ type config struct {
 	failFast    bool
 	pollingOnly bool
 	guard       time.Duration
+	lockDelay   time.Duration
 	clock       clock.Clock
 }
 
@@ -106,6 +107,25 @@ func WithRestartGuard(maxTTL time.Duration) Option {
 	}
 }
 
+// WithLockDelay keeps a lock's key on the servers for d after its TTL, so
+// that a lock that ends without a release (its holder died, or paused past
+// its validity) is not granted to anyone for d after it expires, as Chubby's
+// and Consul's lock-delay do. A holder that wakes up within d of its
+// deadline then finds the key still its own instead of sharing it with a
+// new holder: a double holder becomes a stall. Release and ForceRelease
+// delete the key at once, so a clean end costs nothing; the keys live
+// TTL + d on the servers (acquisition, re-entry, handoff, Extend,
+// KeepAlive), while the lock's validity (Until, Valid) still comes from the
+// TTL alone. The price: a crashed holder blocks the key for TTL + d instead
+// of TTL. d must not be negative, and with WithRestartGuard the TTL plus d
+// must not exceed the guard's maximum TTL (the guard must outlast every
+// key). Default 0 (off).
+func WithLockDelay(d time.Duration) Option { return func(c *config) { c.lockDelay = d } }
+
+// serverTTL is how long the servers keep a lock's key: its TTL, plus the
+// lock-delay that keeps it from the next holder after an unclean end.
+func (c *config) serverTTL() time.Duration { return c.ttl + c.lockDelay }
+
 // WithFailFast makes Obtain give up at once, with ErrNotObtained, when the
 // current holder's keys outlive the context's deadline: waiting could not
 // succeed in time. Without a deadline it changes nothing. Default off.
@@ -148,6 +168,12 @@ func (c *config) validate() error {
 		return invalid("restart guard maximum TTL must be positive")
 	case c.guard > 0 && c.ttl > c.guard:
 		return invalid("TTL %v is above the restart guard's maximum TTL %v", c.ttl, c.guard)
+	case c.lockDelay < 0:
+		return invalid("lock-delay %v must not be negative", c.lockDelay)
+	case c.lockDelay > math.MaxInt64-c.ttl:
+		return invalid("TTL %v plus lock-delay %v is out of range", c.ttl, c.lockDelay)
+	case c.guard > 0 && c.serverTTL() > c.guard:
+		return invalid("TTL %v plus lock-delay %v is above the restart guard's maximum TTL %v", c.ttl, c.lockDelay, c.guard)
 	}
 	if drift := clock.Drift(c.ttl, c.driftFactor); c.ttl <= drift {
 		return invalid("TTL %v is not above the clock drift %v", c.ttl, drift)
