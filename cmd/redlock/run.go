@@ -66,6 +66,7 @@ type runFlags struct {
 	metadata     string
 	fencing      bool
 	restartGuard time.Duration
+	lockDelay    time.Duration
 	quiet        bool
 	verbose      bool
 }
@@ -80,8 +81,11 @@ func defineRun(fs *flagSet) action {
 	fs.StringVar(&f.metadata, "metadata", "", "a note stored with the lock, shown by inspect\n(default \"host=HOSTNAME pid=PID\")")
 	fs.BoolVar(&f.fencing, "fencing", false, "get a fencing token, passed to COMMAND in $"+envFence)
 	fs.DurationVar(&f.restartGuard, "restart-guard", 0, "keep a node that lost its memory (restarted without persistence) from\n"+
-		"voting for this long: the largest --ttl any client uses on these nodes;\n"+
-		"0 turns the guard off (see \"redlock bootstrap\")")
+		"voting for this long: the largest --ttl plus --lock-delay any client\n"+
+		"uses on these nodes; 0 turns the guard off (see \"redlock bootstrap\")")
+	fs.DurationVar(&f.lockDelay, "lock-delay", 0, "after a lock ends without a release (redlock was killed, or its host\n"+
+		"paused past the lock's validity), keep the key from everyone for this\n"+
+		"long after its TTL; a normal end releases at once; 0 turns it off")
 	fs.BoolVar(&f.quiet, "quiet", false, "say nothing when the lock is busy (the exit code still does)")
 	fs.BoolVar(&f.verbose, "verbose", false, "report waiting, obtaining and releasing the lock on standard error")
 	return func(a *app, fs *flagSet, args []string) int { return a.run(fs, f, args) }
@@ -120,6 +124,8 @@ func (a *app) run(fs *flagSet, f *runFlags, args []string) int {
 		return a.usageError(fs.cmd, fmt.Sprintf("--grace %v must not be negative", f.grace))
 	case f.restartGuard < 0:
 		return a.usageError(fs.cmd, fmt.Sprintf("--restart-guard %v must not be negative", f.restartGuard))
+	case f.lockDelay < 0:
+		return a.usageError(fs.cmd, fmt.Sprintf("--lock-delay %v must not be negative", f.lockDelay))
 	}
 	key := pos[0]
 	// A command that cannot run is found before the lock is taken: no
@@ -137,6 +143,9 @@ func (a *app) run(fs *flagSet, f *runFlags, args []string) int {
 	}
 	if f.restartGuard > 0 {
 		opts = append(opts, redlock.WithRestartGuard(f.restartGuard))
+	}
+	if f.lockDelay > 0 {
+		opts = append(opts, redlock.WithLockDelay(f.lockDelay))
 	}
 	// ctx ends the wait for the lock when a signal arrives. It is
 	// cancelled only after the Locker has closed: the nodes still answering
