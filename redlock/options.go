@@ -53,8 +53,9 @@ func defaultConfig() config {
 }
 
 // WithTTL sets how long the lock lives on the servers before it expires by
-// itself. The lock is safe to use for less: the TTL minus the time the
-// acquisition took minus the drift. Default 8s.
+// itself (the servers keep the key WithLockDelay's delay longer). The lock is
+// safe to use for less: the TTL minus the time the acquisition took minus the
+// drift. Default 8s.
 func WithTTL(ttl time.Duration) Option { return func(c *config) { c.ttl = ttl } }
 
 // WithDriftFactor sets the share of the TTL reserved for clock drift between
@@ -94,8 +95,8 @@ func WithFencing() Option { return func(c *config) { c.fencing = true } }
 // (or are flushed) and so forget the locks they granted: such a node notices
 // the loss in the acquire script itself, through a marker key without expiry,
 // and abstains from granting any lock until maxTTL has passed, by when every
-// lock it forgot has expired. maxTTL must be at least every TTL used with the
-// Locker: longer TTLs are rejected. A fresh cluster abstains likewise on first
+// lock it forgot has expired. maxTTL must be at least every TTL (plus
+// WithLockDelay's delay) used with the Locker: longer ones are rejected. A fresh cluster abstains likewise on first
 // use unless seeded with Locker.Bootstrap. Give it to New: it is a property
 // of the cluster, not of one call. Default off.
 func WithRestartGuard(maxTTL time.Duration) Option {
