@@ -3,6 +3,7 @@ package redlock_test
 import (
 	"bytes"
 	"context"
+	"io"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -34,15 +35,18 @@ type wire struct {
 	// replies, if set, receives a value per script call once its reply has
 	// been read.
 	replies chan struct{}
+	// cut, if set, loses the reply of every write with a script call: the
+	// connection ends (EOF) right after the node got the call.
+	cut bool
 }
 
 // newWire returns a wire to server s, its client set up as
-// redistest.Server.NewClient sets one up, and closed at cleanup.
-func newWire(t testing.TB, s *redistest.Server) *wire {
+// redistest.Server.NewClient sets one up, then changed by mods, and closed
+// at cleanup.
+func newWire(t testing.TB, s *redistest.Server, mods ...func(*redis.Options)) *wire {
 	t.Helper()
 	w := &wire{}
-	// As redistest.Server.NewClient sets a client up.
-	w.Client = redis.NewClient(&redis.Options{
+	opt := &redis.Options{
 		Addr:                  s.Addr,
 		ContextTimeoutEnabled: true,
 		MaxRetries:            -1,
@@ -50,7 +54,11 @@ func newWire(t testing.TB, s *redistest.Server) *wire {
 		Protocol:              2,
 		DisableIdentity:       true,
 		Dialer:                w.dial,
-	})
+	}
+	for _, mod := range mods {
+		mod(opt)
+	}
+	w.Client = redis.NewClient(opt)
 	t.Cleanup(func() { _ = w.Client.Close() })
 	return w
 }
@@ -100,7 +108,8 @@ func scriptCalls(b []byte) int { return bytes.Count(b, []byte("$7\r\nevalsha\r\n
 type wireConn struct {
 	net.Conn
 	w       *wire
-	pending int // script calls written whose replies were not read yet
+	pending int  // script calls written whose replies were not read yet
+	cut     bool // the next read ends the connection
 }
 
 func (c *wireConn) Write(b []byte) (int, error) {
@@ -120,11 +129,16 @@ func (c *wireConn) Write(b []byte) (int, error) {
 			<-c.w.gate
 		}
 		c.pending += n
+		c.cut = c.w.cut
 	}
 	return c.Conn.Write(b)
 }
 
 func (c *wireConn) Read(b []byte) (int, error) {
+	if c.cut {
+		_ = c.Conn.Close()
+		return 0, io.EOF
+	}
 	n, err := c.Conn.Read(b)
 	if n > 0 && c.pending > 0 && c.w.replies != nil {
 		for ; c.pending > 0; c.pending-- {
