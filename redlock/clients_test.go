@@ -80,3 +80,52 @@ func TestNoScriptSentTwice(t *testing.T) {
 		t.Fatalf("%d scripts reached the node, want 4 (two acquisitions and their undos, once each)", n)
 	}
 }
+
+// A caller's client that ignores context deadlines (ContextTimeoutEnabled
+// false, go-redis's default) still gets every node call bounded by the node
+// timeout: a paused node holds up neither Obtain nor Close.
+func TestPausedNodeBoundedWithoutContextTimeouts(t *testing.T) {
+	c := newCluster(t, 3)
+	var clients []redis.UniversalClient
+	for _, s := range c.servers {
+		clients = append(clients, defaultClient(t, s.Addr, nil))
+	}
+	l, err := redlock.New(clients, redlock.WithNodeTimeout(hungTimeout), redlock.WithRetry(redlock.NoRetry()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := false
+	t.Cleanup(func() {
+		if !closed {
+			_ = l.Close()
+		}
+	})
+	if err := c.servers[2].Pause(); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		within(t, "Obtain and Release with a paused node", hungBound, func() {
+			lock, err := l.Obtain(t.Context(), "p")
+			if err != nil {
+				t.Fatalf("Obtain with one paused node of three: %v", err)
+			}
+			if err := lock.Release(t.Context()); err != nil {
+				t.Fatalf("Release: %v", err)
+			}
+		})
+	}
+	if err := c.servers[1].Pause(); err != nil {
+		t.Fatal(err)
+	}
+	within(t, "Obtain with two paused nodes", hungBound, func() {
+		if _, err := l.Obtain(t.Context(), "p"); !errors.Is(err, redlock.ErrNoQuorum) {
+			t.Fatalf("Obtain with two paused nodes of three: %v, want ErrNoQuorum", err)
+		}
+	})
+	within(t, "Close", hungBound, func() {
+		closed = true
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
