@@ -176,3 +176,40 @@ func TestHungNodeDoesNotHoldUpWaiters(t *testing.T) {
 		}
 	})
 }
+
+// A client with TLS facing a server's plain port waits in its handshake for
+// a reply that never comes (the server takes the handshake for the start of
+// a command); the lock bounds that wait by the node timeout.
+func TestTLSClientOnPlainPort(t *testing.T) {
+	servers := redistest.StartT(t, 3, redistest.Options{})
+	clients := []redis.UniversalClient{
+		defaultClient(t, servers[0].Addr, nil),
+		defaultClient(t, servers[1].Addr, nil),
+		defaultClient(t, servers[2].Addr, &tls.Config{InsecureSkipVerify: true}), //nolint:gosec // the handshake never completes
+	}
+	l, err := redlock.New(clients, redlock.WithNodeTimeout(hungTimeout), redlock.WithRetry(redlock.NoRetry()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := false
+	t.Cleanup(func() {
+		if !closed {
+			_ = l.Close()
+		}
+	})
+	within(t, "Obtain and Release", hungBound, func() {
+		lock, err := l.Obtain(t.Context(), "tls")
+		if err != nil {
+			t.Fatalf("Obtain with a TLS client on a plain port: %v", err)
+		}
+		if err := lock.Release(t.Context()); err != nil {
+			t.Fatalf("Release: %v", err)
+		}
+	})
+	within(t, "Close", hungBound, func() {
+		closed = true
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
