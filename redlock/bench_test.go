@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/quorumlock/redlock/internal/redistest"
 	"github.com/quorumlock/redlock/redlock"
 )
@@ -95,11 +93,8 @@ func BenchmarkHandoff(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer holder.Close()
-			counted := make([]redis.UniversalClient, len(clients))
 			var calls atomic.Int64
-			for i, c := range clients {
-				counted[i] = &countedClient{Client: c.(*redis.Client), n: &calls}
-			}
+			counted := countedClients(b, servers, &calls)
 			opts := []redlock.Option{}
 			if !notify {
 				opts = append(opts, redlock.WithPollingOnly())
@@ -150,17 +145,6 @@ func BenchmarkHandoff(b *testing.B) {
 			b.ReportMetric(float64(waitCalls)/waited.Seconds(), "scripts/s-waiting")
 		})
 	}
-}
-
-// countedClient counts the scripts sent through it (call by call).
-type countedClient struct {
-	*redis.Client
-	n *atomic.Int64
-}
-
-func (c *countedClient) EvalSha(ctx context.Context, sha string, keys []string, args ...any) *redis.Cmd {
-	c.n.Add(1)
-	return c.Client.EvalSha(ctx, sha, keys, args...)
 }
 
 // BenchmarkContention measures acquisitions of one key by 16 goroutines of

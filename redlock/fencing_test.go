@@ -101,8 +101,8 @@ func TestFencedStoreRejectsPausedHolder(t *testing.T) {
 
 func TestFencingOffCostsNoRoundTrip(t *testing.T) {
 	c := newCluster(t, 1)
-	counter := &countingClient{Client: c.clients[0].(*redis.Client)}
-	l := newLocker(t, []redis.UniversalClient{counter})
+	counter := newWire(t, c.servers[0])
+	l := newLocker(t, []redis.UniversalClient{counter.Client})
 	lock := mustObtain(t, l, "k")
 	if lock.Fence() != 0 || counter.calls() != 1 {
 		t.Fatalf("without fencing: fence %d, %d script calls; want 0 and 1", lock.Fence(), counter.calls())

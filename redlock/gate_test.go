@@ -70,8 +70,8 @@ func TestLocalWaitersTakeTurns(t *testing.T) {
 // costs no more Redis commands than one.
 func TestQueuedWaitersSendNothing(t *testing.T) {
 	c := newCluster(t, 1)
-	counter := &countingClient{Client: c.clients[0].(*redis.Client)}
-	l := newLocker(t, []redis.UniversalClient{counter})
+	counter := newWire(t, c.servers[0])
+	l := newLocker(t, []redis.UniversalClient{counter.Client})
 	held := mustObtain(t, l, "q")
 	ctx, cancel := context.WithCancel(t.Context())
 	var wg sync.WaitGroup

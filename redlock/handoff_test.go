@@ -52,8 +52,8 @@ func obtainAsync(ctx context.Context, l *redlock.Locker, key string, opts ...red
 // holder's on every node, without the key being free in between.
 func TestReleaseHandsOffToLocalWaiter(t *testing.T) {
 	c := newCluster(t, 1)
-	counter := &countingClient{Client: c.clients[0].(*redis.Client)}
-	l := newLocker(t, []redis.UniversalClient{counter})
+	counter := newWire(t, c.servers[0])
+	l := newLocker(t, []redis.UniversalClient{counter.Client})
 	held := mustObtain(t, l, "h")
 	got := obtainAsync(t.Context(), l, "h", slowRetry, redlock.WithTTL(3*time.Second), redlock.WithMetadata("next"))
 	awaitOffer(t, l, "h")
@@ -260,8 +260,8 @@ func handOver(t *testing.T, l *redlock.Locker, key string, before func()) (*redl
 // asleep until the old holder's validity ends.
 func TestLineWaitsQuietlyBehindLocalHolder(t *testing.T) {
 	c := newCluster(t, 1)
-	counter := &countingClient{Client: c.clients[0].(*redis.Client)}
-	l := newLocker(t, []redis.UniversalClient{counter})
+	counter := newWire(t, c.servers[0])
+	l := newLocker(t, []redis.UniversalClient{counter.Client})
 	holder, got := handOver(t, l, "quiet", counter.reset)
 	if n := counter.calls(); n != 1 {
 		t.Fatalf("a handoff and a wait behind the new holder sent %d scripts, want 1", n)

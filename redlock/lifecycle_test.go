@@ -217,19 +217,6 @@ func TestReentryCountsHolds(t *testing.T) {
 	}
 }
 
-// notifyingClient signals every finished script call, so a test knows a
-// waiter's attempt is over (and it has subscribed) before it releases.
-type notifyingClient struct {
-	*redis.Client
-	calls chan struct{}
-}
-
-func (c *notifyingClient) EvalSha(ctx context.Context, sha string, keys []string, args ...any) *redis.Cmd {
-	cmd := c.Client.EvalSha(ctx, sha, keys, args...)
-	c.calls <- struct{}{}
-	return cmd
-}
-
 // waitForRelease measures how long after a release a waiter with a
 // 2-second retry interval gets the lock.
 func waitForRelease(t *testing.T, opts ...redlock.Option) time.Duration {
@@ -238,10 +225,15 @@ func waitForRelease(t *testing.T, opts ...redlock.Option) time.Duration {
 	holderL := c.locker(t)
 	held := mustObtain(t, holderL, "q")
 
+	// Every script call whose reply came back is signalled, so the test
+	// knows a waiter's attempt is over (and it has subscribed) before it
+	// releases.
 	calls := make(chan struct{}, 64)
 	var spied []redis.UniversalClient
-	for _, cl := range c.clients {
-		spied = append(spied, &notifyingClient{Client: cl.(*redis.Client), calls: calls})
+	for _, s := range c.servers {
+		w := newWire(t, s)
+		w.replies = calls
+		spied = append(spied, w.Client)
 	}
 	waiterL := newLocker(t, spied)
 	got := make(chan time.Time, 1)
@@ -449,10 +441,7 @@ func TestFailedAttemptUndoWakesNobody(t *testing.T) {
 	holder := newLocker(t, c.clients[:2])
 	held := mustObtain(t, holder, "k")
 	var calls atomic.Int64
-	counted := make([]redis.UniversalClient, len(c.clients))
-	for i, cl := range c.clients {
-		counted[i] = &countedClient{Client: cl.(*redis.Client), n: &calls}
-	}
+	counted := countedClients(t, c.servers, &calls)
 	waiter := newLocker(t, counted)
 	ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
 	defer cancel()

@@ -44,14 +44,21 @@ type Locker struct {
 // single-node mode, with the same code and guarantees bounded by that one
 // server. The options become the defaults of every call.
 //
+// Each client must be a plain *redis.Client (redis.NewClient, or
+// redis.NewFailoverClient for a Sentinel-managed master). The Locker takes
+// only its options: it opens connections of its own, where no command is
+// ever retried (a retried script would be a second vote from the same node,
+// or undo a later hold), every read and write ends at the call's node
+// timeout whatever the client's ContextTimeoutEnabled, ReadTimeout and
+// WriteTimeout say, and every dial, TLS handshake included, is bounded by
+// the node timeout given to New. A custom Dialer in the options must honour
+// its context. The caller's hooks and client-side cache are not used.
+//
 // New fails with an error matching ErrInvalid when there are no clients, a
 // client is nil, the same client or the same address is given twice (it
-// would vote twice), or an option is out of range.
-//
-// The clients should honour context deadlines (go-redis's
-// ContextTimeoutEnabled) and not retry commands (MaxRetries -1): the lock
-// bounds each node call itself, and a retried script is a second vote from
-// the same node in a later round.
+// would vote twice), a client is not a *redis.Client (a *redis.ClusterClient
+// or a *redis.Ring is refused with a note on how to give one client per
+// master; a wrapper type is refused as well), or an option is out of range.
 func New(clients []redis.UniversalClient, opts ...Option) (*Locker, error) {
 	if len(clients) == 0 {
 		return nil, invalid("no clients")
@@ -70,6 +77,9 @@ func New(clients []redis.UniversalClient, opts ...Option) (*Locker, error) {
 		if isNil(c) {
 			return nil, invalid("client %d is nil", i)
 		}
+		if _, err := nodeClient(i, c); err != nil {
+			return nil, err
+		}
 		id, addr := identify(c, i)
 		if j, dup := seen[id]; dup {
 			return nil, invalid("clients %d and %d are the same node (%s): it would vote twice", j, i, addr)
@@ -78,7 +88,7 @@ func New(clients []redis.UniversalClient, opts ...Option) (*Locker, error) {
 		l.nodes[i] = node{client: c, addr: addr}
 	}
 	for i := range l.nodes {
-		l.nodes[i].pipe = newPipe(clients[i])
+		l.nodes[i].pipe = newPipe(clients[i].(*redis.Client), cfg.nodeTimeout)
 	}
 	l.notify = newNotifier(l.nodes, &l.bg)
 	return l, nil

@@ -243,8 +243,8 @@ func TestNodesDieWhileHeld(t *testing.T) {
 // A slow node must not delay the answer once a majority has decided it.
 func TestSlowNodeDoesNotDelayDecision(t *testing.T) {
 	c := newCluster(t, 3)
-	slow := &gatedClient{Client: c.clients[2].(*redis.Client), gate: make(chan struct{}), called: make(chan struct{}, 1)}
-	clients := []redis.UniversalClient{c.clients[0], c.clients[1], slow}
+	slow := gatedWire(t, c.servers[2])
+	clients := []redis.UniversalClient{c.clients[0], c.clients[1], slow.Client}
 	l := newLocker(t, clients, redlock.WithNodeTimeout(5*time.Second))
 	t.Cleanup(slow.open) // before the locker's Close, even if the test fails
 	done := make(chan error, 1)
@@ -274,8 +274,8 @@ func TestLateStragglerIsReleased(t *testing.T) {
 	// two needs both), so the straggler on node 2 can grant.
 	other := newLocker(t, c.clients[:2])
 	held := mustObtain(t, other, "k")
-	slow := &gatedClient{Client: c.clients[2].(*redis.Client), gate: make(chan struct{}), called: make(chan struct{}, 1)}
-	l := newLocker(t, []redis.UniversalClient{c.clients[0], c.clients[1], slow}, redlock.WithNodeTimeout(5*time.Second))
+	slow := gatedWire(t, c.servers[2])
+	l := newLocker(t, []redis.UniversalClient{c.clients[0], c.clients[1], slow.Client}, redlock.WithNodeTimeout(5*time.Second))
 	t.Cleanup(slow.open) // before the locker's Close, even if the test fails
 
 	_, err := l.TryObtain(t.Context(), "k")
@@ -334,8 +334,8 @@ func TestObtainRetryLimit(t *testing.T) {
 	l := c.locker(t)
 	held := mustObtain(t, l, "k")
 	defer func() { _ = held.Release(context.Background()) }()
-	counter := &countingClient{Client: c.clients[0].(*redis.Client)}
-	l2 := newLocker(t, []redis.UniversalClient{counter})
+	counter := newWire(t, c.servers[0])
+	l2 := newLocker(t, []redis.UniversalClient{counter.Client})
 	_, err := l2.Obtain(t.Context(), "k", redlock.WithRetry(redlock.LimitRetry(redlock.LinearBackoff(time.Millisecond), 3)))
 	if !errors.Is(err, redlock.ErrNotObtained) {
 		t.Fatalf("got %v", err)
@@ -351,21 +351,6 @@ func TestObtainRetryLimit(t *testing.T) {
 		t.Fatalf("NoRetry made %d attempts", n)
 	}
 }
-
-type countingClient struct {
-	*redis.Client
-	mu sync.Mutex
-	n  int
-}
-
-func (c *countingClient) EvalSha(ctx context.Context, sha string, keys []string, args ...any) *redis.Cmd {
-	c.mu.Lock()
-	c.n++
-	c.mu.Unlock()
-	return c.Client.EvalSha(ctx, sha, keys, args...)
-}
-func (c *countingClient) calls() int { c.mu.Lock(); defer c.mu.Unlock(); return c.n }
-func (c *countingClient) reset()     { c.mu.Lock(); c.n = 0; c.mu.Unlock() }
 
 func TestReleaseAndExtendTellExpiredFromLost(t *testing.T) {
 	c := newCluster(t, 3)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"sync"
 	"testing"
 	"time"
 
@@ -124,34 +123,4 @@ func mustObtain(t *testing.T, l *redlock.Locker, key string, opts ...redlock.Opt
 		t.Fatalf("TryObtain(%q): %v", key, err)
 	}
 	return lock
-}
-
-// gatedClient holds every acquire script call until its gate is closed (or
-// the call's context ends when honourCtx is set), to play a slow node.
-type gatedClient struct {
-	*redis.Client
-	gate   chan struct{}
-	called chan struct{} // receives a value when a call reaches the gate
-	once   sync.Once
-}
-
-// open lets every held call through; it is safe to call more than once.
-func (c *gatedClient) open() { c.once.Do(func() { close(c.gate) }) }
-
-func (c *gatedClient) wait() {
-	select {
-	case c.called <- struct{}{}:
-	default:
-	}
-	<-c.gate
-}
-
-func (c *gatedClient) EvalSha(ctx context.Context, sha string, keys []string, args ...any) *redis.Cmd {
-	c.wait()
-	return c.Client.EvalSha(context.WithoutCancel(ctx), sha, keys, args...)
-}
-
-func (c *gatedClient) Eval(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd {
-	c.wait()
-	return c.Client.Eval(context.WithoutCancel(ctx), script, keys, args...)
 }

@@ -8,13 +8,12 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/redis/go-redis/v9/maintnotifications"
 
 	"github.com/quorumlock/redlock/quorum"
 )
 
-// node is one Redis master. Only the scripting commands are used, so a test
-// can wrap a real client to inject faults.
+// node is one Redis master. Its scripts go through the pipe's own clients,
+// never through the caller's.
 type node struct {
 	client redis.Scripter
 	addr   string // for messages; credentials removed
@@ -82,29 +81,23 @@ func evalSrc(c *nodeCall) []any {
 
 type pipe struct {
 	client redis.Scripter
-	// own is the pipe's private client, cloned from the caller's options,
-	// whose connections the workers hold one each; nil when the caller's
-	// client is not a plain *redis.Client (a test's fault-injecting wrapper,
-	// say), which is then used call by call through its own methods.
-	own    *redis.Client
+	// own is the pipe's private client, made from the caller's options
+	// (see privateOptions), whose connections the workers hold one each.
+	own *redis.Client
+	// sub is the private client of the node's release subscription.
+	sub    *redis.Client
 	queues [workersPerNode]chan *nodeCall
 	wg     sync.WaitGroup
 }
 
-func newPipe(c redis.UniversalClient) *pipe {
-	p := &pipe{client: c}
-	if rc, plain := c.(*redis.Client); plain {
-		// A client of our own: its connections never mix with the
-		// caller's, and nothing we do changes the caller's client. Server
-		// maintenance notifications are off on it: a lock's connection that
-		// breaks in a failover is simply replaced, and go-redis's automatic
-		// mode rewrites shared options when a server does not support them.
-		opt := *rc.Options()
-		opt.PoolSize = workersPerNode
-		opt.MinIdleConns, opt.MaxIdleConns = 0, workersPerNode
-		opt.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
-		p.own = redis.NewClient(&opt)
-	}
+// newPipe starts the pipe of the node that c names; timeout is the
+// Locker's node timeout.
+func newPipe(c *redis.Client, timeout time.Duration) *pipe {
+	// Clients of our own: their connections never mix with the caller's,
+	// nothing we do changes the caller's client, and none of its settings
+	// can make a script run twice or a wait outlast the node timeout.
+	cmd, sub := privateOptions(c.Options(), timeout)
+	p := &pipe{client: c, own: redis.NewClient(cmd), sub: redis.NewClient(sub)}
 	p.wg.Add(workersPerNode)
 	for i := range p.queues {
 		p.queues[i] = make(chan *nodeCall, queueLen)
@@ -120,9 +113,9 @@ func (p *pipe) close() {
 		close(q)
 	}
 	p.wg.Wait()
-	if p.own != nil {
-		_ = p.own.Close() // its connections are ours alone; nothing to report
-	}
+	// Their connections are ours alone; nothing to report.
+	_ = p.own.Close()
+	_ = p.sub.Close()
 }
 
 // start queues a call without blocking; reply receives its outcome exactly

@@ -25,7 +25,7 @@ func TestBatchKeepsOrderAfterScriptLoss(t *testing.T) {
 	if err := c.ScriptLoad(ctx, releaseScript.src).Err(); err != nil {
 		t.Fatal(err)
 	}
-	p := newPipe(c)
+	p := newPipe(c, time.Second)
 	defer p.close()
 
 	prefix := "owner\x00"

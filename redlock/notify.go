@@ -32,10 +32,6 @@ type notifier struct {
 	wg      sync.WaitGroup
 }
 
-type subscriber interface {
-	Subscribe(ctx context.Context, channels ...string) *redis.PubSub
-}
-
 func newNotifier(nodes []node, bg *sync.WaitGroup) *notifier {
 	return &notifier{nodes: nodes, bg: bg, subs: make([]*redis.PubSub, len(nodes)), waiters: map[string]map[chan struct{}]struct{}{}}
 }
@@ -101,7 +97,9 @@ func (n *notifier) each(ctx context.Context, timeout time.Duration, fn func(cont
 }
 
 // sub returns node i's subscription, creating it and its dispatch goroutine
-// on first use; nil when the client cannot subscribe or after close.
+// on first use; nil after close. It is made on the pipe's own subscription
+// client, whose every wait is bounded by the node timeout: a hung node then
+// holds up neither a waiter nor close.
 func (n *notifier) sub(i int) *redis.PubSub {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -111,11 +109,7 @@ func (n *notifier) sub(i int) *redis.PubSub {
 	if n.subs[i] != nil {
 		return n.subs[i]
 	}
-	s, ok := n.nodes[i].client.(subscriber)
-	if !ok {
-		return nil
-	}
-	ps := s.Subscribe(context.Background())
+	ps := n.nodes[i].pipe.sub.Subscribe(context.Background())
 	n.subs[i] = ps
 	msgs := ps.Channel()
 	n.wg.Add(1)

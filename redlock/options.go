@@ -64,7 +64,10 @@ func WithTTL(ttl time.Duration) Option { return func(c *config) { c.ttl = ttl } 
 func WithDriftFactor(f float64) Option { return func(c *config) { c.driftFactor = f } }
 
 // WithNodeTimeout bounds each call to one node. It should be far below the
-// TTL: a node slower than this counts as failed for that round. Default 50ms.
+// TTL: a node slower than this counts as failed for that round. It bounds
+// every wait on the node whatever the client's own timeouts say; the value
+// given to New also bounds each new connection (dial and TLS handshake) and
+// every wait of the release subscriptions. Default 50ms.
 func WithNodeTimeout(d time.Duration) Option { return func(c *config) { c.nodeTimeout = d } }
 
 // WithRetry sets how Obtain waits between attempts. Default DefaultRetry.

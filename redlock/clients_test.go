@@ -1,0 +1,131 @@
+package redlock_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/quorumlock/redlock/redlock"
+)
+
+// wrapped is a client type of the caller's own around a *redis.Client.
+type wrapped struct{ *redis.Client }
+
+// New refuses, with a clear error and no panic, every client whose calls
+// it cannot keep from being retried or from outlasting the node timeout.
+func TestNewRefusesClientsItCannotMakeSafe(t *testing.T) {
+	c := newCluster(t, 1)
+	addr := c.servers[0].Addr
+	cluster := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{addr}})
+	t.Cleanup(func() { _ = cluster.Close() })
+	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": addr}})
+	t.Cleanup(func() { _ = ring.Close() })
+	universal := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{addr, addr}})
+	t.Cleanup(func() { _ = universal.Close() })
+
+	tests := []struct {
+		name   string
+		client redis.UniversalClient
+		want   string
+	}{
+		{"cluster client", cluster, "*redis.ClusterClient: a lock's keys fall in several hash slots, and a cluster is one node to Redlock; give one plain *redis.Client per master"},
+		{"universal client over several addresses", universal, "*redis.ClusterClient"},
+		{"ring", ring, "*redis.Ring: a ring spreads a lock's keys over several servers; give one plain *redis.Client per server"},
+		{"wrapper type", wrapped{c.clients[0].(*redis.Client)}, "redlock_test.wrapped, not a *redis.Client"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l, err := redlock.New([]redis.UniversalClient{c.clients[0], tt.client})
+			if err == nil {
+				_ = l.Close()
+				t.Fatal("New succeeded, want an error")
+			}
+			if !errors.Is(err, redlock.ErrInvalid) {
+				t.Errorf("error %v does not match ErrInvalid", err)
+			}
+			if msg := err.Error(); !strings.Contains(msg, "client 1 is a "+tt.want) || strings.Contains(msg, "\n") {
+				t.Errorf("error %q, want one line with %q", msg, "client 1 is a "+tt.want)
+			}
+		})
+	}
+}
+
+// A script is sent once, whatever becomes of it, though the caller's client
+// retries commands (go-redis's default, MaxRetries 3): a node may have
+// applied a script whose reply was lost, and a second run would be a second
+// vote of the same node (or, for a release, undo a later hold).
+func TestNoScriptSentTwice(t *testing.T) {
+	c := newCluster(t, 1)
+	w := newWire(t, c.servers[0], func(o *redis.Options) {
+		o.MaxRetries = 0 // go-redis's default: 3 retries
+		o.ContextTimeoutEnabled = false
+	})
+	w.cut = true
+	l := newLocker(t, []redis.UniversalClient{w.Client}, redlock.WithNodeTimeout(time.Second))
+	// Two attempts: the first on a fresh connection (a pipeline), the
+	// second after the undo of the first, on another.
+	for range 2 {
+		if _, err := l.TryObtain(t.Context(), "k"); !errors.Is(err, redlock.ErrNoQuorum) {
+			t.Fatalf("TryObtain with every reply lost: %v, want ErrNoQuorum", err)
+		}
+	}
+	// Close waits for the undo of the failed attempts.
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := w.calls(); n != 4 {
+		t.Fatalf("%d scripts reached the node, want 4 (two acquisitions and their undos, once each)", n)
+	}
+}
+
+// A caller's client that ignores context deadlines (ContextTimeoutEnabled
+// false, go-redis's default) still gets every node call bounded by the node
+// timeout: a paused node holds up neither Obtain nor Close.
+func TestPausedNodeBoundedWithoutContextTimeouts(t *testing.T) {
+	c := newCluster(t, 3)
+	var clients []redis.UniversalClient
+	for _, s := range c.servers {
+		clients = append(clients, defaultClient(t, s.Addr, nil))
+	}
+	l, err := redlock.New(clients, redlock.WithNodeTimeout(hungTimeout), redlock.WithRetry(redlock.NoRetry()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := false
+	t.Cleanup(func() {
+		if !closed {
+			_ = l.Close()
+		}
+	})
+	if err := c.servers[2].Pause(); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		within(t, "Obtain and Release with a paused node", hungBound, func() {
+			lock, err := l.Obtain(t.Context(), "p")
+			if err != nil {
+				t.Fatalf("Obtain with one paused node of three: %v", err)
+			}
+			if err := lock.Release(t.Context()); err != nil {
+				t.Fatalf("Release: %v", err)
+			}
+		})
+	}
+	if err := c.servers[1].Pause(); err != nil {
+		t.Fatal(err)
+	}
+	within(t, "Obtain with two paused nodes", hungBound, func() {
+		if _, err := l.Obtain(t.Context(), "p"); !errors.Is(err, redlock.ErrNoQuorum) {
+			t.Fatalf("Obtain with two paused nodes of three: %v, want ErrNoQuorum", err)
+		}
+	})
+	within(t, "Close", hungBound, func() {
+		closed = true
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

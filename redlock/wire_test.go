@@ -1,0 +1,149 @@
+package redlock_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/quorumlock/redlock/internal/redistest"
+)
+
+// wire injects faults at the connection: it is the Dialer of a client, and
+// the Locker's own connections, made from the client's options, dial
+// through it too, so the real pipeline runs. It counts the script calls
+// written to the node, can hold them until its gate opens (a slow node), and
+// can report each script call whose reply came back.
+type wire struct {
+	Client *redis.Client
+
+	mu sync.Mutex
+	n  int
+	// total, if set, counts the script calls too (those of several nodes).
+	total *atomic.Int64
+	// gate, if set, holds every write with a script call until closed;
+	// called then receives a value when a write reaches it.
+	gate   chan struct{}
+	once   sync.Once
+	called chan struct{}
+	// replies, if set, receives a value per script call once its reply has
+	// been read.
+	replies chan struct{}
+	// cut, if set, loses the reply of every write with a script call: the
+	// connection ends (EOF) right after the node got the call.
+	cut bool
+}
+
+// newWire returns a wire to server s, its client set up as
+// redistest.Server.NewClient sets one up, then changed by mods, and closed
+// at cleanup.
+func newWire(t testing.TB, s *redistest.Server, mods ...func(*redis.Options)) *wire {
+	t.Helper()
+	w := &wire{}
+	opt := &redis.Options{
+		Addr:                  s.Addr,
+		ContextTimeoutEnabled: true,
+		MaxRetries:            -1,
+		DialTimeout:           time.Second,
+		Protocol:              2,
+		DisableIdentity:       true,
+		Dialer:                w.dial,
+	}
+	for _, mod := range mods {
+		mod(opt)
+	}
+	w.Client = redis.NewClient(opt)
+	t.Cleanup(func() { _ = w.Client.Close() })
+	return w
+}
+
+// countedClients returns a client per server whose script calls all count
+// in n.
+func countedClients(t testing.TB, servers []*redistest.Server, n *atomic.Int64) []redis.UniversalClient {
+	t.Helper()
+	out := make([]redis.UniversalClient, len(servers))
+	for i, s := range servers {
+		w := newWire(t, s)
+		w.total = n
+		out[i] = w.Client
+	}
+	return out
+}
+
+// gatedWire is a wire that holds every script call until open is called:
+// a slow node.
+func gatedWire(t *testing.T, s *redistest.Server) *wire {
+	t.Helper()
+	w := newWire(t, s)
+	w.gate, w.called = make(chan struct{}), make(chan struct{}, 1)
+	return w
+}
+
+// open lets every held call through; it is safe to call more than once.
+func (w *wire) open() { w.once.Do(func() { close(w.gate) }) }
+
+// calls returns the number of script calls (EVALSHA) written so far.
+func (w *wire) calls() int { w.mu.Lock(); defer w.mu.Unlock(); return w.n }
+func (w *wire) reset()     { w.mu.Lock(); w.n = 0; w.mu.Unlock() }
+
+func (w *wire) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	var d net.Dialer
+	c, err := d.DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	return &wireConn{Conn: c, w: w}, nil
+}
+
+// scriptCalls counts the EVALSHA commands in a write; go-redis writes each
+// command whole into one buffer, and a batch as one write.
+func scriptCalls(b []byte) int { return bytes.Count(b, []byte("$7\r\nevalsha\r\n")) }
+
+type wireConn struct {
+	net.Conn
+	w       *wire
+	pending int  // script calls written whose replies were not read yet
+	cut     bool // the next read ends the connection
+}
+
+func (c *wireConn) Write(b []byte) (int, error) {
+	n := scriptCalls(b)
+	if n > 0 {
+		c.w.mu.Lock()
+		c.w.n += n
+		c.w.mu.Unlock()
+		if c.w.total != nil {
+			c.w.total.Add(int64(n))
+		}
+		if c.w.gate != nil {
+			select {
+			case c.w.called <- struct{}{}:
+			default:
+			}
+			<-c.w.gate
+		}
+		c.pending += n
+		c.cut = c.w.cut
+	}
+	return c.Conn.Write(b)
+}
+
+func (c *wireConn) Read(b []byte) (int, error) {
+	if c.cut {
+		_ = c.Conn.Close()
+		return 0, io.EOF
+	}
+	n, err := c.Conn.Read(b)
+	if n > 0 && c.pending > 0 && c.w.replies != nil {
+		for ; c.pending > 0; c.pending-- {
+			c.w.replies <- struct{}{}
+		}
+	}
+	return n, err
+}
