@@ -231,13 +231,21 @@ func (l *Locker) callConfig(key string, opts []Option) (config, error) {
 //
 // On failure it returns no lock, leaves no key of its own on any node (late
 // replies are cleaned up in the background), and an error that matches
-// ErrNotObtained (contention) or ErrNoQuorum (outage) with per-node detail in
-// a *QuorumError; when ctx ended, the error also matches ctx.Err().
+// ErrNotObtained (contention) or ErrNoQuorum (outage) with per-node detail of
+// the last round in a *QuorumError; when ctx ended, the error also matches
+// ctx.Err(). Which of the two is told from the nodes' answers, never from the
+// context: a wait that a deadline ends during an outage is ErrNoQuorum. A ctx
+// that has ended before the call asks no node: the error then matches only
+// ctx.Err().
 func (l *Locker) Obtain(ctx context.Context, key string, opts ...Option) (*Lock, error) {
 	cfg, err := l.callConfig(key, opts)
 	if err != nil {
 		return nil, err
 	}
+	if ctx.Err() != nil {
+		return nil, notTried(ctx, key)
+	}
+	// err, nil here, is the last round's error from now on.
 	seq := cfg.retry.Start()
 	var (
 		timer *time.Timer
@@ -341,6 +349,11 @@ func (l *Locker) Obtain(ctx context.Context, key string, opts ...Option) (*Lock,
 			wait = left
 		} else {
 			lock, aerr := l.attempt(ctx, key, &cfg)
+			if errors.Is(aerr, errNotTried) && err != nil {
+				// ctx ended just before this attempt: the last round
+				// tells what kept the lock from us.
+				return nil, withContext(ctx, err)
+			}
 			if aerr == nil {
 				if inLine {
 					l.gates.hold(key, lock.Until())
@@ -433,6 +446,11 @@ func (l *Locker) Obtain(ctx context.Context, key string, opts ...Option) (*Lock,
 
 // TryObtain makes exactly one attempt to acquire the lock on key, whatever
 // the retry strategy. On failure it behaves as Obtain does.
+//
+// A ctx that has ended already asks no node and returns an error matching
+// ctx.Err(). One that ends during the attempt does not cut it short: the
+// node calls run on their own deadlines, and a lock granted by a majority
+// with validity left is returned (see attempt).
 func (l *Locker) TryObtain(ctx context.Context, key string, opts ...Option) (*Lock, error) {
 	cfg, err := l.callConfig(key, opts)
 	if err != nil {
@@ -443,6 +461,17 @@ func (l *Locker) TryObtain(ctx context.Context, key string, opts ...Option) (*Lo
 		err = withContext(ctx, err)
 	}
 	return lock, err
+}
+
+// errNotTried marks the error of an acquisition that asked no node because
+// its context had ended before it began.
+var errNotTried = errors.New("redlock: context ended before any node was asked")
+
+// notTried is the error of an acquisition of key whose ctx has ended before
+// it asked any node. It matches ctx.Err(), and neither ErrNotObtained nor
+// ErrNoQuorum: nothing is known of the nodes.
+func notTried(ctx context.Context, key string) error {
+	return fmt.Errorf("%w: obtain %q: %w", errNotTried, key, ctx.Err())
 }
 
 // withContext joins the context's error to err unless it is there already.
@@ -486,7 +515,19 @@ func newPlan(key string, cfg *config) acquirePlan {
 
 // attempt is one quorum round of the acquire script, plus, with fencing, one
 // round that writes the fence back.
+//
+// An ended ctx obtains nothing: attempt then asks no node. The node calls do
+// not watch ctx (each runs on its own deadline, so that a round's undo and
+// its stragglers' clean-up always reach the nodes), so a round started after
+// ctx ended would still take the lock. A ctx that ends during the round does
+// not undo it: a lock that a majority granted with validity left is
+// returned, as a successful acquisition that raced the cancellation (the
+// caller holds a lock it can release; undoing it would cost a round and
+// gain nothing).
 func (l *Locker) attempt(ctx context.Context, key string, cfg *config) (*Lock, error) {
+	if ctx.Err() != nil {
+		return nil, notTried(ctx, key)
+	}
 	if err := l.enter(); err != nil {
 		return nil, err
 	}
@@ -560,11 +601,11 @@ func (l *Locker) conclude(ctx context.Context, key string, cfg *config, p *acqui
 	l.undoAll(ctx, cfg.nodeTimeout, p.lockKeys, p.prefix, channel, func(i int) bool {
 		return undo(res.Replies[i].Vote, cfg.tokenSet) || slices.Contains(pending, i)
 	})
+	// Why, from the nodes' answers alone: a context that ended meanwhile
+	// says nothing about the nodes, and an outage reported as contention
+	// would tell a caller (a cron job's redlock run, say) that all is well.
 	qe := l.quorumError("obtain", key, res, acquireOutcome)
 	switch {
-	case ctx.Err() != nil:
-		qe.reason = ErrNotObtained
-		return nil, withContext(ctx, qe)
 	case reason != nil:
 		qe.reason = reason
 	case res.Failed > len(l.nodes)-l.need || res.Yes >= l.need:
@@ -572,9 +613,10 @@ func (l *Locker) conclude(ctx context.Context, key string, cfg *config, p *acqui
 		// late to leave any validity.
 		qe.reason = ErrNoQuorum
 	default:
+		// Nodes held by another owner made a majority impossible.
 		qe.reason = ErrNotObtained
 	}
-	return nil, qe
+	return nil, withContext(ctx, qe)
 }
 
 // settle tells the Late callback of an acquire round what to do with a
