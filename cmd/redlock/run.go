@@ -31,7 +31,9 @@ var _ = register(&command{
 	help: `Obtain the lock KEY on a majority of the nodes, run COMMAND, keep the lock
 extended while it runs (every third of --ttl), and release it when COMMAND
 ends. With --wait 0 (the default) redlock tries once and exits with 75 when
-another owner holds the lock.
+another owner holds the lock. When a majority of nodes cannot be reached it
+exits with 69 and says why, also when --wait ran out during the outage, and
+also with --quiet: an outage is never silent.
 
 COMMAND runs in its own process group with redlock's standard input, output,
 error and environment. Signals sent to redlock (SIGINT, SIGTERM, SIGHUP,
@@ -82,7 +84,8 @@ func defineRun(fs *flagSet) action {
 	fs.DurationVar(&f.restartGuard, "restart-guard", 0, "keep a node that lost its memory (restarted without persistence) from\n"+
 		"voting for this long: the largest --ttl any client uses on these nodes;\n"+
 		"0 turns the guard off (see \"redlock bootstrap\")")
-	fs.BoolVar(&f.quiet, "quiet", false, "say nothing when the lock is busy (the exit code still does)")
+	fs.BoolVar(&f.quiet, "quiet", false, "say nothing when the lock is busy (the exit code still does);\n"+
+		"an outage (exit 69) and other failures are still reported")
 	fs.BoolVar(&f.verbose, "verbose", false, "report waiting, obtaining and releasing the lock on standard error")
 	return func(a *app, fs *flagSet, args []string) int { return a.run(fs, f, args) }
 }
