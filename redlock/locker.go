@@ -570,7 +570,8 @@ func (l *Locker) attempt(ctx context.Context, key string, cfg *config) (*Lock, e
 // into a Lock, after writing the fence back if fencing is on; or, when it
 // failed, undoes the acquisition wherever it may have been applied,
 // announcing the undo on channel unless it is "", and says why it failed.
-// The caller holds l.enter.
+// The caller holds l.enter, or a count on l.bg that keeps the node pipes
+// open (a handoff's take-over after Close).
 func (l *Locker) conclude(ctx context.Context, key string, cfg *config, p *acquirePlan, res *quorum.Result[int64],
 	start time.Time, validity time.Duration, late *settle, channel string) (*Lock, error) {
 	var (
@@ -580,7 +581,12 @@ func (l *Locker) conclude(ctx context.Context, key string, cfg *config, p *acqui
 	if res.OK && cfg.fencing {
 		fence, validity, reason = l.writeBackFence(ctx, key, cfg, res, start)
 	}
-	if res.OK && reason == nil {
+	// A lock leaves here only while it is valid. The round may be concluded
+	// well after its majority came in (a handoff's result waits for its
+	// owner to take it over; the clock may jump): a lock whose Until has
+	// passed would have its holder work past its validity. It fails as a
+	// majority that came too late does (ErrNoQuorum), and is undone.
+	if res.OK && reason == nil && cfg.clock.Now().Before(start.Add(validity)) {
 		late.finish(false)
 		return &Lock{
 			l:      l,

@@ -1,0 +1,138 @@
+package redlock_test
+
+import (
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/quorumlock/redlock/redlock"
+)
+
+// hookClock is the real clock, shifted by an offset that a test moves; it
+// can run a hook right after its next Since, which is when a round's
+// validity is computed (at the majority).
+type hookClock struct {
+	mu     sync.Mutex
+	offset time.Duration
+	after  func()
+}
+
+func (c *hookClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.Now().Add(c.offset)
+}
+
+func (c *hookClock) Since(t time.Time) time.Duration {
+	d := c.Now().Sub(t)
+	c.mu.Lock()
+	f := c.after
+	c.after = nil
+	c.mu.Unlock()
+	if f != nil {
+		f()
+	}
+	return d
+}
+
+// afterNextSince runs f once, right after the next call of Since.
+func (c *hookClock) afterNextSince(f func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.after = f
+}
+
+// jump moves the clock forward by d.
+func (c *hookClock) jump(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.offset += d
+}
+
+// tokenOf returns the token of a raw lock value ("" for none).
+func tokenOf(v string) string {
+	tok, _, _ := strings.Cut(v, "\x00")
+	return tok
+}
+
+// A lock delivered by a handoff is checked for validity when its owner takes
+// it over: here the clock jumps past the lock's validity right after the
+// handoff round measured it. The handoff then counts as failed and is
+// undone, and the waiter, trying again at once, returns a lock of its own
+// that is valid; a lock whose Until has passed is never returned.
+func TestHandoffPastValidityIsNotReturned(t *testing.T) {
+	c := newCluster(t, 3)
+	clk := &hookClock{}
+	l := c.locker(t, redlock.WithClock(clk))
+	held := mustObtain(t, l, "late")
+	got := obtainAsync(t.Context(), l, "late", slowRetry)
+	awaitOffer(t, l, "late")
+	// The next Since is the handoff round's, at its majority.
+	clk.afterNextSince(func() { clk.jump(time.Minute) })
+	if err := held.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	r := <-got
+	if r.err != nil {
+		t.Fatalf("waiter: %v", r.err)
+	}
+	if now := clk.Now(); !r.lock.Until().After(now) || !r.lock.Valid() {
+		t.Fatalf("Obtain returned a lock valid until %v, at %v: its validity had passed", r.lock.Until(), now)
+	}
+	// TTL waits for every node: the lock is there, and nothing else.
+	if _, err := r.lock.TTL(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range c.values(t, "late") {
+		if tokenOf(v) != r.lock.Token() {
+			t.Errorf("node %d holds %q, want the returned lock's token %q only", i, tokenOf(v), r.lock.Token())
+		}
+	}
+	if err := r.lock.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Close between a handoff round and its take-over leaves no key behind: the
+// waiter gets ErrClosed, and the handoff's writes are undone before Close
+// returns.
+func TestCloseBeforeTakeOverUndoesHandoff(t *testing.T) {
+	c := newCluster(t, 3)
+	clk := &hookClock{}
+	l := c.locker(t, redlock.WithClock(clk))
+	held := mustObtain(t, l, "closing")
+	got := obtainAsync(t.Context(), l, "closing", slowRetry)
+	awaitOffer(t, l, "closing")
+	closed := make(chan error, 1)
+	// At the handoff round's majority (the Release holds the Locker open),
+	// start Close and let the round go on only once Close waits: the
+	// waiter then takes the handoff over after Close has begun.
+	clk.afterNextSince(func() {
+		go func() { closed <- l.Close() }()
+		deadline := time.Now().Add(10 * time.Second)
+		for !redlock.Closing(l) && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+		if !redlock.Closing(l) {
+			t.Error("Close did not begin within 10s")
+		}
+	})
+	if err := held.Release(t.Context()); err != nil {
+		t.Fatalf("Release with a handoff: %v", err)
+	}
+	r := <-got
+	if r.lock != nil || !errors.Is(r.err, redlock.ErrClosed) {
+		t.Fatalf("waiter after Close: lock %v, error %v; want no lock and ErrClosed", r.lock != nil, r.err)
+	}
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	// Close waited for the undo.
+	for i, v := range c.values(t, "closing") {
+		if v != "" {
+			t.Errorf("node %d still has a key after Close: %q", i, v)
+		}
+	}
+}
