@@ -168,7 +168,9 @@ func (k *Lock) handoff(ctx context.Context, o *offer) error {
 	cfg, p := o.cfg, &o.plan
 	timeout := k.cfg.nodeTimeout
 	args := make([]any, 0, 3+len(p.args))
-	args = append(args, k.prefix, "", 0) // no announcement: the key stays taken
+	// The channel is told only if the key ends up free: the acquisition
+	// was refused (handoff.lua).
+	args = append(args, k.prefix, releaseChannel(k.key), 0)
 	args = append(args, p.args...)
 	cmd := evalSha(handoffScript, p.keys, args)
 

@@ -136,3 +136,53 @@ func TestCloseBeforeTakeOverUndoesHandoff(t *testing.T) {
 		}
 	}
 }
+
+// A handoff whose acquisition the nodes refuse (the restart guard's
+// ABSTAIN: here every node lost its memory marker, as after a flush of the
+// marker alone) still takes the old owner's key away; the nodes must then
+// announce the release, or waiters in other processes sleep until the old
+// key's TTL. Another Locker (another process) waiting on the key is woken
+// and gets it long before that.
+func TestRefusedHandoffWakesOtherProcesses(t *testing.T) {
+	c := newCluster(t, 3)
+	a := c.locker(t, redlock.WithRestartGuard(time.Minute))
+	if err := a.Bootstrap(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	// Without the announcement, the other Locker sleeps until this TTL
+	// ends (its retry timer is longer still).
+	const ttl = 30 * time.Second
+	held := mustObtain(t, a, "abstain", redlock.WithTTL(ttl))
+	local := obtainAsync(t.Context(), a, "abstain", slowRetry)
+	awaitOffer(t, a, "abstain")
+	b := c.locker(t)
+	other := obtainAsync(t.Context(), b, "abstain", redlock.WithRetry(redlock.LinearBackoff(time.Minute)))
+	awaitOffer(t, b, "abstain")
+	for i, cl := range c.clients {
+		if err := cl.Del(t.Context(), "redlock:guard:marker").Err(); err != nil {
+			t.Fatalf("node %d: %v", i, err)
+		}
+	}
+	released := time.Now()
+	if err := held.Release(t.Context()); err != nil {
+		t.Fatalf("Release with a refused handoff: %v", err)
+	}
+	var r obtained
+	select {
+	case r = <-other:
+	case <-time.After(ttl / 2):
+		t.Fatalf("the other Locker was not woken: it still waits %v after the release", time.Since(released))
+	}
+	if r.err != nil {
+		t.Fatalf("the other Locker: %v", r.err)
+	}
+	if err := r.lock.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	// The local waiter's nodes abstain for the guard's minute: end it.
+	select {
+	case l := <-local:
+		t.Fatalf("the local waiter returned (%v) while every node abstains for it", l.err)
+	default:
+	}
+}
