@@ -1,6 +1,7 @@
 package redlock_test
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"sync"
@@ -184,5 +185,35 @@ func TestRefusedHandoffWakesOtherProcesses(t *testing.T) {
 	case l := <-local:
 		t.Fatalf("the local waiter returned (%v) while every node abstains for it", l.err)
 	default:
+	}
+}
+
+// A waiter whose context ends while a Release runs the handoff round for it
+// gets no lock: the round may have begun after the end (the Release claimed
+// the offer first), and an ended context obtains nothing. The handoff is
+// undone, and the waiter returns the context's error.
+func TestHandoffToEndedContextIsUndone(t *testing.T) {
+	c := newCluster(t, 3)
+	clk := &hookClock{}
+	l := c.locker(t, redlock.WithClock(clk))
+	held := mustObtain(t, l, "gone")
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	got := obtainAsync(ctx, l, "gone", slowRetry)
+	awaitOffer(t, l, "gone")
+	// At the handoff round's majority, before its result is handed over.
+	clk.afterNextSince(cancel)
+	if err := held.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	r := <-got
+	if r.lock != nil || !errors.Is(r.err, context.Canceled) {
+		t.Fatalf("waiter whose context ended during the handoff: lock %v, error %v; want no lock and context.Canceled", r.lock != nil, r.err)
+	}
+	// The undo waits for every node, up to the node timeout.
+	for i, v := range c.values(t, "gone") {
+		if v != "" {
+			t.Errorf("node %d still has a key after the waiter gave up: %q", i, v)
+		}
 	}
 }

@@ -427,6 +427,14 @@ func (l *Locker) Obtain(ctx context.Context, key string, opts ...Option) (*Lock,
 			handed, got = <-o.done, true
 		}
 		if got {
+			if ctx.Err() != nil {
+				// A Release ran this round for us, perhaps only after ctx
+				// ended (it claimed the offer before we could withdraw
+				// it): an ended context obtains nothing, so it is undone.
+				// An attempt of our own, by contrast, starts only with a
+				// live ctx (see attempt).
+				handed.res.OK = false
+			}
 			lock, herr := l.takeOver(ctx, key, &cfg, o, handed)
 			if herr == nil {
 				l.gates.hold(key, lock.Until())
