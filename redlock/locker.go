@@ -485,10 +485,17 @@ func notTried(ctx context.Context, key string) error {
 // withContext joins the context's error to err unless it is there already.
 func withContext(ctx context.Context, err error) error {
 	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
-		return errors.Join(err, cerr)
+		return &ctxError{err: err, ctx: cerr}
 	}
 	return err
 }
+
+// ctxError is errors.Join of an error and its context's, on one line: a
+// message that a CLI or a log prints must not break in two.
+type ctxError struct{ err, ctx error }
+
+func (e *ctxError) Error() string   { return e.err.Error() + ": " + e.ctx.Error() }
+func (e *ctxError) Unwrap() []error { return []error{e.err, e.ctx} }
 
 // acquirePlan is what one acquisition sends: a fresh token (or the
 // caller's) and the acquire script's keys and arguments.

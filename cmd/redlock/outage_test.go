@@ -41,6 +41,9 @@ func TestRunWaitOutageIsUnavailable(t *testing.T) {
 					t.Errorf("%s: exit code %d, want %d with a message that the nodes are unreachable; stderr:\n%s",
 						strings.Join(args, " "), code, exitUnavailable, stderr)
 				}
+				if lines := strings.Count(strings.TrimSpace(stderr), "\n") + 1; lines != 1 {
+					t.Errorf("%s: the message takes %d lines, want one:\n%s", strings.Join(args, " "), lines, stderr)
+				}
 				if stdout != "" {
 					t.Errorf("%s: the command ran: %q", strings.Join(args, " "), stdout)
 				}
