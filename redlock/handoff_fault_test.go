@@ -58,6 +58,27 @@ func tokenOf(v string) string {
 	return tok
 }
 
+// awaitOnly waits until no node holds key for any token but token.
+func awaitOnly(t *testing.T, c *cluster, key, token string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var others []string
+		for _, v := range c.values(t, key) {
+			if v != "" && tokenOf(v) != token {
+				others = append(others, tokenOf(v))
+			}
+		}
+		if len(others) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("nodes still hold %q for tokens %q besides %q", key, others, token)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 // A lock delivered by a handoff is checked for validity when its owner takes
 // it over: here the clock jumps past the lock's validity right after the
 // handoff round measured it. The handoff then counts as failed and is
@@ -82,15 +103,13 @@ func TestHandoffPastValidityIsNotReturned(t *testing.T) {
 	if now := clk.Now(); !r.lock.Until().After(now) || !r.lock.Valid() {
 		t.Fatalf("Obtain returned a lock valid until %v, at %v: its validity had passed", r.lock.Until(), now)
 	}
-	// TTL waits for every node: the lock is there, and nothing else.
-	if _, err := r.lock.TTL(t.Context()); err != nil {
-		t.Fatal(err)
+	if n := c.holders(t, "late", r.lock.Token()); n < 2 {
+		t.Fatalf("the returned lock is on %d of 3 nodes", n)
 	}
-	for i, v := range c.values(t, "late") {
-		if tokenOf(v) != r.lock.Token() {
-			t.Errorf("node %d holds %q, want the returned lock's token %q only", i, tokenOf(v), r.lock.Token())
-		}
-	}
+	// The handoff's keys go: at once where its round saw them granted, as
+	// its straggler's reply comes in elsewhere (the retry may have found
+	// that node still taken; it then stays free).
+	awaitOnly(t, c, "late", r.lock.Token())
 	if err := r.lock.Release(t.Context()); err != nil {
 		t.Fatal(err)
 	}

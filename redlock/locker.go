@@ -301,8 +301,13 @@ func (l *Locker) Obtain(ctx context.Context, key string, opts ...Option) (*Lock,
 		dl, has := ctx.Deadline()
 		return cfg.failFast && has && time.Until(dl) < d
 	}
-	// notNow is the error when we gave up before asking the nodes.
+	// notNow is the error when we gave up before asking the nodes: what
+	// the line's latest round found, if it found anything, or contention
+	// (we waited behind this Locker's own holder or waiters).
 	notNow := func() error {
+		if qe := l.gates.last(key); qe != nil {
+			return qe
+		}
 		return &QuorumError{Op: "obtain", Key: key, Need: l.need, reason: ErrNotObtained}
 	}
 	if !queued && l.gates.busy(key) {
@@ -364,6 +369,10 @@ func (l *Locker) Obtain(ctx context.Context, key string, opts ...Option) (*Lock,
 			if errors.Is(err, ErrInvalid) || errors.Is(err, ErrClosed) {
 				return nil, err
 			}
+			var qe *QuorumError
+			if queued && errors.As(err, &qe) {
+				l.gates.note(key, qe)
+			}
 			if ctx.Err() != nil {
 				return nil, withContext(ctx, err)
 			}
@@ -371,7 +380,6 @@ func (l *Locker) Obtain(ctx context.Context, key string, opts ...Option) (*Lock,
 			if wait, ok = seq.Next(); !ok {
 				return nil, err
 			}
-			var qe *QuorumError
 			if errors.Is(err, ErrNotObtained) && errors.As(err, &qe) {
 				if free, known := qe.freeIn(); known {
 					if outlives(free) {

@@ -69,3 +69,38 @@ func TestOutageIsNeverContention(t *testing.T) {
 		})
 	}
 }
+
+// A goroutine that waits in its Locker's line behind another that contends
+// for the key, and whose deadline ends there without a round of its own,
+// reports what the line's last round found: during an outage, ErrNoQuorum,
+// with that round's detail, not contention.
+func TestOutageWhileWaitingInLine(t *testing.T) {
+	c := newCluster(t, 3)
+	other := c.locker(t)
+	held := mustObtain(t, other, "line")
+	defer func() { _ = held.Release(context.Background()) }()
+	l := c.locker(t, redlock.WithNodeTimeout(100*time.Millisecond),
+		redlock.WithRetry(redlock.LinearBackoff(20*time.Millisecond)))
+	// The head of the line waits for the holder, then for the nodes.
+	headCtx, stopHead := context.WithCancel(t.Context())
+	defer stopHead()
+	head := obtainAsync(headCtx, l, "line")
+	awaitLine(t, l, "line", 1)
+	for _, s := range c.servers[1:] {
+		if err := s.Kill(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+	defer cancel()
+	_, err := l.Obtain(ctx, "line")
+	var qe *redlock.QuorumError
+	if !errors.Is(err, redlock.ErrNoQuorum) || errors.Is(err, redlock.ErrNotObtained) ||
+		!errors.Is(err, context.DeadlineExceeded) || !errors.As(err, &qe) || len(qe.Nodes) != 3 {
+		t.Fatalf("Obtain that waited in line during an outage: %v; want ErrNoQuorum with the line's last round, and the deadline", err)
+	}
+	stopHead()
+	if r := <-head; r.lock != nil {
+		t.Fatal("the head of the line got a lock with two of three nodes down")
+	}
+}
