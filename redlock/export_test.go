@@ -19,3 +19,13 @@ func Offered(l *Locker, key string) bool {
 	ln := l.gates.lines[key]
 	return ln != nil && ln.offer != nil
 }
+
+// Closing reports whether a Close of l is under way: it waits for, or has
+// taken, the Locker's lock (tests only).
+func Closing(l *Locker) bool {
+	if l.mu.TryRLock() {
+		l.mu.RUnlock()
+		return false
+	}
+	return true
+}

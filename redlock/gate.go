@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -30,6 +31,10 @@ type line struct {
 	// heldUntil, while not zero, is the validity deadline of the lock that
 	// a goroutine got from this line and has not released yet.
 	heldUntil time.Time
+	// last is the outcome of the line's latest failed round: what a
+	// waiter that gives up behind the others, without a round of its own,
+	// reports (an outage must not read as contention).
+	last *QuorumError
 }
 
 // busy reports whether goroutines already wait for key; a newcomer then
@@ -140,6 +145,7 @@ func (g *gates) hold(key string, until time.Time) {
 	defer g.mu.Unlock()
 	if ln := g.lines[key]; ln != nil {
 		ln.heldUntil = until
+		ln.last = nil // the line's latest news is a success
 	}
 }
 
@@ -176,4 +182,27 @@ func (g *gates) pokeAll() {
 	for _, ln := range g.lines {
 		ln.offer.wake()
 	}
+}
+
+// note records the failed round of a goroutine in key's line.
+func (g *gates) note(key string, qe *QuorumError) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if ln := g.lines[key]; ln != nil {
+		ln.last = qe
+	}
+}
+
+// last returns a copy of the latest failed round noted in key's line, or
+// nil.
+func (g *gates) last(key string) *QuorumError {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	ln := g.lines[key]
+	if ln == nil || ln.last == nil {
+		return nil
+	}
+	qe := *ln.last
+	qe.Nodes = slices.Clone(qe.Nodes)
+	return &qe
 }

@@ -168,7 +168,9 @@ func (k *Lock) handoff(ctx context.Context, o *offer) error {
 	cfg, p := o.cfg, &o.plan
 	timeout := k.cfg.nodeTimeout
 	args := make([]any, 0, 3+len(p.args))
-	args = append(args, k.prefix, "", 0) // no announcement: the key stays taken
+	// The channel is told only if the key ends up free: the acquisition
+	// was refused (handoff.lua).
+	args = append(args, k.prefix, releaseChannel(k.key), 0)
 	args = append(args, p.args...)
 	cmd := evalSha(handoffScript, p.keys, args)
 
@@ -207,6 +209,11 @@ func (k *Lock) handoff(ctx context.Context, o *offer) error {
 	})
 	acq := split(&res, acquireVote)
 	acq.OK = res.OK
+	// The offer's owner concludes the acquisition (writes the fence back,
+	// or undoes it) in takeOver, perhaps after Close. This count on bg,
+	// taken while we hold l.enter and ended by takeOver, keeps Close from
+	// closing the node pipes before it has: an undo must still run.
+	l.bg.Add(1)
 	o.done <- handoffResult{res: acq, start: start, validity: validity, late: late}
 
 	// The release's outcome. The round decided on both steps together; if
@@ -237,11 +244,18 @@ func (k *Lock) handoff(ctx context.Context, o *offer) error {
 // takeOver finishes the acquisition of a handoff, as attempt does its own:
 // the lock, or, if the handoff failed, the undo of its writes (announced,
 // since the old owner's key is gone too) and the reason.
+//
+// After Close it still undoes what the round granted, and returns ErrClosed:
+// the keys would otherwise stay until their TTL, and nobody would hear that
+// the old owner let go.
 func (l *Locker) takeOver(ctx context.Context, key string, cfg *config, o *offer, hr handoffResult) (*Lock, error) {
 	if hr.closed {
 		return nil, ErrClosed
 	}
+	defer l.bg.Done() // taken by handoff for us
 	if err := l.enter(); err != nil {
+		hr.res.OK = false
+		_, _ = l.conclude(ctx, key, cfg, &o.plan, &hr.res, hr.start, hr.validity, hr.late, releaseChannel(key))
 		return nil, err
 	}
 	defer l.mu.RUnlock()

@@ -247,13 +247,21 @@ func (l *Locker) callConfig(key string, opts []Option) (config, error) {
 //
 // On failure it returns no lock, leaves no key of its own on any node (late
 // replies are cleaned up in the background), and an error that matches
-// ErrNotObtained (contention) or ErrNoQuorum (outage) with per-node detail in
-// a *QuorumError; when ctx ended, the error also matches ctx.Err().
+// ErrNotObtained (contention) or ErrNoQuorum (outage) with per-node detail of
+// the last round in a *QuorumError; when ctx ended, the error also matches
+// ctx.Err(). Which of the two is told from the nodes' answers, never from the
+// context: a wait that a deadline ends during an outage is ErrNoQuorum. A ctx
+// that has ended before the call asks no node: the error then matches only
+// ctx.Err().
 func (l *Locker) Obtain(ctx context.Context, key string, opts ...Option) (*Lock, error) {
 	cfg, err := l.callConfig(key, opts)
 	if err != nil {
 		return nil, err
 	}
+	if ctx.Err() != nil {
+		return nil, notTried(ctx, key)
+	}
+	// err, nil here, is the last round's error from now on.
 	seq := cfg.retry.Start()
 	var (
 		timer *time.Timer
@@ -309,8 +317,13 @@ func (l *Locker) Obtain(ctx context.Context, key string, opts ...Option) (*Lock,
 		dl, has := ctx.Deadline()
 		return cfg.failFast && has && time.Until(dl) < d
 	}
-	// notNow is the error when we gave up before asking the nodes.
+	// notNow is the error when we gave up before asking the nodes: what
+	// the line's latest round found, if it found anything, or contention
+	// (we waited behind this Locker's own holder or waiters).
 	notNow := func() error {
+		if qe := l.gates.last(key); qe != nil {
+			return qe
+		}
 		return &QuorumError{Op: "obtain", Key: key, Need: l.need, reason: ErrNotObtained}
 	}
 	if !queued && l.gates.busy(key) {
@@ -357,6 +370,11 @@ func (l *Locker) Obtain(ctx context.Context, key string, opts ...Option) (*Lock,
 			wait = left
 		} else {
 			lock, aerr := l.attempt(ctx, key, &cfg)
+			if errors.Is(aerr, errNotTried) && err != nil {
+				// ctx ended just before this attempt: the last round
+				// tells what kept the lock from us.
+				return nil, withContext(ctx, err)
+			}
 			if aerr == nil {
 				if inLine {
 					l.gates.hold(key, lock.Until())
@@ -367,6 +385,10 @@ func (l *Locker) Obtain(ctx context.Context, key string, opts ...Option) (*Lock,
 			if errors.Is(err, ErrInvalid) || errors.Is(err, ErrClosed) {
 				return nil, err
 			}
+			var qe *QuorumError
+			if queued && errors.As(err, &qe) {
+				l.gates.note(key, qe)
+			}
 			if ctx.Err() != nil {
 				return nil, withContext(ctx, err)
 			}
@@ -374,7 +396,6 @@ func (l *Locker) Obtain(ctx context.Context, key string, opts ...Option) (*Lock,
 			if wait, ok = seq.Next(); !ok {
 				return nil, err
 			}
-			var qe *QuorumError
 			if errors.Is(err, ErrNotObtained) && errors.As(err, &qe) {
 				if free, known := qe.freeIn(); known {
 					if outlives(free) {
@@ -430,6 +451,14 @@ func (l *Locker) Obtain(ctx context.Context, key string, opts ...Option) (*Lock,
 			handed, got = <-o.done, true
 		}
 		if got {
+			if ctx.Err() != nil {
+				// A Release ran this round for us, perhaps only after ctx
+				// ended (it claimed the offer before we could withdraw
+				// it): an ended context obtains nothing, so it is undone.
+				// An attempt of our own, by contrast, starts only with a
+				// live ctx (see attempt).
+				handed.res.OK = false
+			}
 			lock, herr := l.takeOver(ctx, key, &cfg, o, handed)
 			if herr == nil {
 				l.gates.hold(key, lock.Until())
@@ -449,6 +478,11 @@ func (l *Locker) Obtain(ctx context.Context, key string, opts ...Option) (*Lock,
 
 // TryObtain makes exactly one attempt to acquire the lock on key, whatever
 // the retry strategy. On failure it behaves as Obtain does.
+//
+// A ctx that has ended already asks no node and returns an error matching
+// ctx.Err(). One that ends during the attempt does not cut it short: the
+// node calls run on their own deadlines, and a lock granted by a majority
+// with validity left is returned (see attempt).
 func (l *Locker) TryObtain(ctx context.Context, key string, opts ...Option) (*Lock, error) {
 	cfg, err := l.callConfig(key, opts)
 	if err != nil {
@@ -461,13 +495,31 @@ func (l *Locker) TryObtain(ctx context.Context, key string, opts ...Option) (*Lo
 	return lock, err
 }
 
+// errNotTried marks the error of an acquisition that asked no node because
+// its context had ended before it began.
+var errNotTried = errors.New("redlock: context ended before any node was asked")
+
+// notTried is the error of an acquisition of key whose ctx has ended before
+// it asked any node. It matches ctx.Err(), and neither ErrNotObtained nor
+// ErrNoQuorum: nothing is known of the nodes.
+func notTried(ctx context.Context, key string) error {
+	return fmt.Errorf("%w: obtain %q: %w", errNotTried, key, ctx.Err())
+}
+
 // withContext joins the context's error to err unless it is there already.
 func withContext(ctx context.Context, err error) error {
 	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
-		return errors.Join(err, cerr)
+		return &ctxError{err: err, ctx: cerr}
 	}
 	return err
 }
+
+// ctxError is errors.Join of an error and its context's, on one line: a
+// message that a CLI or a log prints must not break in two.
+type ctxError struct{ err, ctx error }
+
+func (e *ctxError) Error() string   { return e.err.Error() + ": " + e.ctx.Error() }
+func (e *ctxError) Unwrap() []error { return []error{e.err, e.ctx} }
 
 // acquirePlan is what one acquisition sends: a fresh token (or the
 // caller's) and the acquire script's keys and arguments.
@@ -502,7 +554,19 @@ func newPlan(key string, cfg *config) acquirePlan {
 
 // attempt is one quorum round of the acquire script, plus, with fencing, one
 // round that writes the fence back.
+//
+// An ended ctx obtains nothing: attempt then asks no node. The node calls do
+// not watch ctx (each runs on its own deadline, so that a round's undo and
+// its stragglers' clean-up always reach the nodes), so a round started after
+// ctx ended would still take the lock. A ctx that ends during the round does
+// not undo it: a lock that a majority granted with validity left is
+// returned, as a successful acquisition that raced the cancellation (the
+// caller holds a lock it can release; undoing it would cost a round and
+// gain nothing).
 func (l *Locker) attempt(ctx context.Context, key string, cfg *config) (*Lock, error) {
+	if ctx.Err() != nil {
+		return nil, notTried(ctx, key)
+	}
 	if err := l.enter(); err != nil {
 		return nil, err
 	}
@@ -545,7 +609,8 @@ func (l *Locker) attempt(ctx context.Context, key string, cfg *config) (*Lock, e
 // into a Lock, after writing the fence back if fencing is on; or, when it
 // failed, undoes the acquisition wherever it may have been applied,
 // announcing the undo on channel unless it is "", and says why it failed.
-// The caller holds l.enter.
+// The caller holds l.enter, or a count on l.bg that keeps the node pipes
+// open (a handoff's take-over after Close).
 func (l *Locker) conclude(ctx context.Context, key string, cfg *config, p *acquirePlan, res *quorum.Result[int64],
 	start time.Time, validity time.Duration, late *settle, channel string) (*Lock, error) {
 	var (
@@ -555,7 +620,12 @@ func (l *Locker) conclude(ctx context.Context, key string, cfg *config, p *acqui
 	if res.OK && cfg.fencing {
 		fence, validity, reason = l.writeBackFence(ctx, key, cfg, res, start)
 	}
-	if res.OK && reason == nil {
+	// A lock leaves here only while it is valid. The round may be concluded
+	// well after its majority came in (a handoff's result waits for its
+	// owner to take it over; the clock may jump): a lock whose Until has
+	// passed would have its holder work past its validity. It fails as a
+	// majority that came too late does (ErrNoQuorum), and is undone.
+	if res.OK && reason == nil && cfg.clock.Now().Before(start.Add(validity)) {
 		late.finish(false)
 		return &Lock{
 			l:      l,
@@ -576,11 +646,11 @@ func (l *Locker) conclude(ctx context.Context, key string, cfg *config, p *acqui
 	l.undoAll(ctx, cfg.nodeTimeout, p.lockKeys, p.prefix, channel, func(i int) bool {
 		return undo(res.Replies[i].Vote, cfg.tokenSet) || slices.Contains(pending, i)
 	})
+	// Why, from the nodes' answers alone: a context that ended meanwhile
+	// says nothing about the nodes, and an outage reported as contention
+	// would tell a caller (a cron job's redlock run, say) that all is well.
 	qe := l.quorumError("obtain", key, res, acquireOutcome)
 	switch {
-	case ctx.Err() != nil:
-		qe.reason = ErrNotObtained
-		return nil, withContext(ctx, qe)
 	case reason != nil:
 		qe.reason = reason
 	case res.Failed > len(l.nodes)-l.need || res.Yes >= l.need:
@@ -588,9 +658,10 @@ func (l *Locker) conclude(ctx context.Context, key string, cfg *config, p *acqui
 		// late to leave any validity.
 		qe.reason = ErrNoQuorum
 	default:
+		// Nodes held by another owner made a majority impossible.
 		qe.reason = ErrNotObtained
 	}
-	return nil, qe
+	return nil, withContext(ctx, qe)
 }
 
 // settle tells the Late callback of an acquire round what to do with a

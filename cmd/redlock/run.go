@@ -31,7 +31,9 @@ var _ = register(&command{
 	help: `Obtain the lock KEY on a majority of the nodes, run COMMAND, keep the lock
 extended while it runs (every third of --ttl), and release it when COMMAND
 ends. With --wait 0 (the default) redlock tries once and exits with 75 when
-another owner holds the lock.
+another owner holds the lock. When a majority of nodes cannot be reached it
+exits with 69 and says why, also when --wait ran out during the outage, and
+also with --quiet: an outage is never silent.
 
 COMMAND runs in its own process group with redlock's standard input, output,
 error and environment. Signals sent to redlock (SIGINT, SIGTERM, SIGHUP,
@@ -86,7 +88,8 @@ func defineRun(fs *flagSet) action {
 	fs.DurationVar(&f.lockDelay, "lock-delay", 0, "after a lock ends without a release (redlock was killed, or its host\n"+
 		"paused past the lock's validity), keep the key from everyone for this\n"+
 		"long after its TTL; a normal end releases at once; 0 turns it off")
-	fs.BoolVar(&f.quiet, "quiet", false, "say nothing when the lock is busy (the exit code still does)")
+	fs.BoolVar(&f.quiet, "quiet", false, "say nothing when the lock is busy (the exit code still does);\n"+
+		"an outage (exit 69) and other failures are still reported")
 	fs.BoolVar(&f.verbose, "verbose", false, "report waiting, obtaining and releasing the lock on standard error")
 	return func(a *app, fs *flagSet, args []string) int { return a.run(fs, f, args) }
 }

@@ -5,7 +5,8 @@
 -- if the release had been followed at once by the acquisition.
 --
 -- KEYS        acquire.lua's KEYS (KEYS[1] is the lock key)
--- ARGV[1..3]  release.lua's ARGV, for the owner who lets go
+-- ARGV[1..3]  release.lua's ARGV, for the owner who lets go; ARGV[2], the
+--             release channel, is told only if the key ends up free
 -- ARGV[4..]   acquire.lua's ARGV, for the next owner
 --
 -- Returns {release's reply, acquire's reply}; when the acquisition is
@@ -16,8 +17,15 @@ end
 local acquire = function(KEYS, ARGV)
 --[[acquire.lua]]
 end
-local r = release({KEYS[1]}, {ARGV[1], ARGV[2], ARGV[3]})
+-- The release announces nothing: the key is meant to pass straight on.
+local r = release({KEYS[1]}, {ARGV[1], '', ARGV[3]})
 local a = acquire(KEYS, {unpack(ARGV, 4)})
+-- If it did not (the acquisition was refused), the old owner's release
+-- freed the key: announce it as a release does, or waiters elsewhere
+-- would sleep until their timers.
+if r == 1 and ARGV[2] ~= '' and redis.call('EXISTS', KEYS[1]) == 0 then
+  redis.call('PUBLISH', ARGV[2], KEYS[1])
+end
 if type(a) == 'table' then
   return {r, a['err']}
 end
