@@ -298,3 +298,63 @@ func TestRunMetadata(t *testing.T) {
 	p.release()
 	p.expect(0)
 }
+
+// With every node paused, the command gets its SIGTERM before the lock's
+// validity ends: at the latest --node-timeout (plus a margin) before it,
+// not when the extension in flight gives up.
+func TestRunLostLockWarnsBeforeValidityEnds(t *testing.T) {
+	t.Parallel()
+	const (
+		// A TTL long enough that the nodes are paused long before the
+		// first extension (due after a third of it), and the command,
+		// however slow to start, is ready before its SIGTERM.
+		ttl         = 3 * time.Second
+		nodeTimeout = 300 * time.Millisecond
+		// slack absorbs timers and signal delivery running late on a
+		// loaded machine; the SIGTERM is due 150ms (the margin, a
+		// twentieth of the TTL) earlier still.
+		slack = 150 * time.Millisecond
+	)
+	servers := redistest.StartT(t, 3, redistest.Options{})
+	t.Cleanup(func() {
+		for _, s := range servers {
+			_ = s.Resume()
+		}
+	})
+	argv, env := helperCommand(t, "signal-at")
+	p := start(t, env, append([]string{"run", "--nodes", nodesURL(servers), "--ttl", ttl.String(), "--node-timeout", nodeTimeout.String(),
+		"--grace", "20s", "--verbose", t.Name(), "--"}, argv...)...)
+	// The obtained line gives the lock's validity deadline; no extension
+	// moves it once the nodes are paused.
+	obtained := p.stderr.await(t, "valid until ")
+	for _, s := range servers {
+		if err := s.Pause(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	paused := time.Now()
+	until, err := time.Parse(time.RFC3339Nano, strings.TrimSuffix(obtained[strings.Index(obtained, "valid until ")+len("valid until "):], ")"))
+	if err != nil {
+		t.Fatalf("no deadline in %q: %v", obtained, err)
+	}
+	if firstExtension := until.Add(-2 * ttl / 3); !paused.Before(firstExtension) {
+		t.Fatalf("the nodes were paused %v after the first extension was due: the machine is too slow for this test", paused.Sub(firstExtension))
+	}
+	p.stdout.await(t, "ready")
+	line := p.stdout.await(t, "got terminated at ")
+	p.expect(exitLost)
+	p.stderr.await(t, "lost while the command ran")
+
+	ns, err := strconv.ParseInt(line[strings.LastIndex(line, " ")+1:], 10, 64)
+	if err != nil {
+		t.Fatalf("no time in %q: %v", line, err)
+	}
+	termAt := time.Unix(0, ns)
+	if !termAt.Before(until) {
+		t.Fatalf("SIGTERM came %v after the lock's validity ended", termAt.Sub(until))
+	}
+	if limit := until.Add(-nodeTimeout + slack); !termAt.Before(limit) {
+		t.Fatalf("SIGTERM came %v before the lock's validity ended, want at least %v (node timeout %v, slack %v)", until.Sub(termAt), nodeTimeout-slack, nodeTimeout, slack)
+	}
+	t.Logf("SIGTERM %v before the validity ended", until.Sub(termAt))
+}
