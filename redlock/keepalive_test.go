@@ -264,8 +264,7 @@ func TestDoPanicReleases(t *testing.T) {
 	// Locker's Close, the clients').
 	t.Cleanup(func() { goleak.VerifyNone(t, ignore...) })
 	c := newCluster(t, 3)
-	ttl := 600 * time.Millisecond
-	l := c.locker(t, redlock.WithTTL(ttl), redlock.WithNodeTimeout(100*time.Millisecond))
+	l := c.locker(t)
 	type boom struct{ n int }
 	var token string
 	got := func() (v any) {
@@ -287,7 +286,7 @@ func TestDoPanicReleases(t *testing.T) {
 		t.Fatal("fn did not see the lock held")
 	}
 	// Another Locker gets it at once.
-	other := newLocker(t, c.clients, redlock.WithTTL(ttl), redlock.WithNodeTimeout(100*time.Millisecond))
+	other := newLocker(t, c.clients)
 	next := mustObtain(t, other, "p")
 	if err := next.Release(t.Context()); err != nil {
 		t.Fatal(err)

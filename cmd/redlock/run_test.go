@@ -195,9 +195,9 @@ func TestRunLostLockStopsCommand(t *testing.T) {
 			t.Parallel()
 			servers := redistest.StartT(t, 3, redistest.Options{})
 			// A short TTL so that the loss is found within a second of
-			// the majority going away; the node timeout stays far
-			// below it.
-			p := start(t, nil, "run", "--nodes", nodesURL(servers), "--ttl", "1s", "--node-timeout", "100ms",
+			// the majority going away; the node timeout stays below
+			// it, yet long enough for a first dial on a loaded machine.
+			p := start(t, nil, "run", "--nodes", nodesURL(servers), "--ttl", "1s", "--node-timeout", "300ms",
 				"--grace", "200ms", t.Name(), "--", "sh", "-c", tt.script)
 			p.stdout.await(t, "ready")
 			for _, s := range servers[:2] {
@@ -217,7 +217,7 @@ func TestRunForceReleaseStopsHolder(t *testing.T) {
 	servers := redistest.StartT(t, 3, redistest.Options{})
 	env := nodesEnv(servers)
 	key := t.Name()
-	p := start(t, env, "run", "--ttl", "1s", "--node-timeout", "100ms", key, "--", "sh", "-c", `echo ready; exec sleep 60`)
+	p := start(t, env, "run", "--ttl", "1s", "--node-timeout", "300ms", key, "--", "sh", "-c", `echo ready; exec sleep 60`)
 	p.stdout.await(t, "ready")
 	// Force the lock away and take it: the next extension finds the lock
 	// gone, or held by the new owner.
