@@ -48,10 +48,10 @@ func (c *config) warnLead() time.Duration {
 	return c.nodeTimeout + max(c.ttl/20, minWarnMargin)
 }
 
-// checkKeepAlive rejects a TTL that leaves no room, even after an instant
-// acquisition, for one extension (which may take the node timeout) before
-// the warning: the lock could only be kept by luck, and the work would be
-// told of a loss at once.
+// checkKeepAlive rejects a TTL too short for one extension (which may take
+// the node timeout) to finish before the warning, even after an instant
+// acquisition: such a lock would be kept by luck only, and lost at the first
+// slow round.
 func (c *config) checkKeepAlive() error {
 	drift := clock.Drift(c.ttl, c.driftFactor)
 	if room := c.ttl - drift - c.warnLead() - c.nodeTimeout; room <= 0 {
@@ -117,10 +117,11 @@ func (k *Lock) keepAlive(ctx context.Context, quit <-chan struct{}, lose context
 	// several attempts fit before the warning.
 	retry := ttl / 24
 	now := k.cfg.clock.Now
-	// plan returns when to extend next: a third of the TTL after the last
-	// success, or retry after a failure, and in either case no later than
-	// one node timeout before the warning, when an attempt can still finish
-	// in time.
+	// plan returns how long to wait before the next extension: after
+	// (when two thirds of the TTL are left before Until, about a third of
+	// the TTL after the last extension began; or retry after a failure),
+	// but no later than one node timeout before the warning, the last
+	// moment from which even a slow round finishes in time.
 	plan := func(after time.Duration) time.Duration {
 		latest := k.Until().Add(-lead - timeout).Sub(now())
 		return max(min(after, latest), 0)
