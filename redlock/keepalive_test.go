@@ -119,10 +119,19 @@ func TestDoWarnsBeforeValidityEnds(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			clients, stall, resume := tt.setup(t)
 			l := newLocker(t, clients, redlock.WithTTL(ttl), redlock.WithNodeTimeout(nodeTimeout))
+			// Dial every node first, so that Do's acquisition is quick
+			// and the bounds on Until below are tight.
+			warm, err := l.Obtain(t.Context(), "warm-up")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := warm.Release(t.Context()); err != nil {
+				t.Fatal(err)
+			}
 			var fnStart, stalled, told time.Time
 			var cause error
 			begin := time.Now()
-			err := l.Do(t.Context(), "k", func(ctx context.Context) error {
+			err = l.Do(t.Context(), "k", func(ctx context.Context) error {
 				fnStart = time.Now()
 				if err := stall(); err != nil {
 					return err
@@ -228,7 +237,12 @@ func TestKeepAliveRejectsTTLTooShortToKeep(t *testing.T) {
 		t.Fatalf("Do left keys on the nodes: %q", v)
 	}
 
-	lock := mustObtain(t, l, "short", opts...)
+	// Obtain, not TryObtain: it retries a first dial slower than the
+	// node timeout on a loaded machine.
+	lock, err := l.Obtain(t.Context(), "short", opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
 	held, stop := lock.KeepAlive(t.Context())
 	defer stop()
 	if held.Err() == nil {
@@ -245,7 +259,10 @@ func TestKeepAliveRejectsTTLTooShortToKeep(t *testing.T) {
 	}
 
 	// Twice the node timeout, the margin and the drift fit: accepted.
-	ok := mustObtain(t, l, "long-enough", redlock.WithTTL(time.Second), redlock.WithNodeTimeout(400*time.Millisecond))
+	ok, err := l.Obtain(t.Context(), "long-enough", redlock.WithTTL(time.Second), redlock.WithNodeTimeout(400*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
 	held, stop = ok.KeepAlive(t.Context())
 	if held.Err() != nil {
 		t.Fatalf("KeepAlive with TTL 1s, node timeout 400ms: %v", context.Cause(held))

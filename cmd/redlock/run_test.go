@@ -196,8 +196,9 @@ func TestRunLostLockStopsCommand(t *testing.T) {
 			servers := redistest.StartT(t, 3, redistest.Options{})
 			// A short TTL so that the loss is found within a second of
 			// the majority going away; the node timeout stays below
-			// it, yet long enough for a first dial on a loaded machine.
-			p := start(t, nil, "run", "--nodes", nodesURL(servers), "--ttl", "1s", "--node-timeout", "300ms",
+			// it, and --wait retries a first dial slower than that on a
+			// loaded machine.
+			p := start(t, nil, "run", "--nodes", nodesURL(servers), "--ttl", "1s", "--node-timeout", "300ms", "--wait", "20s",
 				"--grace", "200ms", t.Name(), "--", "sh", "-c", tt.script)
 			p.stdout.await(t, "ready")
 			for _, s := range servers[:2] {
@@ -217,7 +218,8 @@ func TestRunForceReleaseStopsHolder(t *testing.T) {
 	servers := redistest.StartT(t, 3, redistest.Options{})
 	env := nodesEnv(servers)
 	key := t.Name()
-	p := start(t, env, "run", "--ttl", "1s", "--node-timeout", "300ms", key, "--", "sh", "-c", `echo ready; exec sleep 60`)
+	// --wait retries a first dial slower than the node timeout.
+	p := start(t, env, "run", "--ttl", "1s", "--node-timeout", "300ms", "--wait", "20s", key, "--", "sh", "-c", `echo ready; exec sleep 60`)
 	p.stdout.await(t, "ready")
 	// Force the lock away and take it: the next extension finds the lock
 	// gone, or held by the new owner.
@@ -323,7 +325,7 @@ func TestRunLostLockWarnsBeforeValidityEnds(t *testing.T) {
 	})
 	argv, env := helperCommand(t, "signal-at")
 	p := start(t, env, append([]string{"run", "--nodes", nodesURL(servers), "--ttl", ttl.String(), "--node-timeout", nodeTimeout.String(),
-		"--grace", "20s", "--verbose", t.Name(), "--"}, argv...)...)
+		"--wait", "20s", "--grace", "20s", "--verbose", t.Name(), "--"}, argv...)...)
 	// The obtained line gives the lock's validity deadline; no extension
 	// moves it once the nodes are paused.
 	obtained := p.stderr.await(t, "valid until ")
