@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/quorumlock/redlock/clock"
 	"github.com/quorumlock/redlock/quorum"
 )
 
@@ -22,7 +23,7 @@ func (e *lostError) Error() string {
 	case e.reason == nil:
 		return "redlock: lock lost"
 	case e.reason == ErrLockExpired:
-		return "redlock: lock lost: its validity ran out before an extension reached a majority"
+		return "redlock: lock lost: no extension reached a majority in time (its validity ends within the node timeout and margin)"
 	}
 	return "redlock: lock lost: " + e.reason.Error()
 }
@@ -34,17 +35,66 @@ func (e *lostError) Unwrap() []error {
 	return []error{ErrLockLost, e.reason}
 }
 
-// KeepAlive extends the lock in the background, about every third of its
-// TTL, until stop is called or ctx ends. It returns a context derived from
-// ctx that is cancelled, with a cause matching ErrLockLost
-// (context.Cause), as soon as the lock is lost: an extension found it not
-// ours, or its validity ran out before an extension could reach a majority.
-// Loss is final; the lock is then no longer Valid.
+// minWarnMargin is the least margin of the warning lead (see warnLead).
+const minWarnMargin = 5 * time.Millisecond
+
+// warnLead is how long before Until KeepAlive gives up on extending and
+// tells the work: the node timeout, because an extension still in flight then
+// cannot be counted on to finish before Until, plus a margin of a twentieth
+// of the TTL (at least minWarnMargin), so that the work hears of it, and can
+// stop, while no one else can hold the lock yet, even with timers running
+// late on a loaded machine.
+func (c *config) warnLead() time.Duration {
+	return c.nodeTimeout + max(c.ttl/20, minWarnMargin)
+}
+
+// checkKeepAlive rejects a TTL too short for one extension (which may take
+// the node timeout) to finish before the warning, even after an instant
+// acquisition: such a lock would be kept by luck only, and lost at the first
+// slow round.
+func (c *config) checkKeepAlive() error {
+	drift := clock.Drift(c.ttl, c.driftFactor)
+	if room := c.ttl - drift - c.warnLead() - c.nodeTimeout; room <= 0 {
+		return invalid("TTL %v leaves no time to extend the lock before its holder must be warned: it must exceed twice the node timeout %v plus the margin %v and the drift %v",
+			c.ttl, c.nodeTimeout, c.warnLead()-c.nodeTimeout, drift)
+	}
+	return nil
+}
+
+// KeepAlive extends the lock in the background until stop is called or ctx
+// ends, and returns a context derived from ctx that is cancelled, with a
+// cause matching ErrLockLost (context.Cause), as soon as the lock is lost:
+// an extension found it not ours, or no extension reached a majority in
+// time.
 //
-// stop ends the background goroutine and waits for it; it does not release
-// the lock. It is safe to call more than once.
+// The work is told at the latest the node timeout plus a margin (a
+// twentieth of the TTL, at least 5 ms) before Until, whatever an
+// extension in flight is doing: the deadline is watched beside the
+// extension, not after it, and moves with Until on every successful
+// extension. Loss is final: the lock is then no longer Valid, even if an
+// extension still in flight succeeds afterwards.
+//
+// It extends when about a third of the TTL has passed since the last
+// extension (or the acquisition), and after a failed one (an outage) it
+// tries again every twenty-fourth of the TTL, the last attempt no later than
+// one node timeout before the warning, so that retries fit within the
+// validity.
+//
+// When the lock's TTL leaves no room for one extension before that warning
+// (it must exceed twice the node timeout, the margin and the drift), the
+// returned context is already cancelled with a cause matching ErrInvalid,
+// not ErrLockLost, and nothing runs in the background; the lock is left as
+// it was.
+//
+// stop ends the background goroutine and waits for it (for at most about a
+// node timeout, while an extension in flight ends); it does not release the
+// lock. It is safe to call more than once.
 func (k *Lock) KeepAlive(ctx context.Context) (held context.Context, stop context.CancelFunc) {
 	held, cancel := context.WithCancelCause(ctx)
+	if err := k.cfg.checkKeepAlive(); err != nil {
+		cancel(err)
+		return held, func() { cancel(err) }
+	}
 	quit := make(chan struct{})
 	done := make(chan struct{})
 	go func() {
@@ -62,74 +112,133 @@ func (k *Lock) KeepAlive(ctx context.Context) (held context.Context, stop contex
 }
 
 func (k *Lock) keepAlive(ctx context.Context, quit <-chan struct{}, lose context.CancelCauseFunc) {
-	ttl := k.cfg.ttl
-	every := ttl / 3
-	// After a failed extension (an outage), try again sooner, as long as
-	// the lock is still valid.
-	retry := max(every/8, k.cfg.nodeTimeout)
-	next := time.NewTimer(every)
+	ttl, timeout, lead := k.cfg.ttl, k.cfg.nodeTimeout, k.cfg.warnLead()
+	// After a failed extension (an outage), try again soon, so that
+	// several attempts fit before the warning.
+	retry := ttl / 24
+	now := k.cfg.clock.Now
+	// plan returns how long to wait before the next extension: after
+	// (when two thirds of the TTL are left before Until, about a third of
+	// the TTL after the last extension began; or retry after a failure),
+	// but no later than one node timeout before the warning, the last
+	// moment from which even a slow round finishes in time.
+	plan := func(after time.Duration) time.Duration {
+		latest := k.Until().Add(-lead - timeout).Sub(now())
+		return max(min(after, latest), 0)
+	}
+	next := time.NewTimer(plan(k.Until().Add(-2 * ttl / 3).Sub(now())))
 	defer next.Stop()
-	left := func() time.Duration { return k.Until().Sub(k.cfg.clock.Now()) }
-	deadline := time.NewTimer(left())
-	defer deadline.Stop()
+	warnIn := func() time.Duration { return k.Until().Add(-lead).Sub(now()) }
+	warn := time.NewTimer(warnIn())
+	defer warn.Stop()
+
+	// One extension at a time runs in its own goroutine, so that the warning
+	// is never held up by a round waiting on slow nodes. On the way out it
+	// is cancelled and waited for.
+	extCtx, cancelExt := context.WithCancel(ctx)
+	results := make(chan error, 1)
+	inFlight := false
+	defer func() {
+		cancelExt()
+		if inFlight {
+			<-results
+		}
+	}()
 	for {
 		select {
 		case <-quit:
 			return
 		case <-ctx.Done():
 			return
-		case <-deadline.C:
-			// Validity ran out before any extension succeeded.
+		case <-warn.C:
+			if k.released() {
+				return // the owner let go; nothing is lost
+			}
+			if d := warnIn(); d > 0 {
+				warn.Reset(d) // Until moved (an Extend of the owner's own)
+				continue
+			}
+			// No extension reached a majority in time. Tell the work now;
+			// an extension in flight cannot undo it.
 			err := &lostError{reason: ErrLockExpired}
 			k.markLost(err)
 			lose(err)
 			return
 		case <-next.C:
-		}
-		if k.released() {
-			return // the owner let go; nothing is lost
-		}
-		err := k.Extend(ctx, ttl)
-		switch {
-		case err == nil:
-			deadline.Reset(left())
-			next.Reset(every)
-		case errors.Is(err, ErrLockNotHeld):
-			if !k.released() {
-				lose(&lostError{reason: err})
+			if k.released() {
+				return
 			}
-			return
-		case ctx.Err() != nil:
-			return
-		default:
-			next.Reset(retry)
+			inFlight = true
+			go func() { results <- k.Extend(extCtx, ttl) }()
+		case err := <-results:
+			inFlight = false
+			switch {
+			case err == nil:
+				warn.Reset(warnIn())
+				next.Reset(plan(k.Until().Add(-2 * ttl / 3).Sub(now())))
+			case errors.Is(err, ErrLockNotHeld):
+				if !k.released() {
+					lose(&lostError{reason: err})
+				}
+				return
+			case ctx.Err() != nil:
+				return
+			default:
+				next.Reset(plan(retry))
+			}
 		}
 	}
 }
 
 // Do obtains the lock on key (waiting as Obtain does), runs fn, keeps the
-// lock extended while fn runs, and releases it when fn returns.
+// lock extended while fn runs (see KeepAlive), and releases it when fn
+// returns.
 //
-// If the lock is lost while fn runs, fn's context is cancelled at once with a
-// cause matching ErrLockLost (context.Cause), and Do returns an error
-// matching ErrLockLost (joined with fn's own error, if any). Otherwise Do
-// returns fn's error joined with any error from Release. When the lock cannot
-// be obtained, fn does not run and Do returns Obtain's error. The background
-// extension always ends before Do returns.
-func (l *Locker) Do(ctx context.Context, key string, fn func(ctx context.Context) error, opts ...Option) error {
+// If the lock is lost while fn runs, fn's context is cancelled with a cause
+// matching ErrLockLost (context.Cause), at the latest the node timeout plus
+// a margin (a twentieth of the TTL, at least 5 ms) before Until, whatever an
+// extension in flight is doing; Do then returns an error matching
+// ErrLockLost (joined with fn's own error, if any). Otherwise Do returns
+// fn's error joined with any error from Release. When the lock cannot be
+// obtained, fn does not run and Do returns Obtain's error. When the TTL
+// leaves no room to extend the lock before that warning (it must exceed
+// twice the node timeout, the margin and the drift), fn does not run and
+// Do returns an error matching ErrInvalid without asking any node.
+//
+// If fn panics, Do stops the extension and releases the lock, then lets the
+// panic go on with its own value. The background extension always ends
+// before Do returns.
+func (l *Locker) Do(ctx context.Context, key string, fn func(ctx context.Context) error, opts ...Option) (err error) {
+	if fn == nil {
+		return invalid("nil fn")
+	}
+	cfg, err := l.callConfig(key, opts)
+	if err != nil {
+		return err
+	}
+	if err := cfg.checkKeepAlive(); err != nil {
+		return err
+	}
 	lock, err := l.Obtain(ctx, key, opts...)
 	if err != nil {
 		return err
 	}
 	held, stop := lock.KeepAlive(ctx)
-	ferr := fn(held)
-	lost := context.Cause(held)
-	stop()
-	rerr := lock.Release(context.WithoutCancel(ctx))
-	if errors.Is(lost, ErrLockLost) {
-		return errors.Join(ferr, lost)
-	}
-	return errors.Join(ferr, rerr)
+	// Deferred, so that it runs when fn panics (or calls runtime.Goexit)
+	// as well: the extension stops and the lock is released, and the
+	// panic then goes on unchanged.
+	defer func() {
+		stop()
+		// Read after stop: a loss signalled until then counts.
+		lost := context.Cause(held)
+		rerr := lock.Release(context.WithoutCancel(ctx))
+		if errors.Is(lost, ErrLockLost) {
+			err = errors.Join(err, lost)
+			return
+		}
+		err = errors.Join(err, rerr)
+	}()
+	return fn(held)
 }
 
 // Status is what the nodes know of a lock, from Inspect.

@@ -97,8 +97,8 @@ func TestDoLosesLockWhenNodesDie(t *testing.T) {
 		case <-time.After(10 * ttl):
 			t.Error("fn's context was not cancelled after a majority died")
 		}
-		if cause := context.Cause(ctx); !errors.Is(cause, redlock.ErrLockLost) || !strings.Contains(cause.Error(), "validity ran out") {
-			t.Errorf("cause = %v, want ErrLockLost saying validity ran out", cause)
+		if cause := context.Cause(ctx); !errors.Is(cause, redlock.ErrLockLost) || !strings.Contains(cause.Error(), "no extension reached a majority in time") {
+			t.Errorf("cause = %v, want ErrLockLost saying no extension reached a majority in time", cause)
 		}
 		return nil
 	})

@@ -32,6 +32,7 @@ func TestBadInput(t *testing.T) {
 		{"run: negative grace", []string{envNodes + "=" + nodes}, []string{"run", "--grace", "-1s", "k", "--", "true"}, "--grace"},
 		{"run: zero TTL", []string{envNodes + "=" + nodes}, []string{"run", "--ttl", "0", "k", "--", "true"}, "TTL 0s must be positive"},
 		{"run: node timeout above TTL", []string{envNodes + "=" + nodes}, []string{"run", "--ttl", "1s", "--node-timeout", "2s", "k", "--", "true"}, "node timeout"},
+		{"run: TTL too short to extend in time", []string{envNodes + "=" + nodes}, []string{"run", "--ttl", "1s", "--node-timeout", "500ms", "short-ttl", "--", "echo", "ran"}, "leaves no time to extend the lock"},
 		{"run: TTL above restart guard", []string{envNodes + "=" + nodes}, []string{"run", "--restart-guard", "10s", "--ttl", "30s", "k", "--", "true"}, "restart guard"},
 
 		{"no nodes", nil, []string{"run", "k", "--", "true"}, "no nodes: give --nodes or set REDLOCK_NODES"},

@@ -68,6 +68,15 @@ func helper(mode string) int {
 		fmt.Println("ready")
 		fmt.Println("got", <-sigs)
 		return 5
+	case "signal-at":
+		// As "signal", and say when the signal came: "got SIG at
+		// UNIX-NANOSECONDS".
+		sigs := make(chan os.Signal, 1)
+		signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+		fmt.Println("ready")
+		sig := <-sigs
+		fmt.Println("got", sig, "at", time.Now().UnixNano())
+		return 5
 	}
 	fmt.Fprintln(os.Stderr, "unknown helper", mode)
 	return 2

@@ -39,9 +39,13 @@ COMMAND runs in its own process group with redlock's standard input, output,
 error and environment. Signals sent to redlock (SIGINT, SIGTERM, SIGHUP,
 SIGQUIT, SIGUSR1, SIGUSR2) are forwarded to that group, and the lock is
 released once COMMAND has exited. If the lock is lost while COMMAND runs (an
-extension finds another owner, or a majority of nodes stays unreachable until
-the lock's validity ends), the group gets SIGTERM at once and SIGKILL after
---grace, and redlock exits with 76.
+extension finds another owner, or no extension reaches a majority of nodes in
+time), the group gets SIGTERM at once, and SIGKILL --grace later; redlock
+exits with 76. Without an extension the SIGTERM comes at the latest
+--node-timeout plus a twentieth of --ttl before the lock's validity ends, so
+that COMMAND can stop while nobody else can hold the lock yet. --ttl must
+leave room for an extension before then: more than twice --node-timeout,
+plus a twentieth of itself and the clock drift.
 
 Exit codes:
   COMMAND's own  when it ran; 128+N when signal N ended it
@@ -76,10 +80,10 @@ type runFlags struct {
 func defineRun(fs *flagSet) action {
 	f := &runFlags{}
 	f.register(fs)
-	fs.DurationVar(&f.ttl, "ttl", defaultTTL, "the lock's TTL: how long it outlives a redlock that died;\nit is extended every third of it")
+	fs.DurationVar(&f.ttl, "ttl", defaultTTL, "the lock's TTL: how long it outlives a redlock that died;\nit is extended every third of it, and must exceed twice\n--node-timeout plus a twentieth of itself")
 	fs.DurationVar(&f.wait, "wait", 0, "how long to wait for a busy lock; 0 tries once")
 	fs.DurationVar(&f.cooldown, "cooldown", 0, "keep the lock this long after COMMAND ends, so that nobody\nruns it again sooner")
-	fs.DurationVar(&f.grace, "grace", defaultGrace, "after a lost lock, the time between SIGTERM and SIGKILL")
+	fs.DurationVar(&f.grace, "grace", defaultGrace, "after a lost lock, the time between SIGTERM and SIGKILL\n(the SIGTERM comes before the lock's validity ends)")
 	fs.StringVar(&f.metadata, "metadata", "", "a note stored with the lock, shown by inspect\n(default \"host=HOSTNAME pid=PID\")")
 	fs.BoolVar(&f.fencing, "fencing", false, "get a fencing token, passed to COMMAND in $"+envFence)
 	fs.DurationVar(&f.restartGuard, "restart-guard", 0, "keep a node that lost its memory (restarted without persistence) from\n"+
@@ -241,17 +245,32 @@ func (a *app) tryThenWait(ctx context.Context, c *command, l *redlock.Locker, ke
 // supervise runs the command while keeping the lock, and releases the lock
 // when the command has exited. It returns the exit code.
 func (a *app) supervise(c *command, lock *redlock.Lock, argv []string, f *runFlags, sigs <-chan os.Signal) int {
+	// Keep the lock alive first: KeepAlive refuses a --ttl too short to
+	// extend in time, and the command must not start then.
+	held, stopKeepAlive := lock.KeepAlive(context.Background())
+	defer stopKeepAlive()
+	if err := context.Cause(held); err != nil {
+		stopKeepAlive()
+		if errors.Is(err, redlock.ErrInvalid) {
+			a.release(c, lock, 0, f.verbose)
+			return a.usageError(c, errMsg(err))
+		}
+		// Lost already (the acquisition left less validity than the
+		// warning needs): do not start what could not be stopped in time.
+		a.errorf(c, "lock %q lost before the command started: %s", lock.Key(), lossReason(err))
+		_ = lock.Release(context.Background())
+		return exitLost
+	}
+
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = a.stdin, a.stdout, a.stderr
 	cmd.Env = commandEnv(a.environ(), lock.Fence())
 	setProcessGroup(cmd)
 	if err := cmd.Start(); err != nil {
+		stopKeepAlive()
 		a.release(c, lock, 0, f.verbose)
 		return a.cannotRun(c, argv[0], err)
 	}
-
-	held, stopKeepAlive := lock.KeepAlive(context.Background())
-	defer stopKeepAlive()
 	exited := make(chan struct{})
 	var waitErr error
 	go func() {
@@ -325,7 +344,7 @@ func lossReason(err error) string {
 		// The extension round that found it, node by node.
 		return errMsg(qe)
 	case errors.Is(err, redlock.ErrLockExpired):
-		return "its validity ran out before an extension reached a majority of nodes"
+		return "no extension reached a majority of nodes in time (its validity ends within --node-timeout and a margin)"
 	}
 	return errMsg(err)
 }

@@ -195,9 +195,10 @@ func TestRunLostLockStopsCommand(t *testing.T) {
 			t.Parallel()
 			servers := redistest.StartT(t, 3, redistest.Options{})
 			// A short TTL so that the loss is found within a second of
-			// the majority going away; the node timeout stays far
-			// below it.
-			p := start(t, nil, "run", "--nodes", nodesURL(servers), "--ttl", "1s", "--node-timeout", "100ms",
+			// the majority going away; the node timeout stays below
+			// it, and --wait retries a first dial slower than that on a
+			// loaded machine.
+			p := start(t, nil, "run", "--nodes", nodesURL(servers), "--ttl", "1s", "--node-timeout", "300ms", "--wait", "20s",
 				"--grace", "200ms", t.Name(), "--", "sh", "-c", tt.script)
 			p.stdout.await(t, "ready")
 			for _, s := range servers[:2] {
@@ -217,7 +218,8 @@ func TestRunForceReleaseStopsHolder(t *testing.T) {
 	servers := redistest.StartT(t, 3, redistest.Options{})
 	env := nodesEnv(servers)
 	key := t.Name()
-	p := start(t, env, "run", "--ttl", "1s", "--node-timeout", "100ms", key, "--", "sh", "-c", `echo ready; exec sleep 60`)
+	// --wait retries a first dial slower than the node timeout.
+	p := start(t, env, "run", "--ttl", "1s", "--node-timeout", "300ms", "--wait", "20s", key, "--", "sh", "-c", `echo ready; exec sleep 60`)
 	p.stdout.await(t, "ready")
 	// Force the lock away and take it: the next extension finds the lock
 	// gone, or held by the new owner.
@@ -297,4 +299,64 @@ func TestRunMetadata(t *testing.T) {
 	}
 	p.release()
 	p.expect(0)
+}
+
+// With every node paused, the command gets its SIGTERM before the lock's
+// validity ends: at the latest --node-timeout (plus a margin) before it,
+// not when the extension in flight gives up.
+func TestRunLostLockWarnsBeforeValidityEnds(t *testing.T) {
+	t.Parallel()
+	const (
+		// A TTL long enough that the nodes are paused long before the
+		// first extension (due after a third of it), and the command,
+		// however slow to start, is ready before its SIGTERM.
+		ttl         = 3 * time.Second
+		nodeTimeout = 300 * time.Millisecond
+		// slack absorbs timers and signal delivery running late on a
+		// loaded machine; the SIGTERM is due 150ms (the margin, a
+		// twentieth of the TTL) earlier still.
+		slack = 150 * time.Millisecond
+	)
+	servers := redistest.StartT(t, 3, redistest.Options{})
+	t.Cleanup(func() {
+		for _, s := range servers {
+			_ = s.Resume()
+		}
+	})
+	argv, env := helperCommand(t, "signal-at")
+	p := start(t, env, append([]string{"run", "--nodes", nodesURL(servers), "--ttl", ttl.String(), "--node-timeout", nodeTimeout.String(),
+		"--wait", "20s", "--grace", "20s", "--verbose", t.Name(), "--"}, argv...)...)
+	// The obtained line gives the lock's validity deadline; no extension
+	// moves it once the nodes are paused.
+	obtained := p.stderr.await(t, "valid until ")
+	for _, s := range servers {
+		if err := s.Pause(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	paused := time.Now()
+	until, err := time.Parse(time.RFC3339Nano, strings.TrimSuffix(obtained[strings.Index(obtained, "valid until ")+len("valid until "):], ")"))
+	if err != nil {
+		t.Fatalf("no deadline in %q: %v", obtained, err)
+	}
+	if firstExtension := until.Add(-2 * ttl / 3); !paused.Before(firstExtension) {
+		t.Fatalf("the nodes were paused %v after the first extension was due: the machine is too slow for this test", paused.Sub(firstExtension))
+	}
+	p.stdout.await(t, "ready")
+	line := p.stdout.await(t, "got terminated at ")
+	p.expect(exitLost)
+	p.stderr.await(t, "lost while the command ran")
+
+	ns, err := strconv.ParseInt(line[strings.LastIndex(line, " ")+1:], 10, 64)
+	if err != nil {
+		t.Fatalf("no time in %q: %v", line, err)
+	}
+	termAt := time.Unix(0, ns)
+	if !termAt.Before(until) {
+		t.Fatalf("SIGTERM came %v after the lock's validity ended", termAt.Sub(until))
+	}
+	if limit := until.Add(-nodeTimeout + slack); !termAt.Before(limit) {
+		t.Fatalf("SIGTERM came %v before the lock's validity ended, want at least %v (node timeout %v, slack %v)", until.Sub(termAt), nodeTimeout-slack, nodeTimeout, slack)
+	}
+	t.Logf("SIGTERM %v before the validity ended", until.Sub(termAt))
 }

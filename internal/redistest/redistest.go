@@ -146,9 +146,11 @@ func ClientsT(t testing.TB, servers []*Server) []redis.UniversalClient {
 
 // NewClient returns a go-redis client for the server, set up for lock use:
 // context deadlines honoured, no command retries.
-func (s *Server) NewClient() *redis.Client {
+func (s *Server) NewClient() *redis.Client { return newClient(s.Addr) }
+
+func newClient(addr string) *redis.Client {
 	return redis.NewClient(&redis.Options{
-		Addr:                  s.Addr,
+		Addr:                  addr,
 		ContextTimeoutEnabled: true,
 		MaxRetries:            -1,
 		DialTimeout:           time.Second,
