@@ -165,7 +165,8 @@ type NodeStatus struct {
 // Inspect asks every node what it holds for key: the holder's token,
 // metadata, number of holds and remaining TTL, or the node's error. It
 // returns the status even when some nodes fail; the error matches
-// ErrNoQuorum when fewer than a majority answered.
+// ErrNoQuorum when fewer than a majority answered, or ErrInvalid when two
+// nodes reach the same server.
 func (l *Locker) Inspect(ctx context.Context, key string) (*Status, error) {
 	if key == "" {
 		return nil, invalid("empty key")
@@ -203,7 +204,7 @@ func (l *Locker) Inspect(ctx context.Context, key string) (*Status, error) {
 	mu.Lock()
 	final = true
 	mu.Unlock()
-	answered, votes := 0, map[string]int{}
+	answered, votes, refused := 0, map[string]int{}, false
 	for i := range st.Nodes {
 		n := &st.Nodes[i]
 		if n.Addr == "" { // still running at the timeout
@@ -212,6 +213,9 @@ func (l *Locker) Inspect(ctx context.Context, key string) (*Status, error) {
 		if n.Err == nil {
 			answered++
 		}
+		// A node that reaches another node's server: the cluster is
+		// miscounted, which the caller must hear of.
+		refused = refused || errors.Is(n.Err, ErrInvalid)
 		if n.Held {
 			votes[n.Token]++
 		}
@@ -221,7 +225,7 @@ func (l *Locker) Inspect(ctx context.Context, key string) (*Status, error) {
 			st.Holder = tok
 		}
 	}
-	if answered < l.need {
+	if answered < l.need || refused {
 		res := &QuorumError{Op: "inspect", Key: key, Need: l.need, reason: ErrNoQuorum}
 		for _, n := range st.Nodes {
 			o := OutcomeOK

@@ -48,6 +48,14 @@ type Locker struct {
 // client is nil, the same client or the same address is given twice (it
 // would vote twice), or an option is out of range.
 //
+// New does no I/O. Two addresses of one server (a host name and its IP, a
+// proxy, a load balancer) are found at first contact instead: every new
+// connection learns the server's identity (its run_id) before any call is
+// sent on it, and a node that reaches a server another node reached first is
+// out of every vote until Close, its calls failing with an error matching
+// ErrInvalid that names both addresses. So that server never votes twice, and
+// the first operation that hears from both nodes fails with that error.
+//
 // The clients should honour context deadlines (go-redis's
 // ContextTimeoutEnabled) and not retry commands (MaxRetries -1): the lock
 // bounds each node call itself, and a retried script is a second vote from
@@ -77,8 +85,10 @@ func New(clients []redis.UniversalClient, opts ...Option) (*Locker, error) {
 		seen[id] = i
 		l.nodes[i] = node{client: c, addr: addr}
 	}
+	reg := newServers(l.Nodes())
 	for i := range l.nodes {
 		l.nodes[i].pipe = newPipe(clients[i])
+		l.nodes[i].pipe.ident = &nodeIdentity{s: reg, node: i}
 	}
 	l.notify = newNotifier(l.nodes, &l.bg)
 	return l, nil
@@ -539,6 +549,12 @@ func (l *Locker) conclude(ctx context.Context, key string, cfg *config, p *acqui
 	if res.OK && cfg.fencing {
 		fence, validity, reason = l.writeBackFence(ctx, key, cfg, res, start)
 	}
+	if res.OK && reason == nil && misconfigured(res) {
+		// A node was refused because it reaches another node's server:
+		// say so now rather than hand out locks from a miscounted cluster
+		// (the grant itself counted distinct servers only).
+		reason = ErrInvalid
+	}
 	if res.OK && reason == nil {
 		late.finish(false)
 		return &Lock{
@@ -652,6 +668,17 @@ func (l *Locker) writeBackFence(ctx context.Context, key string, cfg *config, ac
 		return 0, 0, ErrNoQuorum
 	}
 	return uint64(fence), validity, nil
+}
+
+// misconfigured reports whether a node of the round was refused for a
+// mistake of the caller's (it reaches another node's server).
+func misconfigured(res *quorum.Result[int64]) bool {
+	for _, r := range res.Replies {
+		if r.Err != nil && errors.Is(r.Err, ErrInvalid) {
+			return true
+		}
+	}
+	return false
 }
 
 // decodeFunc turns a script's integer reply into a node's vote.
