@@ -1,6 +1,7 @@
 package redlock_test
 
 import (
+	"context"
 	"errors"
 	"net"
 	"strings"
@@ -266,6 +267,76 @@ func TestDelayedReleaseSparesNewHold(t *testing.T) {
 		t.Fatalf("after the delayed release arrived, the new hold is on %d of 3 nodes (holder %q); want a majority", holds, st.Holder)
 	}
 	if err := again.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The same with the servers themselves stopped (SIGSTOP) in the middle of
+// a Release, for longer than the TTL, while the owner keeps trying to
+// obtain the lock again with its token: once they continue, the new hold
+// must be intact on a majority.
+func TestPausedReleaseSparesNewHold(t *testing.T) {
+	c := newCluster(t, 3)
+	const ttl = time.Second
+	l := c.locker(t, redlock.WithNodeTimeout(200*time.Millisecond), redlock.WithTTL(ttl),
+		redlock.WithRetry(redlock.LinearBackoff(20*time.Millisecond)))
+	ctx := t.Context()
+	const key = "paused"
+	lock := mustObtain(t, l, key)
+	for _, s := range c.servers[1:] {
+		if err := s.Pause(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		for _, s := range c.servers[1:] {
+			_ = s.Resume()
+		}
+	})
+	if err := lock.Release(ctx); !errors.Is(err, redlock.ErrNoQuorum) {
+		t.Fatalf("Release with two nodes stopped: %v; want ErrNoQuorum", err)
+	}
+	type result struct {
+		lock *redlock.Lock
+		err  error
+	}
+	got := make(chan result, 1)
+	octx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	go func() {
+		lock, err := l.Obtain(octx, key, redlock.WithToken(lock.Token()))
+		got <- result{lock, err}
+	}()
+	// The old keys' TTL runs out while the servers are stopped (Redis
+	// expires by the wall clock): the next hold is then a fresh key.
+	select {
+	case <-time.After(time.Until(lock.Until()) + ttl):
+	case r := <-got:
+		t.Fatalf("obtained with two of three nodes stopped: %v", r.err)
+	}
+	for _, s := range c.servers[1:] {
+		if err := s.Resume(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := <-got
+	if r.err != nil {
+		t.Fatalf("obtaining again with the same token: %v", r.err)
+	}
+	st, err := l.Inspect(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	holds := 0
+	for _, n := range st.Nodes {
+		if n.Held && n.Token == r.lock.Token() {
+			holds++
+		}
+	}
+	if holds < l.Quorum() {
+		t.Fatalf("after the stopped nodes continued, the new hold is on %d of 3 nodes (holder %q); want a majority", holds, st.Holder)
+	}
+	if err := r.lock.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 }

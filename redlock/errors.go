@@ -102,7 +102,9 @@ type NodeResult struct {
 
 // QuorumError reports a quorum round that did not succeed, node by node. It
 // matches (errors.Is) the sentinel that says why: ErrNotObtained,
-// ErrNoQuorum, ErrLockExpired or ErrLockLost.
+// ErrNoQuorum, ErrLockExpired or ErrLockLost; or ErrInvalid, whatever the
+// round's outcome, when a node was refused because it reaches the same
+// server as another node.
 type QuorumError struct {
 	// Op is the operation: "obtain", "release", "extend" or "ttl".
 	Op string

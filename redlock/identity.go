@@ -140,6 +140,14 @@ func (w *worker) open(ctx context.Context) error {
 
 // handshake reads the replies of open's pipeline.
 func handshake(kill *redis.IntCmd, self *redis.StringCmd, info *redis.StringCmd) (connID, error) {
+	// A timeout or a broken connection is the same error on every reply:
+	// report it as it is.
+	for _, c := range []redis.Cmder{self, info} {
+		var re redis.Error
+		if err := c.Err(); err != nil && !errors.As(err, &re) {
+			return connID{}, err
+		}
+	}
 	if kill != nil {
 		if err := kill.Err(); err != nil {
 			return connID{}, fmt.Errorf("redlock: cannot end the node's abandoned connection (CLIENT KILL): %w", err)
