@@ -31,7 +31,8 @@ var (
 	ErrLockLost error = &notHeldError{"redlock: lock not held: taken by another owner"}
 
 	// ErrInvalid is matched by every error about bad input: an empty key, a
-	// TTL not above the drift, a bad option value, a nil or duplicate client.
+	// TTL not above the drift, a bad option value, a nil or duplicate client,
+	// two clients that reach the same server.
 	ErrInvalid = errors.New("redlock: invalid argument")
 
 	// ErrClosed is returned by operations on a Locker after Close.
@@ -101,7 +102,9 @@ type NodeResult struct {
 
 // QuorumError reports a quorum round that did not succeed, node by node. It
 // matches (errors.Is) the sentinel that says why: ErrNotObtained,
-// ErrNoQuorum, ErrLockExpired or ErrLockLost.
+// ErrNoQuorum, ErrLockExpired or ErrLockLost; or ErrInvalid, whatever the
+// round's outcome, when a node was refused because it reaches the same
+// server as another node.
 type QuorumError struct {
 	// Op is the operation: "obtain", "release", "extend" or "ttl".
 	Op string
@@ -130,7 +133,7 @@ func (e *QuorumError) Error() string {
 		// No node was asked: the call waited in this Locker's line.
 		return fmt.Sprintf("%s: %s %q: waited behind this Locker's own holder or waiters", e.reason, e.Op, e.Key)
 	}
-	fmt.Fprintf(&b, "%s: %s %q: %d of %d nodes ok, %d needed", e.reason, e.Op, e.Key, ok, len(e.Nodes), e.Need)
+	fmt.Fprintf(&b, "%s: %s %q: %d of %d nodes ok, %d needed", e.why(), e.Op, e.Key, ok, len(e.Nodes), e.Need)
 	for i, n := range e.Nodes {
 		if i == 0 {
 			b.WriteString(" [")
@@ -155,8 +158,27 @@ func (e *QuorumError) Error() string {
 }
 
 // Unwrap returns the reason: ErrNotObtained, ErrNoQuorum, ErrLockExpired or
-// ErrLockLost.
-func (e *QuorumError) Unwrap() error { return e.reason }
+// ErrLockLost; or ErrInvalid when a node was refused for a mistake of the
+// caller's (two nodes that reach the same server), which no retry mends.
+func (e *QuorumError) Unwrap() error { return e.why() }
+
+// why is the reason, unless a node's error is the caller's mistake.
+func (e *QuorumError) why() error {
+	if e.misconfigured() {
+		return ErrInvalid
+	}
+	return e.reason
+}
+
+// misconfigured reports whether a node's error matches ErrInvalid.
+func (e *QuorumError) misconfigured() bool {
+	for _, n := range e.Nodes {
+		if n.Err != nil && errors.Is(n.Err, ErrInvalid) {
+			return true
+		}
+	}
+	return false
+}
 
 // freeIn estimates when the key may be free on enough nodes for a majority:
 // the time until the last of the holder's keys that must expire does, from a

@@ -274,9 +274,10 @@ type NodeStatus struct {
 // Inspect asks every node what it holds for key: the holder's token,
 // metadata, number of holds and remaining TTL, or the node's error. It
 // returns the status even when some nodes fail; the error matches
-// ErrNoQuorum when fewer than a majority answered. A key that Obtain would
-// reject (empty, too long, or starting with ReservedPrefix) fails with an
-// error matching ErrInvalid, and no status, before any node is asked.
+// ErrNoQuorum when fewer than a majority answered, or ErrInvalid when two
+// nodes reach the same server. A key that Obtain would reject (empty, too
+// long, or starting with ReservedPrefix) fails with an error matching
+// ErrInvalid, and no status, before any node is asked.
 func (l *Locker) Inspect(ctx context.Context, key string) (*Status, error) {
 	if err := checkKey(key); err != nil {
 		return nil, err
@@ -314,7 +315,7 @@ func (l *Locker) Inspect(ctx context.Context, key string) (*Status, error) {
 	mu.Lock()
 	final = true
 	mu.Unlock()
-	answered, votes := 0, map[string]int{}
+	answered, votes, refused := 0, map[string]int{}, false
 	for i := range st.Nodes {
 		n := &st.Nodes[i]
 		if n.Addr == "" { // still running at the timeout
@@ -323,6 +324,9 @@ func (l *Locker) Inspect(ctx context.Context, key string) (*Status, error) {
 		if n.Err == nil {
 			answered++
 		}
+		// A node that reaches another node's server: the cluster is
+		// miscounted, which the caller must hear of.
+		refused = refused || errors.Is(n.Err, ErrInvalid)
 		if n.Held {
 			votes[n.Token]++
 		}
@@ -332,7 +336,7 @@ func (l *Locker) Inspect(ctx context.Context, key string) (*Status, error) {
 			st.Holder = tok
 		}
 	}
-	if answered < l.need {
+	if answered < l.need || refused {
 		res := &QuorumError{Op: "inspect", Key: key, Need: l.need, reason: ErrNoQuorum}
 		for _, n := range st.Nodes {
 			o := OutcomeOK

@@ -59,6 +59,14 @@ type Locker struct {
 // would vote twice), a client is not a *redis.Client (a *redis.ClusterClient
 // or a *redis.Ring is refused with a note on how to give one client per
 // master; a wrapper type is refused as well), or an option is out of range.
+//
+// New does no I/O. Two addresses of one server (a host name and its IP, a
+// proxy, a load balancer) are found at first contact instead: every new
+// connection learns the server's identity (its run_id) before any call is
+// sent on it, and a node that reaches a server another node reached first is
+// out of every vote until Close, its calls failing with an error matching
+// ErrInvalid that names both addresses. So that server never votes twice, and
+// the first operation that hears from both nodes fails with that error.
 func New(clients []redis.UniversalClient, opts ...Option) (*Locker, error) {
 	if len(clients) == 0 {
 		return nil, invalid("no clients")
@@ -85,10 +93,12 @@ func New(clients []redis.UniversalClient, opts ...Option) (*Locker, error) {
 			return nil, invalid("clients %d and %d are the same node (%s): it would vote twice", j, i, addr)
 		}
 		seen[id] = i
-		l.nodes[i] = node{client: c, addr: addr}
+		l.nodes[i] = node{addr: addr}
 	}
+	reg := newServers(l.Nodes())
 	for i := range l.nodes {
 		l.nodes[i].pipe = newPipe(clients[i].(*redis.Client), cfg.nodeTimeout)
+		l.nodes[i].pipe.ident = &nodeIdentity{s: reg, node: i}
 	}
 	l.notify = newNotifier(l.nodes, &l.bg)
 	return l, nil
@@ -620,6 +630,12 @@ func (l *Locker) conclude(ctx context.Context, key string, cfg *config, p *acqui
 	if res.OK && cfg.fencing {
 		fence, validity, reason = l.writeBackFence(ctx, key, cfg, res, start)
 	}
+	if res.OK && reason == nil && misconfigured(res) {
+		// A node was refused because it reaches another node's server:
+		// say so now rather than hand out locks from a miscounted cluster
+		// (the grant itself counted distinct servers only).
+		reason = ErrInvalid
+	}
 	// A lock leaves here only while it is valid. The round may be concluded
 	// well after its majority came in (a handoff's result waits for its
 	// owner to take it over; the clock may jump): a lock whose Until has
@@ -739,6 +755,17 @@ func (l *Locker) writeBackFence(ctx context.Context, key string, cfg *config, ac
 		return 0, 0, ErrNoQuorum
 	}
 	return uint64(fence), validity, nil
+}
+
+// misconfigured reports whether a node of the round was refused for a
+// mistake of the caller's (it reaches another node's server).
+func misconfigured(res *quorum.Result[int64]) bool {
+	for _, r := range res.Replies {
+		if r.Err != nil && errors.Is(r.Err, ErrInvalid) {
+			return true
+		}
+	}
+	return false
 }
 
 // decodeFunc turns a script's integer reply into a node's vote.

@@ -15,9 +15,8 @@ import (
 // node is one Redis master. Its scripts go through the pipe's own clients,
 // never through the caller's.
 type node struct {
-	client redis.Scripter
-	addr   string // for messages; credentials removed
-	pipe   *pipe
+	addr string // for messages; credentials removed
+	pipe *pipe
 }
 
 // Multiplexing: every script call bound for a node goes through that node's
@@ -80,7 +79,6 @@ func evalSrc(c *nodeCall) []any {
 }
 
 type pipe struct {
-	client redis.Scripter
 	// own is the pipe's private client, made from the caller's options
 	// (see privateOptions), whose connections the workers hold one each.
 	own *redis.Client
@@ -88,6 +86,10 @@ type pipe struct {
 	sub    *redis.Client
 	queues [workersPerNode]chan *nodeCall
 	wg     sync.WaitGroup
+
+	// ident tells the node's server apart from the other nodes' (see
+	// servers); nil checks nothing. Set before the first call is queued.
+	ident *nodeIdentity
 }
 
 // newPipe starts the pipe of the node that c names; timeout is the
@@ -97,7 +99,7 @@ func newPipe(c *redis.Client, timeout time.Duration) *pipe {
 	// nothing we do changes the caller's client, and none of its settings
 	// can make a script run twice or a wait outlast the node timeout.
 	cmd, sub := privateOptions(c.Options(), timeout)
-	p := &pipe{client: c, own: redis.NewClient(cmd), sub: redis.NewClient(sub)}
+	p := &pipe{own: redis.NewClient(cmd), sub: redis.NewClient(sub)}
 	p.wg.Add(workersPerNode)
 	for i := range p.queues {
 		p.queues[i] = make(chan *nodeCall, queueLen)
@@ -177,6 +179,10 @@ type worker struct {
 	p    *pipe
 	conn *redis.Conn
 	ctx  deadlineCtx
+	// id is the connection's identity on its server, learned when it was
+	// opened; stale is that of the connection it replaced, dropped with
+	// calls in flight, until the server has killed it (see open).
+	id, stale connID
 }
 
 func (p *pipe) work(queue chan *nodeCall) {
@@ -203,13 +209,22 @@ func (p *pipe) work(queue chan *nodeCall) {
 	}
 }
 
-// drop closes the worker's connection (it goes back to the client's pool,
-// or is discarded if broken).
+// drop closes the worker's connection (it is discarded, never reused).
 func (w *worker) drop() {
 	if w.conn != nil {
 		_ = w.conn.Close()
 		w.conn = nil
 	}
+}
+
+// abandon drops a connection that may still have calls in flight: the
+// next connection's first command kills it on the server.
+func (w *worker) abandon() {
+	if w.id.client != 0 {
+		w.stale = w.id
+	}
+	w.id = connID{}
+	w.drop()
 }
 
 // exec sends a batch and delivers every reply. Every queued call is sent,
@@ -227,34 +242,24 @@ func (w *worker) exec(batch []*nodeCall) {
 	// not fail the others' calls.
 	w.ctx.deadline = time.Now().Add(timeout)
 	ctx := &w.ctx
-	if p.own == nil {
-		for _, c := range batch {
-			p.finish(c, c.script.Run(ctx, p.client, c.keys, c.args...))
+	if w.conn == nil {
+		// Nothing is sent on a connection before its server is known: a
+		// node's vote never counts before its identity has been checked.
+		if err := w.open(ctx); err != nil {
+			for _, c := range batch {
+				cmd := redis.NewCmd(ctx)
+				cmd.SetErr(err)
+				p.finish(c, cmd)
+			}
+			return
 		}
-		return
-	}
-	fresh := w.conn == nil
-	if fresh {
-		w.conn = p.own.Conn()
 	}
 	cmds := make([]*redis.Cmd, len(batch))
-	if len(batch) == 1 && !fresh {
+	if len(batch) == 1 {
 		cmds[0] = redis.NewCmd(ctx, batch[0].cmd...)
 		_ = w.conn.Process(ctx, cmds[0]) // the error is the command's
 	} else {
 		pl := w.conn.Pipeline()
-		if fresh {
-			// The node may have restarted and lost its scripts: load them
-			// all ahead of the batch, in the same round trip. Otherwise a
-			// call answered NOSCRIPT would be sent again after the rest of
-			// its batch, out of order: an acquisition could then run after
-			// the release that undoes it, and leave its key behind until
-			// the TTL. A server that refuses SCRIPT LOAD (an ACL, say) is
-			// left to the NOSCRIPT fallback below.
-			for _, s := range scripts {
-				pl.ScriptLoad(ctx, s.src)
-			}
-		}
 		for i, c := range batch {
 			cmds[i] = redis.NewCmd(ctx, c.cmd...)
 			_ = pl.Process(ctx, cmds[i])
@@ -273,8 +278,8 @@ func (w *worker) exec(batch []*nodeCall) {
 	// A node that lost its script cache while we stayed connected (SCRIPT
 	// FLUSH) answers NOSCRIPT: send those calls again with the script's
 	// source, which also caches it. They then run after the rest of their
-	// batch; loading the scripts on every new connection keeps that out of
-	// the usual case, a restart.
+	// batch; loading the scripts on every new connection (see open) keeps
+	// that out of the usual case, a restart.
 	for i, c := range batch {
 		if err := cmds[i].Err(); err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
 			cmds[i] = redis.NewCmd(ctx, evalSrc(c)...)
@@ -283,21 +288,39 @@ func (w *worker) exec(batch []*nodeCall) {
 	}
 	broken := false
 	for i, c := range batch {
-		if err := cmds[i].Err(); err != nil && !isRedisError(err) {
-			broken = true // a network error or timeout: the connection is unusable
+		if err := cmds[i].Err(); err != nil && !keepsConn(err) {
+			broken = true
 		}
 		p.finish(c, cmds[i])
 	}
 	if broken {
-		w.drop()
+		w.abandon()
 	}
 }
 
-// isRedisError reports whether err is an error reply from the server (the
-// connection is fine), not a network error or timeout.
-func isRedisError(err error) bool {
+// keepsConn reports whether a connection that got err is still fit for the
+// next batch: only an error reply about the command itself leaves it so.
+// A network error, a timeout or a reply that made no sense leaves it
+// unusable (unread replies may follow); and go-redis marks a connection
+// bad on READONLY and then refuses every later command on it, so a node
+// that was a replica for a moment would stay lost. The other replies say
+// the server is not a usable master right now (loading, cut off from its
+// master, a cluster in a changing state): a new connection, which learns
+// the server's identity again, is the cheap and safe answer to all of them.
+func keepsConn(err error) bool {
 	var re redis.Error
-	return errors.As(err, &re)
+	if !errors.As(err, &re) {
+		return false
+	}
+	if _, moved := redis.IsMovedError(err); moved {
+		return false
+	}
+	if _, ask := redis.IsAskError(err); ask {
+		return false
+	}
+	return !redis.IsReadOnlyError(err) && !redis.IsLoadingError(err) && !redis.IsMasterDownError(err) &&
+		!redis.IsTryAgainError(err) && !redis.IsClusterDownError(err) &&
+		!strings.HasPrefix(err.Error(), "redis: Conn is in a bad state")
 }
 
 // deadlineCtx is a worker's reusable context: it carries only a deadline,
