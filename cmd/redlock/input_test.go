@@ -33,6 +33,7 @@ func TestBadInput(t *testing.T) {
 		{"run: zero TTL", []string{envNodes + "=" + nodes}, []string{"run", "--ttl", "0", "k", "--", "true"}, "TTL 0s must be positive"},
 		{"run: node timeout above TTL", []string{envNodes + "=" + nodes}, []string{"run", "--ttl", "1s", "--node-timeout", "2s", "k", "--", "true"}, "node timeout"},
 		{"run: TTL above restart guard", []string{envNodes + "=" + nodes}, []string{"run", "--restart-guard", "10s", "--ttl", "30s", "k", "--", "true"}, "restart guard"},
+		{"run: cooldown above restart guard", []string{envNodes + "=" + nodes}, []string{"run", "--restart-guard", "1m", "--cooldown", "2m", "k", "--", "true"}, "--cooldown 2m0s is above --restart-guard 1m0s"},
 
 		{"no nodes", nil, []string{"run", "k", "--", "true"}, "no nodes: give --nodes or set REDLOCK_NODES"},
 		{"empty node list", nil, []string{"run", "--nodes", " , ", "k", "--", "true"}, "no nodes"},

@@ -120,6 +120,10 @@ func (a *app) run(fs *flagSet, f *runFlags, args []string) int {
 		return a.usageError(fs.cmd, fmt.Sprintf("--grace %v must not be negative", f.grace))
 	case f.restartGuard < 0:
 		return a.usageError(fs.cmd, fmt.Sprintf("--restart-guard %v must not be negative", f.restartGuard))
+	case f.restartGuard > 0 && f.cooldown > f.restartGuard:
+		// Checked before the command runs: the library would refuse the
+		// cooldown only at the end, after the work is done.
+		return a.usageError(fs.cmd, fmt.Sprintf("--cooldown %v is above --restart-guard %v: a node that lost its memory would vote again before the cooldown ends", f.cooldown, f.restartGuard))
 	}
 	key := pos[0]
 	// A command that cannot run is found before the lock is taken: no
