@@ -89,14 +89,33 @@ func WithToken(token string) Option {
 // per acquisition. Default off.
 func WithFencing() Option { return func(c *config) { c.fencing = true } }
 
-// WithRestartGuard protects against nodes that restart without persistence
-// (or are flushed) and so forget the locks they granted: such a node notices
-// the loss in the acquire script itself, through a marker key without expiry,
-// and abstains from granting any lock until maxTTL has passed, by when every
-// lock it forgot has expired. maxTTL must be at least every TTL used with the
-// Locker: longer TTLs are rejected. A fresh cluster abstains likewise on first
-// use unless seeded with Locker.Bootstrap. Give it to New: it is a property
-// of the cluster, not of one call. Default off.
+// WithRestartGuard protects against nodes that forget the locks they
+// granted. Each node keeps a marker key without expiry (redlock:guard:marker)
+// stamped with the server's run_id and its count of evicted keys (INFO
+// server and stats). The acquire script reads both on every call; a marker
+// that is missing or carries another stamp means the node may have lost
+// writes: it was flushed, its process restarted (with no persistence, or
+// reloading an RDB snapshot or an AOF that lacks the last writes, as
+// appendfsync everysec may after a crash), it is a replica promoted to
+// master, or it evicted keys. The node then records the moment, re-stamps
+// the marker, and abstains from granting any lock (an ABSTAIN error reply)
+// until maxTTL has passed, by when every lock it forgot has expired. Every
+// process start costs the node maxTTL out of the vote, even with
+// appendfsync always: the run_id cannot tell a clean restart from a lossy
+// one. A node whose maxmemory-policy may evict keys (any policy but
+// noeviction, with maxmemory set) abstains for as long as it is so
+// configured, with an ABSTAIN error naming the policy.
+//
+// It assumes that nothing but this library deletes or rewrites its keys
+// (a DEL of one lock key goes unseen; FLUSHDB and FLUSHALL are seen, they
+// remove the marker) and that the node's clock runs at about the right rate
+// (the quarantine is a key with a TTL). It needs Redis 7.0 or later.
+//
+// maxTTL must be at least every TTL used with the Locker, and every
+// cooldown given to Lock.ReleaseAfter: longer ones are rejected. A fresh
+// cluster abstains likewise on first use unless seeded with
+// Locker.Bootstrap. Give it to New: it is a property of the cluster, not of
+// one call. Default off.
 func WithRestartGuard(maxTTL time.Duration) Option {
 	return func(c *config) {
 		c.guard = maxTTL

@@ -16,15 +16,43 @@
 -- and n >= 2 for a re-entry with n holds. When another token holds the key:
 -- -(PTTL + 2) of that holder, so the caller can sleep until it may expire
 -- (-1: the key has no expiry). With the restart guard on, a node that lost
--- its memory answers an ABSTAIN error until the maximum TTL has passed.
+-- its memory answers an ABSTAIN error until the maximum TTL has passed, and
+-- a node that may evict keys answers ABSTAIN as long as it may.
 local guard = tonumber(ARGV[5] or '0')
 if guard > 0 then
-  -- The marker has no expiry: if it is missing, this node restarted
-  -- without persistence or was flushed, and forgot the locks it granted.
-  -- It stays out of every vote until any such lock has surely expired.
-  if redis.call('EXISTS', KEYS[3]) == 0 then
-    redis.call('SET', KEYS[4], '1', 'PX', guard, 'NX')
-    redis.call('SET', KEYS[3], '1')
+  -- The marker (no expiry) holds the server's run_id and its count of
+  -- evicted keys when it was stamped. The run_id is new on every process
+  -- start and differs on a promoted replica, so a marker that is missing or
+  -- whose stamp differs means this node may have forgotten locks it
+  -- granted: it was flushed, restarted (without persistence, or reloading
+  -- an RDB snapshot or an AOF that lacks the last writes), is a replica
+  -- that never saw the latest grants, or evicted keys. It then stays out of
+  -- every vote until any lock it forgot has surely expired, and is stamped
+  -- anew. INFO is read on every call: the Lua state keeps nothing between
+  -- calls, and a stamp cached by the client could not see a restart behind
+  -- a proxy that keeps the client's connection.
+  local info = redis.pcall('INFO', 'server', 'memory', 'stats')
+  if type(info) ~= 'string' then
+    return redis.error_reply('ABSTAIN the restart guard needs Redis 7.0 or later (INFO of several sections)')
+  end
+  local policy = string.match(info, 'maxmemory_policy:([%w-]+)')
+  local run = string.match(info, 'run_id:(%x+)')
+  local evicted = string.match(info, 'evicted_keys:(%d+)')
+  if not (policy and run and evicted) then
+    return redis.error_reply('ABSTAIN INFO shows no run_id, maxmemory_policy or evicted_keys')
+  end
+  if policy ~= 'noeviction' and string.match(info, '\nmaxmemory:(%d+)') ~= '0' then
+    -- Eviction would drop lock keys (volatile-* picks exactly the keys
+    -- with a TTL) behind the holder's back: never vote under it.
+    return redis.error_reply('ABSTAIN maxmemory-policy ' .. policy .. ' may evict lock keys: set noeviction or maxmemory 0')
+  end
+  local stamp = run .. ' ' .. evicted
+  if redis.call('GET', KEYS[3]) ~= stamp then
+    -- A quarantine already running is only ever lengthened.
+    if redis.call('PTTL', KEYS[4]) < guard then
+      redis.call('SET', KEYS[4], '1', 'PX', guard)
+    end
+    redis.call('SET', KEYS[3], stamp)
   end
   local left = redis.call('PTTL', KEYS[4])
   if left > 0 then
