@@ -3,6 +3,7 @@ package redlock_test
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -297,6 +298,55 @@ func TestRestartGuardPersistentRestartAbstainsOnce(t *testing.T) {
 		t.Fatalf("node abstained for %v, want about %v", waited, maxTTL)
 	}
 	if err := lock.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Fences keep growing when every node reloads a snapshot that holds older
+// counters: a counter that went back starts again from the server's clock,
+// and the guard kept the node out for its maximum TTL meanwhile.
+func TestFencesGrowAcrossSnapshotReload(t *testing.T) {
+	c := newCluster(t, 3)
+	maxTTL := time.Second
+	l := c.locker(t, redlock.WithFencing(), redlock.WithRestartGuard(maxTTL), redlock.WithTTL(maxTTL), redlock.WithNodeTimeout(200*time.Millisecond))
+	if err := l.Bootstrap(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	first := mustObtain(t, l, "f")
+	if err := first.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	for _, cl := range c.clients {
+		if err := cl.Save(t.Context()).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var last uint64
+	for range 5 {
+		lock := mustObtain(t, l, "f")
+		last = lock.Fence()
+		if err := lock.Release(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, s := range c.servers {
+		if err := s.Restart(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range c.clients {
+		if got, err := strconv.ParseUint(c.value(t, i, "redlock:fence:f"), 10, 64); err != nil || got >= last {
+			t.Fatalf("node %d's counter after the reload is %d (%v), want it back below the last fence %d", i, got, err, last)
+		}
+	}
+	next, err := l.Obtain(t.Context(), "f", redlock.WithRetry(redlock.LinearBackoff(50*time.Millisecond)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if next.Fence() <= last {
+		t.Fatalf("fence %d after %d: counters rolled back by a snapshot reload made fences go back", next.Fence(), last)
+	}
+	if err := next.Release(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -479,7 +479,7 @@ func newPlan(key string, cfg *config) acquirePlan {
 		if cfg.fencing {
 			fenced = "1"
 		}
-		args = append(args, fenced, cfg.guard.Milliseconds())
+		args = append(args, fenced, cfg.guard.Milliseconds(), cfg.fenceLifetime().Milliseconds())
 	}
 	return acquirePlan{token: token, prefix: prefix, keys: keys, lockKeys: keys[:1], args: args}
 }
@@ -619,7 +619,12 @@ func (s *settle) finish(failed bool) []int {
 // expiry, both after this write-back; so its INCR there returns more than our
 // fence, and its fence, a maximum, is larger still. This needs the write-back
 // to reach a majority of granting nodes within the lock's validity, and nodes
-// that keep their counters.
+// that keep their counters. Where a node lost its counter (it expired, or the
+// node lost its memory, or a reload brought back an older one) the counter
+// starts again from the server's clock, which is above our fence as long as
+// that clock is not behind it by the counter's lifetime, or, under the
+// restart guard, by the guard's maximum TTL: the time the node abstained
+// since it last saw our fence (see acquire.lua).
 func (l *Locker) writeBackFence(ctx context.Context, key string, cfg *config, acq *quorum.Result[int64], start time.Time) (uint64, time.Duration, error) {
 	var fence int64
 	granted := make([]bool, len(l.nodes))
@@ -630,7 +635,7 @@ func (l *Locker) writeBackFence(ctx context.Context, key string, cfg *config, ac
 		}
 	}
 	keys := []string{key, fenceKey(key)}
-	args := []any{fence}
+	args := []any{fence, cfg.fenceLifetime().Milliseconds()}
 	cmd := evalSha(fenceScript, keys, args)
 	res := quorum.Run(ctx, &quorum.Round[int64]{
 		Nodes:   len(l.nodes),

@@ -39,7 +39,20 @@ type config struct {
 	pollingOnly bool
 	guard       time.Duration
 	clock       clock.Clock
+	// fenceLife is how long a fencing counter outlives the lock key it
+	// was last written with; defaultFenceLifetime but in tests.
+	fenceLife time.Duration
 }
+
+// defaultFenceLifetime is how long a key's fencing counter stays on a node
+// after its last grant or write-back (plus the lock's TTL). A week keeps the
+// counters of keys locked daily or weekly, and asks of the servers' clocks
+// only that they are not a week behind the fences they handed out.
+const defaultFenceLifetime = 7 * 24 * time.Hour
+
+// fenceLifetime is the expiry given to a fencing counter at each write: it
+// outlives the lock key set with it by fenceLife.
+func (c *config) fenceLifetime() time.Duration { return c.fenceLife + c.ttl }
 
 func defaultConfig() config {
 	return config{
@@ -48,6 +61,7 @@ func defaultConfig() config {
 		nodeTimeout: DefaultNodeTimeout,
 		retry:       DefaultRetry,
 		clock:       clock.Real,
+		fenceLife:   defaultFenceLifetime,
 	}
 }
 
@@ -82,11 +96,26 @@ func WithToken(token string) Option {
 }
 
 // WithFencing turns on fencing tokens: each lock carries Fence(), a number
-// strictly greater than every earlier holder's fence for the key, as long as
-// the nodes keep their counters, or, for nodes that lose them, as long as the
-// servers' clocks agree to within the restart guard's maximum TTL (use
-// WithRestartGuard with non-persistent nodes). It costs one more round trip
-// per acquisition. Default off.
+// strictly greater than every earlier holder's fence for the key.
+//
+// Each node keeps a counter per key (redlock:fence:KEY) and raises it, in the
+// step that grants the lock, to max(counter+1, the server's clock in µs);
+// the lock's fence is the maximum over the granting majority, written back
+// to the nodes before Obtain returns. Fences of successive holders strictly
+// increase while the nodes keep their counters. A counter expires seven days
+// (plus the lock's TTL) after its last grant or write-back, so keys locked
+// once do not keep memory forever; a node that lost its counter that way, or
+// with its memory (restart, reload of older data, promotion of a replica,
+// eviction, flush), starts again from its clock. Fences still increase then,
+// provided the node's clock is not behind earlier fences by seven days after
+// an expiry, or by the restart guard's maximum TTL after a loss the guard
+// caught (it keeps the node out of every vote that long): use
+// WithRestartGuard unless every node keeps every write (appendfsync always,
+// no replica failover, no eviction). A lock kept by Extend for more than
+// seven days may see its counter expire while held: its re-entries then
+// report fence 0 where the counter is gone.
+//
+// It costs one more round trip per acquisition. Default off.
 func WithFencing() Option { return func(c *config) { c.fencing = true } }
 
 // WithRestartGuard protects against nodes that forget the locks they

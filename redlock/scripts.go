@@ -78,7 +78,9 @@ const (
 // releaseChannel is where the release script announces that key is free.
 func releaseChannel(key string) string { return "redlock:released:" + key }
 
-// Keys of the fencing counters and of the restart guard. They never expire.
+// Keys of the fencing counters and of the restart guard. The guard's keys
+// never expire; a counter expires after defaultFenceLifetime without a
+// grant or write-back (see WithFencing).
 const (
 	fencePrefix     = "redlock:fence:"
 	guardMarker     = "redlock:guard:marker"

@@ -10,6 +10,7 @@
 -- ARGV[3]  token .. "\0" (the value's prefix)
 -- ARGV[4]  "1" to return a fencing token      (optional)
 -- ARGV[5]  restart guard: the maximum TTL in ms, "0" for off (optional)
+-- ARGV[6]  the fencing counter's lifetime in ms (with ARGV[4] = "1")
 --
 -- Returns, when granted: the fencing token in fencing mode (the counter,
 -- raised in this same step for a new holder), else 0 for a new holder
@@ -64,18 +65,24 @@ if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
   if fenced then
     -- The counter becomes max(counter + 1, this server's clock in
     -- microseconds). It grows by one per holder, far slower than the
-    -- clock, so fences follow time: a node that lost its counter (restart
-    -- without persistence) starts again from its clock, above every fence
-    -- handed out before, as long as the servers' clocks roughly agree.
+    -- clock, so fences follow time. A node whose counter is gone (it
+    -- expired, or the node lost its memory) or went back (a snapshot
+    -- reloaded, a replica promoted) starts again from its clock. That is
+    -- above every fence handed out before, as long as this clock is not
+    -- behind those fences by as much as the time since they were written
+    -- here: the counter's lifetime (ARGV[6], refreshed on every grant and
+    -- write-back) when it expired; with the restart guard, at least its
+    -- maximum TTL after a loss, since the node abstains that long.
     -- The clock value is kept as an exact decimal string: Lua numbers are
     -- doubles and print such values rounded.
     local t = redis.call('TIME')
     local now = t[1] .. string.format('%06d', tonumber(t[2]))
     local c = redis.call('INCR', KEYS[2])
     if c < tonumber(now) then
-      redis.call('SET', KEYS[2], now)
+      redis.call('SET', KEYS[2], now, 'PX', ARGV[6])
       return tonumber(now)
     end
+    redis.call('PEXPIRE', KEYS[2], ARGV[6])
     return c
   end
   return 0
