@@ -36,13 +36,19 @@ if guard > 0 then
   if type(info) ~= 'string' then
     return redis.error_reply('ABSTAIN the restart guard needs Redis 7.0 or later (INFO of several sections)')
   end
-  local policy = string.match(info, 'maxmemory_policy:([%w-]+)')
-  local run = string.match(info, 'run_id:(%x+)')
-  local evicted = string.match(info, 'evicted_keys:(%d+)')
+  -- Plain searches: a pattern run over the whole reply costs more than
+  -- INFO itself.
+  local function field(name, pattern)
+    local i = string.find(info, '\r\n' .. name .. ':', 1, true)
+    return i and string.match(info, pattern, i + #name + 3)
+  end
+  local policy = field('maxmemory_policy', '^[%w-]+')
+  local run = field('run_id', '^%x+')
+  local evicted = field('evicted_keys', '^%d+')
   if not (policy and run and evicted) then
     return redis.error_reply('ABSTAIN INFO shows no run_id, maxmemory_policy or evicted_keys')
   end
-  if policy ~= 'noeviction' and string.match(info, '\nmaxmemory:(%d+)') ~= '0' then
+  if policy ~= 'noeviction' and field('maxmemory', '^%d+') ~= '0' then
     -- Eviction would drop lock keys (volatile-* picks exactly the keys
     -- with a TTL) behind the holder's back: never vote under it.
     return redis.error_reply('ABSTAIN maxmemory-policy ' .. policy .. ' may evict lock keys: set noeviction or maxmemory 0')
