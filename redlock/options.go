@@ -132,8 +132,11 @@ func WithFencing() Option { return func(c *config) { c.fencing = true } }
 // process start costs the node maxTTL out of the vote, even with
 // appendfsync always: the run_id cannot tell a clean restart from a lossy
 // one. A node whose maxmemory-policy may evict keys (any policy but
-// noeviction, with maxmemory set) abstains for as long as it is so
-// configured, with an ABSTAIN error naming the policy.
+// noeviction, with maxmemory set) is refused at first contact (Bootstrap, or
+// the acquisition that would stamp its marker) with an ABSTAIN error naming
+// the policy, and stays unstamped, so refused, while so configured; one
+// switched to such a policy later is caught by its count of evicted keys at
+// the first acquisition after an eviction, before it can grant again.
 //
 // It assumes that nothing but this library deletes or rewrites its keys
 // (a DEL of one lock key goes unseen; FLUSHDB and FLUSHALL are seen, they

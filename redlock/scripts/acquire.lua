@@ -18,7 +18,7 @@
 -- -(PTTL + 2) of that holder, so the caller can sleep until it may expire
 -- (-1: the key has no expiry). With the restart guard on, a node that lost
 -- its memory answers an ABSTAIN error until the maximum TTL has passed, and
--- a node that may evict keys answers ABSTAIN as long as it may.
+-- a node that may evict keys answers ABSTAIN instead of being stamped.
 local guard = tonumber(ARGV[5] or '0')
 if guard > 0 then
   -- The marker (no expiry) holds the server's run_id and its count of
@@ -30,9 +30,10 @@ if guard > 0 then
   -- that never saw the latest grants, or evicted keys. It then stays out of
   -- every vote until any lock it forgot has surely expired, and is stamped
   -- anew. INFO is read on every call: the Lua state keeps nothing between
-  -- calls, and a stamp cached by the client could not see a restart behind
-  -- a proxy that keeps the client's connection.
-  local info = redis.pcall('INFO', 'server', 'memory', 'stats')
+  -- calls, a stamp cached by the client could not see a restart behind a
+  -- proxy that keeps the client's connection, and keys may be evicted at
+  -- any moment.
+  local info = redis.pcall('INFO', 'server', 'stats')
   if type(info) ~= 'string' then
     return redis.error_reply('ABSTAIN the restart guard needs Redis 7.0 or later (INFO of several sections)')
   end
@@ -42,19 +43,22 @@ if guard > 0 then
     local i = string.find(info, '\r\n' .. name .. ':', 1, true)
     return i and string.match(info, pattern, i + #name + 3)
   end
-  local policy = field('maxmemory_policy', '^[%w-]+')
-  local run = field('run_id', '^%x+')
-  local evicted = field('evicted_keys', '^%d+')
-  if not (policy and run and evicted) then
-    return redis.error_reply('ABSTAIN INFO shows no run_id, maxmemory_policy or evicted_keys')
-  end
-  if policy ~= 'noeviction' and field('maxmemory', '^%d+') ~= '0' then
-    -- Eviction would drop lock keys (volatile-* picks exactly the keys
-    -- with a TTL) behind the holder's back: never vote under it.
-    return redis.error_reply('ABSTAIN maxmemory-policy ' .. policy .. ' may evict lock keys: set noeviction or maxmemory 0')
+  local run, evicted = field('run_id', '^%x+'), field('evicted_keys', '^%d+')
+  if not (run and evicted) then
+    return redis.error_reply('ABSTAIN INFO shows no run_id or evicted_keys')
   end
   local stamp = run .. ' ' .. evicted
   if redis.call('GET', KEYS[3]) ~= stamp then
+    -- First contact, or a loss. A node that may evict keys (volatile-*
+    -- picks exactly the keys with a TTL) is never stamped, so it is asked
+    -- again next time; one set to evict later is caught by its count of
+    -- evicted keys, before it can grant again. Read here only: the memory
+    -- section is the dearest part of INFO.
+    info = redis.call('INFO', 'memory')
+    local policy = field('maxmemory_policy', '^[%w-]+')
+    if policy ~= 'noeviction' and field('maxmemory', '^%d+') ~= '0' then
+      return redis.error_reply('ABSTAIN maxmemory-policy ' .. tostring(policy) .. ' may evict lock keys: set noeviction or maxmemory 0')
+    end
     -- A quarantine already running is only ever lengthened.
     if redis.call('PTTL', KEYS[4]) < guard then
       redis.call('SET', KEYS[4], '1', 'PX', guard)
