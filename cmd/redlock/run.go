@@ -79,9 +79,10 @@ func defineRun(fs *flagSet) action {
 	fs.DurationVar(&f.grace, "grace", defaultGrace, "after a lost lock, the time between SIGTERM and SIGKILL")
 	fs.StringVar(&f.metadata, "metadata", "", "a note stored with the lock, shown by inspect\n(default \"host=HOSTNAME pid=PID\")")
 	fs.BoolVar(&f.fencing, "fencing", false, "get a fencing token, passed to COMMAND in $"+envFence)
-	fs.DurationVar(&f.restartGuard, "restart-guard", 0, "keep a node that lost its memory (restarted without persistence) from\n"+
-		"voting for this long: the largest --ttl any client uses on these nodes;\n"+
-		"0 turns the guard off (see \"redlock bootstrap\")")
+	fs.DurationVar(&f.restartGuard, "restart-guard", 0, "keep a node that lost its memory (restart, reload, failover, eviction,\n"+
+		"flush) from voting for this long: at least the largest --ttl and\n"+
+		"--cooldown any client uses on these nodes; 0 turns the guard off\n"+
+		"(see \"redlock bootstrap\")")
 	fs.BoolVar(&f.quiet, "quiet", false, "say nothing when the lock is busy (the exit code still does)")
 	fs.BoolVar(&f.verbose, "verbose", false, "report waiting, obtaining and releasing the lock on standard error")
 	return func(a *app, fs *flagSet, args []string) int { return a.run(fs, f, args) }
