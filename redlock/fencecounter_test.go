@@ -48,8 +48,10 @@ func TestFenceCounterLifetime(t *testing.T) {
 	})
 	t.Run("fences grow after the counters expired", func(t *testing.T) {
 		c := newCluster(t, 3)
-		ttl, life := 300*time.Millisecond, 100*time.Millisecond
-		l := c.locker(t, redlock.WithFencing(), redlock.WithTTL(ttl), redlock.WithNodeTimeout(100*time.Millisecond), redlock.WithFenceLifetime(life))
+		// Short enough to wait for, long enough for node timeouts of a
+		// second (testOpts) on a loaded machine.
+		ttl, life := 2*time.Second, 100*time.Millisecond
+		l := c.locker(t, redlock.WithFencing(), redlock.WithTTL(ttl), redlock.WithFenceLifetime(life))
 		lock := mustObtain(t, l, "f")
 		first := lock.Fence()
 		if err := lock.Release(t.Context()); err != nil {

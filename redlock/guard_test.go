@@ -277,8 +277,8 @@ func TestBootstrapKeepsLossOfReloadedNode(t *testing.T) {
 func TestRestartGuardPersistentRestartAbstainsOnce(t *testing.T) {
 	servers := redistest.StartT(t, 1, redistest.Options{Persistent: true})
 	clients := redistest.ClientsT(t, servers)
-	maxTTL := time.Second
-	l := newLocker(t, clients, redlock.WithRestartGuard(maxTTL), redlock.WithTTL(maxTTL), redlock.WithNodeTimeout(200*time.Millisecond))
+	maxTTL := 2 * time.Second
+	l := newLocker(t, clients, redlock.WithRestartGuard(maxTTL), redlock.WithTTL(maxTTL))
 	if err := l.Bootstrap(t.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -307,8 +307,8 @@ func TestRestartGuardPersistentRestartAbstainsOnce(t *testing.T) {
 // and the guard kept the node out for its maximum TTL meanwhile.
 func TestFencesGrowAcrossSnapshotReload(t *testing.T) {
 	c := newCluster(t, 3)
-	maxTTL := time.Second
-	l := c.locker(t, redlock.WithFencing(), redlock.WithRestartGuard(maxTTL), redlock.WithTTL(maxTTL), redlock.WithNodeTimeout(200*time.Millisecond))
+	maxTTL := 2 * time.Second
+	l := c.locker(t, redlock.WithFencing(), redlock.WithRestartGuard(maxTTL), redlock.WithTTL(maxTTL))
 	if err := l.Bootstrap(t.Context()); err != nil {
 		t.Fatal(err)
 	}
