@@ -1,5 +1,7 @@
 package redlock
 
+import "time"
+
 // LineLen reports how many goroutines of l wait in line for key (tests
 // only).
 func LineLen(l *Locker, key string) int {
@@ -28,4 +30,10 @@ func Closing(l *Locker) bool {
 		return false
 	}
 	return true
+}
+
+// WithFenceLifetime sets how long a fencing counter outlives the lock key it
+// was last written with (tests only; default seven days).
+func WithFenceLifetime(d time.Duration) Option {
+	return func(c *config) { c.fenceLife = d }
 }

@@ -101,11 +101,18 @@ func (k *Lock) Release(ctx context.Context) error {
 // ReleaseAfter gives up the lock but keeps its key for hold, so that nobody
 // obtains it for that long: a job that must run at most once per interval
 // releases with the rest of the interval as its cooldown. The key then
-// expires by itself; waiters are not woken early. A hold of 0 is Release; a
-// negative one is an error matching ErrInvalid. Errors are as for Release.
+// expires by itself; waiters are not woken early. A hold of 0 is Release.
+//
+// A negative hold, or with WithRestartGuard one above the guard's maximum
+// TTL, is an error matching ErrInvalid, and the lock is left held as it was:
+// a node that lost its memory votes again after the maximum TTL, so a longer
+// cooldown would not survive its restart. Other errors are as for Release.
 func (k *Lock) ReleaseAfter(ctx context.Context, hold time.Duration) error {
 	if hold < 0 {
 		return invalid("ReleaseAfter hold %v is negative", hold)
+	}
+	if g := k.cfg.guard; g > 0 && hold > g {
+		return invalid("ReleaseAfter hold %v is above the restart guard's maximum TTL %v", hold, g)
 	}
 	ms := hold.Milliseconds()
 	if hold > 0 && ms == 0 {

@@ -557,7 +557,7 @@ func newPlan(key string, cfg *config) acquirePlan {
 		if cfg.fencing {
 			fenced = "1"
 		}
-		args = append(args, fenced, cfg.guard.Milliseconds())
+		args = append(args, fenced, cfg.guard.Milliseconds(), cfg.fenceLifetime().Milliseconds())
 	}
 	return acquirePlan{token: token, prefix: prefix, keys: keys, lockKeys: keys[:1], args: args}
 }
@@ -722,7 +722,12 @@ func (s *settle) finish(failed bool) []int {
 // expiry, both after this write-back; so its INCR there returns more than our
 // fence, and its fence, a maximum, is larger still. This needs the write-back
 // to reach a majority of granting nodes within the lock's validity, and nodes
-// that keep their counters.
+// that keep their counters. Where a node lost its counter (it expired, or the
+// node lost its memory, or a reload brought back an older one) the counter
+// starts again from the server's clock, which is above our fence as long as
+// that clock is not behind it by the counter's lifetime, or, under the
+// restart guard, by the guard's maximum TTL: the time the node abstained
+// since it last saw our fence (see acquire.lua).
 func (l *Locker) writeBackFence(ctx context.Context, key string, cfg *config, acq *quorum.Result[int64], start time.Time) (uint64, time.Duration, error) {
 	var fence int64
 	granted := make([]bool, len(l.nodes))
@@ -733,7 +738,7 @@ func (l *Locker) writeBackFence(ctx context.Context, key string, cfg *config, ac
 		}
 	}
 	keys := []string{key, fenceKey(key)}
-	args := []any{fence}
+	args := []any{fence, cfg.fenceLifetime().Milliseconds()}
 	cmd := evalSha(fenceScript, keys, args)
 	res := quorum.Run(ctx, &quorum.Round[int64]{
 		Nodes:   len(l.nodes),
@@ -941,25 +946,36 @@ func (l *Locker) notHeld(op, key string, res *quorum.Result[int64]) *QuorumError
 }
 
 // decodeBootstrap is Yes when the node has its marker, Failed when it
-// abstains.
+// abstains: an ABSTAIN error reply (a marker from another server run, or an
+// evicting maxmemory-policy) or a quarantine still running.
 func decodeBootstrap(n int64, err error) (quorum.Vote, int64, error) {
 	switch {
 	case err != nil:
 		return quorum.Failed, 0, err
 	case n < 0:
-		return quorum.Failed, 0, fmt.Errorf("redlock: node abstains for %v more: it lost its memory before it was seeded", time.Duration(-n)*time.Millisecond)
+		return quorum.Failed, 0, fmt.Errorf("redlock: node abstains for %v more: it lost its memory (flush, restart, reload, promotion or eviction)", time.Duration(-n)*time.Millisecond)
 	}
 	return quorum.Yes, n, nil
 }
 
 // Bootstrap seeds the restart guard's memory marker on every node, so that a
 // fresh cluster votes at once instead of abstaining for the guard's maximum
-// TTL. Run it once, when the cluster is first set up, never on a cluster
-// whose nodes may have lost locks that are still held: that would let a
-// forgetful node vote again at once, which is what the guard prevents. A
-// node that already has its marker is left as it is, and so is a node that
-// already noticed a loss and abstains (its quarantine protects the locks it
-// forgot).
+// TTL. The marker is stamped with the server's run_id and evicted-keys count,
+// as the acquire script stamps it. Run it once, when the cluster is first set
+// up, never on a cluster whose nodes may have lost locks that are still held
+// and with them their markers (a restart without persistence, a flush): that
+// would let a forgetful node vote again at once, which is what the guard
+// prevents. A node that already has its marker with the current stamp is
+// left as it is, and so is a node that already noticed a loss and abstains
+// (its quarantine protects the locks it forgot).
+//
+// A marker with another stamp is a loss, never a fresh node: the server
+// restarted (reloading the marker from a snapshot or AOF), is a promoted
+// replica, or evicted keys, since it was stamped. Bootstrap does not clear
+// it: when the Locker has WithRestartGuard it starts the node's quarantine
+// now; without it, it leaves the marker for the first guarded acquisition to
+// notice. Either way the node is reported as abstaining. A node whose
+// maxmemory-policy may evict keys is reported too.
 //
 // It fails with an error matching ErrNoQuorum, naming the nodes, unless every
 // node was reached and none abstains.
@@ -969,13 +985,14 @@ func (l *Locker) Bootstrap(ctx context.Context) error {
 	}
 	defer l.mu.RUnlock()
 	keys := []string{guardMarker, guardQuarantine}
+	args := []any{max(l.cfg.guard, 0).Milliseconds()}
 	timeout := l.cfg.nodeTimeout
 	res := quorum.Run(ctx, &quorum.Round[int64]{
 		Nodes:      len(l.nodes),
 		Need:       len(l.nodes),
 		Timeout:    timeout,
 		WaitAll:    true,
-		Start:      l.sender(timeout, bootstrapScript, keys, nil, decodeBootstrap, nil),
+		Start:      l.sender(timeout, bootstrapScript, keys, args, decodeBootstrap, nil),
 		Background: &l.bg,
 	})
 	if res.OK {

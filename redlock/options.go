@@ -40,7 +40,20 @@ type config struct {
 	guard       time.Duration
 	lockDelay   time.Duration
 	clock       clock.Clock
+	// fenceLife is how long a fencing counter outlives the lock key it
+	// was last written with; defaultFenceLifetime but in tests.
+	fenceLife time.Duration
 }
+
+// defaultFenceLifetime is how long a key's fencing counter stays on a node
+// after its last grant or write-back (plus the lock's TTL). A week keeps the
+// counters of keys locked daily or weekly, and asks of the servers' clocks
+// only that they are not a week behind the fences they handed out.
+const defaultFenceLifetime = 7 * 24 * time.Hour
+
+// fenceLifetime is the expiry given to a fencing counter at each write: it
+// outlives the lock key set with it by fenceLife.
+func (c *config) fenceLifetime() time.Duration { return c.fenceLife + c.ttl }
 
 func defaultConfig() config {
 	return config{
@@ -49,6 +62,7 @@ func defaultConfig() config {
 		nodeTimeout: DefaultNodeTimeout,
 		retry:       DefaultRetry,
 		clock:       clock.Real,
+		fenceLife:   defaultFenceLifetime,
 	}
 }
 
@@ -87,21 +101,59 @@ func WithToken(token string) Option {
 }
 
 // WithFencing turns on fencing tokens: each lock carries Fence(), a number
-// strictly greater than every earlier holder's fence for the key, as long as
-// the nodes keep their counters, or, for nodes that lose them, as long as the
-// servers' clocks agree to within the restart guard's maximum TTL (use
-// WithRestartGuard with non-persistent nodes). It costs one more round trip
-// per acquisition. Default off.
+// strictly greater than every earlier holder's fence for the key.
+//
+// Each node keeps a counter per key (redlock:fence:KEY) and raises it, in the
+// step that grants the lock, to max(counter+1, the server's clock in µs);
+// the lock's fence is the maximum over the granting majority, written back
+// to the nodes before Obtain returns. Fences of successive holders strictly
+// increase while the nodes keep their counters. A counter expires seven days
+// (plus the lock's TTL) after its last grant or write-back, so keys locked
+// once do not keep memory forever; a node that lost its counter that way, or
+// with its memory (restart, reload of older data, promotion of a replica,
+// eviction, flush), starts again from its clock. Fences still increase then,
+// provided the node's clock is not behind earlier fences by seven days after
+// an expiry, or by the restart guard's maximum TTL after a loss the guard
+// caught (it keeps the node out of every vote that long): use
+// WithRestartGuard unless every node keeps every write (appendfsync always,
+// no replica failover, no eviction). A lock kept by Extend for more than
+// seven days may see its counter expire while held: its re-entries then
+// report fence 0 where the counter is gone.
+//
+// It costs one more round trip per acquisition. Default off.
 func WithFencing() Option { return func(c *config) { c.fencing = true } }
 
-// WithRestartGuard protects against nodes that restart without persistence
-// (or are flushed) and so forget the locks they granted: such a node notices
-// the loss in the acquire script itself, through a marker key without expiry,
-// and abstains from granting any lock until maxTTL has passed, by when every
-// lock it forgot has expired. maxTTL must be at least every TTL (plus
-// WithLockDelay's delay) used with the Locker: longer ones are rejected. A fresh cluster abstains likewise on first
-// use unless seeded with Locker.Bootstrap. Give it to New: it is a property
-// of the cluster, not of one call. Default off.
+// WithRestartGuard protects against nodes that forget the locks they
+// granted. Each node keeps a marker key without expiry (redlock:guard:marker)
+// stamped with the server's run_id and its count of evicted keys (INFO
+// server and stats). The acquire script reads both on every call; a marker
+// that is missing or carries another stamp means the node may have lost
+// writes: it was flushed, its process restarted (with no persistence, or
+// reloading an RDB snapshot or an AOF that lacks the last writes, as
+// appendfsync everysec may after a crash), it is a replica promoted to
+// master, or it evicted keys. The node then records the moment, re-stamps
+// the marker, and abstains from granting any lock (an ABSTAIN error reply)
+// until maxTTL has passed, by when every lock it forgot has expired. Every
+// process start costs the node maxTTL out of the vote, even with
+// appendfsync always: the run_id cannot tell a clean restart from a lossy
+// one. A node whose maxmemory-policy may evict keys (any policy but
+// noeviction, with maxmemory set) is refused at first contact (Bootstrap, or
+// the acquisition that would stamp its marker) with an ABSTAIN error naming
+// the policy, and stays unstamped, so refused, while so configured; one
+// switched to such a policy later is caught by its count of evicted keys at
+// the first acquisition after an eviction, before it can grant again.
+//
+// It assumes that nothing but this library deletes or rewrites its keys
+// (a DEL of one lock key goes unseen; FLUSHDB and FLUSHALL are seen, they
+// remove the marker) and that the node's clock runs at about the right rate
+// (the quarantine is a key with a TTL). It needs Redis 7.0 or later.
+//
+// maxTTL must be at least every TTL (plus WithLockDelay's delay) used with
+// the Locker, and every cooldown given to Lock.ReleaseAfter: longer ones are
+// rejected. A fresh
+// cluster abstains likewise on first use unless seeded with
+// Locker.Bootstrap. Give it to New: it is a property of the cluster, not of
+// one call. Default off.
 func WithRestartGuard(maxTTL time.Duration) Option {
 	return func(c *config) {
 		c.guard = maxTTL

@@ -90,8 +90,9 @@ const (
 	// releasePrefix starts the channel on which the release of a key is
 	// announced.
 	releasePrefix = ReservedPrefix + "released:"
-	// fencePrefix starts the key of a lock key's fencing counter (no
-	// expiry).
+	// fencePrefix starts the key of a lock key's fencing counter, which
+	// expires defaultFenceLifetime after its last grant or write-back (see
+	// WithFencing).
 	fencePrefix = ReservedPrefix + "fence:"
 	// guardMarker and guardQuarantine are the restart guard's memory marker
 	// (no expiry) and quarantine, one of each per node.

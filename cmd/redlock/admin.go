@@ -248,7 +248,10 @@ var _ = register(&command{
 	help: `Seed the restart guard's marker on every node of a fresh cluster, so that the
 nodes vote at once instead of abstaining for the guard's maximum TTL (see
 "redlock run --restart-guard"). A node that has its marker already is left
-as it is.
+as it is. A node whose marker was set before it restarted, reloaded older
+data, was promoted from replica or evicted keys has lost its memory: it is
+not seeded but reported (exit 69), and abstains at its first guarded use. A
+node whose maxmemory-policy may evict keys is reported too.
 
 Run it once, when the cluster is first set up. Never run it on a cluster
 whose nodes may have lost locks that are still held (a node restarted

@@ -34,6 +34,7 @@ func TestBadInput(t *testing.T) {
 		{"run: node timeout above TTL", []string{envNodes + "=" + nodes}, []string{"run", "--ttl", "1s", "--node-timeout", "2s", "k", "--", "true"}, "node timeout"},
 		{"run: TTL too short to extend in time", []string{envNodes + "=" + nodes}, []string{"run", "--ttl", "1s", "--node-timeout", "500ms", "short-ttl", "--", "echo", "ran"}, "leaves no time to extend the lock"},
 		{"run: TTL above restart guard", []string{envNodes + "=" + nodes}, []string{"run", "--restart-guard", "10s", "--ttl", "30s", "k", "--", "true"}, "restart guard"},
+		{"run: cooldown above restart guard", []string{envNodes + "=" + nodes}, []string{"run", "--restart-guard", "1m", "--cooldown", "2m", "k", "--", "true"}, "--cooldown 2m0s is above --restart-guard 1m0s"},
 
 		{"no nodes", nil, []string{"run", "k", "--", "true"}, "no nodes: give --nodes or set REDLOCK_NODES"},
 		{"empty node list", nil, []string{"run", "--nodes", " , ", "k", "--", "true"}, "no nodes"},

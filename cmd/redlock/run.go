@@ -86,9 +86,10 @@ func defineRun(fs *flagSet) action {
 	fs.DurationVar(&f.grace, "grace", defaultGrace, "after a lost lock, the time between SIGTERM and SIGKILL\n(the SIGTERM comes before the lock's validity ends)")
 	fs.StringVar(&f.metadata, "metadata", "", "a note stored with the lock, shown by inspect\n(default \"host=HOSTNAME pid=PID\")")
 	fs.BoolVar(&f.fencing, "fencing", false, "get a fencing token, passed to COMMAND in $"+envFence)
-	fs.DurationVar(&f.restartGuard, "restart-guard", 0, "keep a node that lost its memory (restarted without persistence) from\n"+
-		"voting for this long: the largest --ttl plus --lock-delay any client\n"+
-		"uses on these nodes; 0 turns the guard off (see \"redlock bootstrap\")")
+	fs.DurationVar(&f.restartGuard, "restart-guard", 0, "keep a node that lost its memory (restart, reload, failover, eviction,\n"+
+		"flush) from voting for this long: at least the largest --ttl plus\n"+
+		"--lock-delay, and --cooldown, any client uses on these nodes; 0 turns\n"+
+		"the guard off (see \"redlock bootstrap\")")
 	fs.DurationVar(&f.lockDelay, "lock-delay", 0, "after a lock ends without a release (redlock was killed, or its host\n"+
 		"paused past the lock's validity), keep the key from everyone for this\n"+
 		"long after its TTL; a normal end releases at once; 0 turns it off")
@@ -133,6 +134,10 @@ func (a *app) run(fs *flagSet, f *runFlags, args []string) int {
 		return a.usageError(fs.cmd, fmt.Sprintf("--restart-guard %v must not be negative", f.restartGuard))
 	case f.lockDelay < 0:
 		return a.usageError(fs.cmd, fmt.Sprintf("--lock-delay %v must not be negative", f.lockDelay))
+	case f.restartGuard > 0 && f.cooldown > f.restartGuard:
+		// Checked before the command runs: the library would refuse the
+		// cooldown only at the end, after the work is done.
+		return a.usageError(fs.cmd, fmt.Sprintf("--cooldown %v is above --restart-guard %v: a node that lost its memory would vote again before the cooldown ends", f.cooldown, f.restartGuard))
 	}
 	key := pos[0]
 	// A command that cannot run is found before the lock is taken: no

@@ -10,21 +10,60 @@
 -- ARGV[3]  token .. "\0" (the value's prefix)
 -- ARGV[4]  "1" to return a fencing token      (optional)
 -- ARGV[5]  restart guard: the maximum TTL in ms, "0" for off (optional)
+-- ARGV[6]  the fencing counter's lifetime in ms (with ARGV[4] = "1")
 --
 -- Returns, when granted: the fencing token in fencing mode (the counter,
 -- raised in this same step for a new holder), else 0 for a new holder
 -- and n >= 2 for a re-entry with n holds. When another token holds the key:
 -- -(PTTL + 2) of that holder, so the caller can sleep until it may expire
 -- (-1: the key has no expiry). With the restart guard on, a node that lost
--- its memory answers an ABSTAIN error until the maximum TTL has passed.
+-- its memory answers an ABSTAIN error until the maximum TTL has passed, and
+-- a node that may evict keys answers ABSTAIN instead of being stamped.
 local guard = tonumber(ARGV[5] or '0')
 if guard > 0 then
-  -- The marker has no expiry: if it is missing, this node restarted
-  -- without persistence or was flushed, and forgot the locks it granted.
-  -- It stays out of every vote until any such lock has surely expired.
-  if redis.call('EXISTS', KEYS[3]) == 0 then
-    redis.call('SET', KEYS[4], '1', 'PX', guard, 'NX')
-    redis.call('SET', KEYS[3], '1')
+  -- The marker (no expiry) holds the server's run_id and its count of
+  -- evicted keys when it was stamped. The run_id is new on every process
+  -- start and differs on a promoted replica, so a marker that is missing or
+  -- whose stamp differs means this node may have forgotten locks it
+  -- granted: it was flushed, restarted (without persistence, or reloading
+  -- an RDB snapshot or an AOF that lacks the last writes), is a replica
+  -- that never saw the latest grants, or evicted keys. It then stays out of
+  -- every vote until any lock it forgot has surely expired, and is stamped
+  -- anew. INFO is read on every call: the Lua state keeps nothing between
+  -- calls, a stamp cached by the client could not see a restart behind a
+  -- proxy that keeps the client's connection, and keys may be evicted at
+  -- any moment.
+  local info = redis.pcall('INFO', 'server', 'stats')
+  if type(info) ~= 'string' then
+    return redis.error_reply('ABSTAIN the restart guard needs Redis 7.0 or later (INFO of several sections)')
+  end
+  -- Plain searches: a pattern run over the whole reply costs more than
+  -- INFO itself.
+  local function field(name, pattern)
+    local i = string.find(info, '\r\n' .. name .. ':', 1, true)
+    return i and string.match(info, pattern, i + #name + 3)
+  end
+  local run, evicted = field('run_id', '^%x+'), field('evicted_keys', '^%d+')
+  if not (run and evicted) then
+    return redis.error_reply('ABSTAIN INFO shows no run_id or evicted_keys')
+  end
+  local stamp = run .. ' ' .. evicted
+  if redis.call('GET', KEYS[3]) ~= stamp then
+    -- First contact, or a loss. A node that may evict keys (volatile-*
+    -- picks exactly the keys with a TTL) is never stamped, so it is asked
+    -- again next time; one set to evict later is caught by its count of
+    -- evicted keys, before it can grant again. Read here only: the memory
+    -- section is the dearest part of INFO.
+    info = redis.call('INFO', 'memory')
+    local policy = field('maxmemory_policy', '^[%w-]+')
+    if policy ~= 'noeviction' and field('maxmemory', '^%d+') ~= '0' then
+      return redis.error_reply('ABSTAIN maxmemory-policy ' .. tostring(policy) .. ' may evict lock keys: set noeviction or maxmemory 0')
+    end
+    -- A quarantine already running is only ever lengthened.
+    if redis.call('PTTL', KEYS[4]) < guard then
+      redis.call('SET', KEYS[4], '1', 'PX', guard)
+    end
+    redis.call('SET', KEYS[3], stamp)
   end
   local left = redis.call('PTTL', KEYS[4])
   if left > 0 then
@@ -36,18 +75,24 @@ if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
   if fenced then
     -- The counter becomes max(counter + 1, this server's clock in
     -- microseconds). It grows by one per holder, far slower than the
-    -- clock, so fences follow time: a node that lost its counter (restart
-    -- without persistence) starts again from its clock, above every fence
-    -- handed out before, as long as the servers' clocks roughly agree.
+    -- clock, so fences follow time. A node whose counter is gone (it
+    -- expired, or the node lost its memory) or went back (a snapshot
+    -- reloaded, a replica promoted) starts again from its clock. That is
+    -- above every fence handed out before, as long as this clock is not
+    -- behind those fences by as much as the time since they were written
+    -- here: the counter's lifetime (ARGV[6], refreshed on every grant and
+    -- write-back) when it expired; with the restart guard, at least its
+    -- maximum TTL after a loss, since the node abstains that long.
     -- The clock value is kept as an exact decimal string: Lua numbers are
     -- doubles and print such values rounded.
     local t = redis.call('TIME')
     local now = t[1] .. string.format('%06d', tonumber(t[2]))
     local c = redis.call('INCR', KEYS[2])
     if c < tonumber(now) then
-      redis.call('SET', KEYS[2], now)
+      redis.call('SET', KEYS[2], now, 'PX', ARGV[6])
       return tonumber(now)
     end
+    redis.call('PEXPIRE', KEYS[2], ARGV[6])
     return c
   end
   return 0
