@@ -1,0 +1,138 @@
+package redlock_test
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/quorumlock/redlock/redlock"
+)
+
+// requireHeldUntil fails unless key lives on every node at least until
+// lock's local deadline (or has no expiry): nothing shortened the hold that
+// lock counts on.
+func requireHeldUntil(t *testing.T, c *cluster, key string, lock *redlock.Lock) {
+	t.Helper()
+	for i, cl := range c.clients {
+		// Read the deadline first: the key's PTTL can only have shrunk by
+		// the time it is read, never the other way round.
+		want := time.Until(lock.Until())
+		pttl, err := cl.PTTL(t.Context(), key).Result()
+		if err != nil {
+			t.Fatalf("PTTL on node %d: %v", i, err)
+		}
+		if pttl != -1 && pttl < want {
+			t.Fatalf("node %d holds %q for %v more, but the outer lock counts on %v", i, key, pttl, want)
+		}
+	}
+}
+
+// A Lock that shares a token with another never shortens the keys' TTL
+// below the other's deadline: not by a shorter re-entry, a shorter Extend,
+// or a short KeepAlive that stops.
+func TestReentryNeverShortensHold(t *testing.T) {
+	short := []redlock.Option{redlock.WithTTL(600 * time.Millisecond), redlock.WithNodeTimeout(200 * time.Millisecond)}
+	tests := []struct {
+		name string
+		// inner re-enters the outer lock through l (another Locker: a second
+		// process reclaiming by token) and lets go of it again.
+		inner func(t *testing.T, l *redlock.Locker, outer *redlock.Lock)
+	}{
+		{"re-entry with a shorter TTL", func(t *testing.T, l *redlock.Locker, outer *redlock.Lock) {
+			start := time.Now()
+			in := mustObtain(t, l, outer.Key(), append(short, redlock.WithToken(outer.Token()))...)
+			// The inner Lock's own deadline stays conservative: from its TTL.
+			if in.Until().After(start.Add(600 * time.Millisecond)) {
+				t.Fatalf("inner Until %v after start, beyond its own 600ms TTL", in.Until().Sub(start))
+			}
+			if err := in.Release(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"Extend with a shorter TTL", func(t *testing.T, l *redlock.Locker, outer *redlock.Lock) {
+			in := mustObtain(t, l, outer.Key(), redlock.WithToken(outer.Token()), redlock.WithNodeTimeout(200*time.Millisecond))
+			start := time.Now()
+			if err := in.Extend(t.Context(), 600*time.Millisecond); err != nil {
+				t.Fatal(err)
+			}
+			if in.Until().After(start.Add(600 * time.Millisecond)) {
+				t.Fatalf("inner Until %v after Extend, beyond the 600ms asked for", in.Until().Sub(start))
+			}
+			if err := in.Release(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"KeepAlive of a short re-entry that stops", func(t *testing.T, l *redlock.Locker, outer *redlock.Lock) {
+			in := mustObtain(t, l, outer.Key(), append(short, redlock.WithToken(outer.Token()))...)
+			first := in.Until()
+			_, stop := in.KeepAlive(t.Context())
+			defer stop()
+			// Await one extension: it moves the inner deadline.
+			deadline := time.Now().Add(10 * time.Second)
+			for !in.Until().After(first) {
+				if time.Now().After(deadline) {
+					t.Fatal("KeepAlive never extended the inner lock")
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			stop()
+		}},
+	}
+	c := newCluster(t, 3)
+	l := c.locker(t)
+	other := c.locker(t)
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			key := fmt.Sprint("r", i)
+			outer := mustObtain(t, l, key) // 10s TTL
+			t.Cleanup(func() { _ = outer.Release(t.Context()) })
+			tt.inner(t, other, outer)
+			requireHeldUntil(t, c, key, outer)
+			if !outer.Valid() {
+				t.Fatal("outer lock invalid")
+			}
+			// The symptom: a third client got the key while the outer was
+			// valid, once the inner's short TTL had run out.
+			third := c.locker(t)
+			deadline := time.Now().Add(time.Second)
+			for time.Now().Before(deadline) {
+				if lock, err := third.TryObtain(t.Context(), key); !errors.Is(err, redlock.ErrNotObtained) {
+					t.Fatalf("third client: lock %v, error %v while the outer is valid (%v left)", lock != nil, err, time.Until(outer.Until()))
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			requireHeldUntil(t, c, key, outer)
+		})
+	}
+}
+
+// A key without expiry stays without expiry through re-entry and Extend.
+func TestReentryKeepsNoExpiry(t *testing.T) {
+	c := newCluster(t, 3)
+	l := c.locker(t)
+	const token = "forever"
+	for _, cl := range c.clients {
+		if err := cl.Set(t.Context(), "n", token+"\x001\x00", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	in := mustObtain(t, l, "n", redlock.WithToken(token), redlock.WithTTL(time.Second), redlock.WithNodeTimeout(200*time.Millisecond))
+	if err := in.Extend(t.Context(), 2*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	for i, cl := range c.clients {
+		if pttl, err := cl.PTTL(t.Context(), "n").Result(); err != nil || pttl != -1 {
+			t.Fatalf("node %d: PTTL %v, %v; want -1 (no expiry)", i, pttl, err)
+		}
+	}
+	if ttl, err := in.TTL(t.Context()); err != nil || ttl != -1 {
+		t.Fatalf("TTL = %v, %v; want -1", ttl, err)
+	}
+	if err := in.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if n := c.holders(t, "n", token); n != 3 {
+		t.Fatalf("the outer hold is on %d nodes after the inner release, want 3", n)
+	}
+}
