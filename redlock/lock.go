@@ -101,17 +101,15 @@ func (k *Lock) Release(ctx context.Context) error {
 // ReleaseAfter gives up the lock but keeps its key for hold, so that nobody
 // obtains it for that long: a job that must run at most once per interval
 // releases with the rest of the interval as its cooldown. The key then
-// expires by itself; waiters are not woken early. A hold of 0 is Release; a
-// negative one is an error matching ErrInvalid. Errors are as for Release.
+// expires by itself; waiters are not woken early. The hold is rounded up to
+// the millisecond. A hold of 0 is Release; a negative one is an error
+// matching ErrInvalid. Errors are as for Release.
 func (k *Lock) ReleaseAfter(ctx context.Context, hold time.Duration) error {
 	if hold < 0 {
 		return invalid("ReleaseAfter hold %v is negative", hold)
 	}
-	ms := hold.Milliseconds()
-	if hold > 0 && ms == 0 {
-		ms = 1 // Redis counts whole milliseconds; round up, never to "delete"
-	}
-	return k.release(ctx, "release", ms)
+	// Rounded up: the cooldown is at least hold, and never 0 ("delete").
+	return k.release(ctx, "release", serverMillis(hold))
 }
 
 func (k *Lock) release(ctx context.Context, op string, cooldownMs int64) error {
@@ -168,7 +166,7 @@ func (k *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	if lost != nil {
 		return lost
 	}
-	ttlMs := ttl.Milliseconds()
+	ttlMs := serverMillis(ttl)
 	var validity time.Duration
 	start := cfg.clock.Now()
 	res, err := k.round(ctx, extendScript, []any{k.prefix, ttlMs}, decodeCompare, func(*quorum.Result[int64]) bool {

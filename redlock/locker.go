@@ -472,14 +472,14 @@ func newPlan(key string, cfg *config) acquirePlan {
 	prefix := token + "\x00"
 	value := prefix + "1\x00" + cfg.metadata
 	keys := []string{key}
-	args := []any{value, cfg.ttl.Milliseconds(), prefix}
+	args := []any{value, serverMillis(cfg.ttl), prefix}
 	if cfg.fencing || cfg.guard > 0 {
 		keys = []string{key, fenceKey(key), guardMarker, guardQuarantine}
 		fenced := "0"
 		if cfg.fencing {
 			fenced = "1"
 		}
-		args = append(args, fenced, cfg.guard.Milliseconds())
+		args = append(args, fenced, serverMillis(cfg.guard))
 	}
 	return acquirePlan{token: token, prefix: prefix, keys: keys, lockKeys: keys[:1], args: args}
 }
