@@ -9,7 +9,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/quorumlock/redlock/clock"
-	"github.com/quorumlock/redlock/internal/redistest"
 	"github.com/quorumlock/redlock/redlock"
 )
 
@@ -72,8 +71,7 @@ func sentArgs(t *testing.T, c redis.UniversalClient, key string) [][]string {
 // Truncated, a TTL of 300.9ms would reach Redis as 300ms while the validity
 // counts on 300.9ms, eating into the 2ms drift margin.
 func TestServerMillisecondsRoundUp(t *testing.T) {
-	servers := redistest.StartT(t, 1, redistest.Options{Args: []string{"--slowlog-log-slower-than", "0", "--slowlog-max-len", "10000"}})
-	clients := redistest.ClientsT(t, servers)
+	clients := newLoggedCluster(t, 1).clients
 	l := newLocker(t, clients, redlock.WithNodeTimeout(100*time.Millisecond))
 	const frac = 900 * time.Microsecond
 	tests := []struct {
