@@ -47,6 +47,16 @@ func (k *Lock) Metadata() string { return k.meta }
 // writes with a lower one. Fences follow the servers' clocks (about the
 // microseconds since 1970, plus one per holder): compare them, do not count
 // with them.
+//
+// A re-entered lock (WithToken while the token holds the key) has the outer
+// lock's fence: each node that holds the key for the token keeps the fence
+// of its holder, written back before Obtain returned the outer lock. The
+// exception is a node that no longer holds the key (it restarted, or never
+// granted the outer): it grants the re-entry as to a new holder, with a new,
+// higher count; if such a node is among the majority that grants the
+// re-entry, the re-entered lock's fence is higher than the outer's and is
+// written back in turn, so a resource that accepts it then refuses the
+// outer's.
 func (k *Lock) Fence() uint64 { return k.fence }
 
 // Until returns the local validity deadline: the time until which no other

@@ -537,7 +537,7 @@ func (l *Locker) conclude(ctx context.Context, key string, cfg *config, p *acqui
 		reason error
 	)
 	if res.OK && cfg.fencing {
-		fence, validity, reason = l.writeBackFence(ctx, key, cfg, res, start)
+		fence, validity, reason = l.writeBackFence(ctx, key, p.prefix, cfg, res, start)
 	}
 	if res.OK && reason == nil {
 		late.finish(false)
@@ -611,7 +611,9 @@ func (s *settle) finish(failed bool) []int {
 }
 
 // writeBackFence takes the highest fence among the granting nodes and
-// raises every node's counter to it, before the lock is handed out.
+// raises every node's counter to it, before the lock is handed out; a node
+// where our token holds the key gets exactly the fence, so that a re-entry
+// reads it back there (see fence.lua).
 //
 // Why this makes fences grow: a later holder needs a majority, which shares
 // at least one node with the granting nodes that took the write-back. It can
@@ -620,7 +622,7 @@ func (s *settle) finish(failed bool) []int {
 // fence, and its fence, a maximum, is larger still. This needs the write-back
 // to reach a majority of granting nodes within the lock's validity, and nodes
 // that keep their counters.
-func (l *Locker) writeBackFence(ctx context.Context, key string, cfg *config, acq *quorum.Result[int64], start time.Time) (uint64, time.Duration, error) {
+func (l *Locker) writeBackFence(ctx context.Context, key, prefix string, cfg *config, acq *quorum.Result[int64], start time.Time) (uint64, time.Duration, error) {
 	var fence int64
 	granted := make([]bool, len(l.nodes))
 	for i, r := range acq.Replies {
@@ -630,7 +632,7 @@ func (l *Locker) writeBackFence(ctx context.Context, key string, cfg *config, ac
 		}
 	}
 	keys := []string{key, fenceKey(key)}
-	args := []any{fence}
+	args := []any{fence, prefix}
 	cmd := evalSha(fenceScript, keys, args)
 	res := quorum.Run(ctx, &quorum.Round[int64]{
 		Nodes:   len(l.nodes),

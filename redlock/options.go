@@ -85,7 +85,9 @@ func WithMetadata(md string) Option { return func(c *config) { c.metadata = md }
 // node, to the longer of what is left and the new TTL (a key without expiry
 // keeps none), so it never cuts short the time another Lock with the same
 // token counts on; Extend does the same. Each Lock's Until is still counted
-// from its own TTL, so it is never later than what the servers hold.
+// from its own TTL, so it is never later than what the servers hold. With
+// WithFencing a re-entry has the outer lock's fence, except as Lock.Fence
+// says.
 func WithToken(token string) Option {
 	return func(c *config) { c.token, c.tokenSet = token, true }
 }

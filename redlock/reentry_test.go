@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/quorumlock/redlock/redlock"
 )
 
@@ -134,5 +136,109 @@ func TestReentryKeepsNoExpiry(t *testing.T) {
 	}
 	if n := c.holders(t, "n", token); n != 3 {
 		t.Fatalf("the outer hold is on %d nodes after the inner release, want 3", n)
+	}
+}
+
+// With fencing, a re-entered lock carries the outer lock's fence, even when a
+// node granted the outer only after the decision and counted past its fence;
+// when the nodes that grant the re-entry include one that lost the key, that
+// node grants it as to a new holder and the re-entry's fence is higher (as
+// WithToken says).
+func TestReentryFence(t *testing.T) {
+	tests := []struct {
+		name string
+		// prepare acts on the nodes after the outer's acquisition (and its
+		// fence write-back) and before the re-entry.
+		prepare func(t *testing.T, c *cluster, key string, outer *redlock.Lock)
+		// other re-enters from another Locker, a second process, whose
+		// node 0 answers late: node 2 is then among the granting majority.
+		other bool
+		// higher is set when the re-entry's fence must exceed the outer's.
+		higher bool
+	}{
+		{name: "same Locker"},
+		{name: "another Locker", other: true},
+		{name: "a node missed the outer's write-back", prepare: func(t *testing.T, c *cluster, key string, outer *redlock.Lock) {
+			// As if the write-back had not reached node 2: its counter is
+			// what its own grant gave, below the outer's fence.
+			if err := c.clients[2].Set(t.Context(), "redlock:fence:"+key, outer.Fence()-1000, 0).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		// Every majority that grants the re-entry has a node that grants it
+		// as to a new holder (one node alone may or may not be among the
+		// first majority to answer).
+		{name: "a majority lost the key", higher: true, prepare: func(t *testing.T, c *cluster, key string, _ *redlock.Lock) {
+			for _, cl := range c.clients[1:] {
+				if err := cl.Del(t.Context(), key).Err(); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}},
+	}
+	c := newCluster(t, 3)
+	other := c.locker(t, redlock.WithFencing())
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			key := fmt.Sprint("fence", i)
+			// Node 2 answers the outer's acquisition only after the
+			// decision: its grant then counts past the outer's fence
+			// (its clock has moved on), and its write-back comes after.
+			slow := &gatedClient{Client: c.clients[2].(*redis.Client), gate: make(chan struct{}), called: make(chan struct{}, 1)}
+			l := newLocker(t, []redis.UniversalClient{c.clients[0], c.clients[1], slow}, redlock.WithFencing(), redlock.WithNodeTimeout(5*time.Second))
+			t.Cleanup(slow.open) // before the Locker's Close, even on failure
+			outer := mustObtain(t, l, key)
+			slow.open()
+			// Every node has the outer's fence written back: Inspect waits
+			// for every node, behind the write-back.
+			st, err := l.Inspect(t.Context(), key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for n, ns := range st.Nodes {
+				if ns.Fence != outer.Fence() {
+					t.Errorf("node %d counter %d after the write-back, want the outer's fence %d", n, ns.Fence, outer.Fence())
+				}
+			}
+			if tt.prepare != nil {
+				tt.prepare(t, c, key, outer)
+			}
+			by := l
+			if tt.other {
+				late := &gatedClient{Client: c.clients[0].(*redis.Client), gate: make(chan struct{}), called: make(chan struct{}, 1)}
+				by = newLocker(t, []redis.UniversalClient{late, c.clients[1], c.clients[2]}, redlock.WithFencing(), redlock.WithNodeTimeout(5*time.Second))
+				t.Cleanup(late.open)
+			}
+			in := mustObtain(t, by, key, redlock.WithToken(outer.Token()))
+			switch {
+			case tt.higher && in.Fence() <= outer.Fence():
+				t.Fatalf("re-entry fence %d, want above the outer's %d", in.Fence(), outer.Fence())
+			case !tt.higher && in.Fence() != outer.Fence():
+				t.Fatalf("re-entry fence %d, want the outer's %d", in.Fence(), outer.Fence())
+			}
+			// A re-entry of the re-entry keeps its fence.
+			again := mustObtain(t, l, key, redlock.WithToken(outer.Token()))
+			if again.Fence() != in.Fence() {
+				t.Fatalf("second re-entry fence %d, want %d", again.Fence(), in.Fence())
+			}
+			for _, lock := range []*redlock.Lock{again, in} {
+				if err := lock.Release(t.Context()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// Where a majority lost the outer's hold, the re-entry's last
+			// release took the key: the outer's release finds it expired.
+			if err := outer.Release(t.Context()); err != nil && !(tt.higher && errors.Is(err, redlock.ErrLockExpired)) {
+				t.Fatal(err)
+			}
+			// The next holder's fence is above every fence of the token.
+			next := mustObtain(t, other, key)
+			if next.Fence() <= in.Fence() {
+				t.Fatalf("next holder's fence %d, not above the re-entry's %d", next.Fence(), in.Fence())
+			}
+			if err := next.Release(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }
