@@ -46,6 +46,12 @@ type notHeldError struct{ msg string }
 func (e *notHeldError) Error() string { return e.msg }
 func (e *notHeldError) Unwrap() error { return ErrLockNotHeld }
 
+// ErrReleased means the Lock was released already (by Release or
+// ReleaseAfter): a handle releases at most once, and is not extended or
+// asked for its TTL after that; such calls fail with it without asking the
+// servers. It matches ErrLockNotHeld.
+var ErrReleased error = &notHeldError{"redlock: lock not held: released"}
+
 func invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, args...)...)
 }

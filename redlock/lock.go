@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"sync"
@@ -46,11 +47,23 @@ func (k *Lock) Metadata() string { return k.meta }
 // writes with a lower one. Fences follow the servers' clocks (about the
 // microseconds since 1970, plus one per holder): compare them, do not count
 // with them.
+//
+// A re-entered lock (WithToken while the token holds the key) has the outer
+// lock's fence: each node that holds the key for the token keeps the fence
+// of its holder, written back before Obtain returned the outer lock. The
+// exception is a node that no longer holds the key (it restarted, or never
+// granted the outer): it grants the re-entry as to a new holder, with a new,
+// higher count; if such a node is among the majority that grants the
+// re-entry, the re-entered lock's fence is higher than the outer's and is
+// written back in turn, so a resource that accepts it then refuses the
+// outer's.
 func (k *Lock) Fence() uint64 { return k.fence }
 
 // Until returns the local validity deadline: the time until which no other
 // owner can hold the lock, by this process's clock. Extend moves it. It is
-// computed locally and asks no server.
+// computed locally and asks no server, from this Lock's own TTL: the keys
+// may live longer than it says (another Lock with the same token asked for
+// more), but no re-entry or Extend makes them live shorter.
 func (k *Lock) Until() time.Time {
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -70,6 +83,11 @@ func (k *Lock) released() bool {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	return k.done
+}
+
+// releasedErr is the error of op on a handle that was released already.
+func (k *Lock) releasedErr(op string) error {
+	return fmt.Errorf("%w: %s %q: this Lock was released before", ErrReleased, op, k.key)
 }
 
 func (k *Lock) markLost(err error) {
@@ -94,6 +112,12 @@ func (k *Lock) markLost(err error) {
 // ErrLockLost (another owner holds the key), or matches ErrNoQuorum when too
 // many nodes could not be reached to tell; keys left behind expire by their
 // TTL.
+//
+// A Lock releases at most once, even when that release failed: every later
+// Release or ReleaseAfter returns an error matching ErrReleased (and
+// ErrLockNotHeld) without asking the servers, since a second release of a
+// re-entered lock would take away a hold that belongs to another Lock with
+// the same token.
 func (k *Lock) Release(ctx context.Context) error {
 	return k.release(ctx, "release", 0)
 }
@@ -101,12 +125,15 @@ func (k *Lock) Release(ctx context.Context) error {
 // ReleaseAfter gives up the lock but keeps its key for hold, so that nobody
 // obtains it for that long: a job that must run at most once per interval
 // releases with the rest of the interval as its cooldown. The key then
-// expires by itself; waiters are not woken early. A hold of 0 is Release.
+// expires by itself; waiters are not woken early. The hold is rounded up to
+// the millisecond. A hold of 0 is Release. Like Release, ReleaseAfter acts
+// at most once per Lock.
 //
 // A negative hold, or with WithRestartGuard one above the guard's maximum
-// TTL, is an error matching ErrInvalid, and the lock is left held as it was:
-// a node that lost its memory votes again after the maximum TTL, so a longer
-// cooldown would not survive its restart. Other errors are as for Release.
+// TTL, is an error matching ErrInvalid, does not count as the handle's
+// release, and leaves the lock held as it was: a node that lost its memory
+// votes again after the maximum TTL, so a longer cooldown would not survive
+// its restart. Other errors are as for Release.
 func (k *Lock) ReleaseAfter(ctx context.Context, hold time.Duration) error {
 	if hold < 0 {
 		return invalid("ReleaseAfter hold %v is negative", hold)
@@ -114,17 +141,20 @@ func (k *Lock) ReleaseAfter(ctx context.Context, hold time.Duration) error {
 	if g := k.cfg.guard; g > 0 && hold > g {
 		return invalid("ReleaseAfter hold %v is above the restart guard's maximum TTL %v", hold, g)
 	}
-	ms := hold.Milliseconds()
-	if hold > 0 && ms == 0 {
-		ms = 1 // Redis counts whole milliseconds; round up, never to "delete"
-	}
-	return k.release(ctx, "release", ms)
+	// Rounded up: the cooldown is at least hold, and never 0 ("delete").
+	return k.release(ctx, "release", serverMillis(hold))
 }
 
 func (k *Lock) release(ctx context.Context, op string, cooldownMs int64) error {
 	k.mu.Lock()
+	again := k.done
 	k.done = true
 	k.mu.Unlock()
+	if again {
+		// A second release would take away a hold that is not ours: the
+		// outer hold of a re-entered lock, on the nodes the first reached.
+		return k.releasedErr(op)
+	}
 	var started func()
 	if cooldownMs == 0 {
 		o, fair := k.l.gates.claim(k.key)
@@ -154,15 +184,23 @@ func (k *Lock) release(ctx context.Context, op string, cooldownMs int64) error {
 	return withContext(ctx, k.l.notHeld(op, k.key, &res))
 }
 
-// Extend resets the lock's TTL to ttl on every node where our token still
-// holds it (compare-and-pexpire), and succeeds only when a majority did so
-// within the new validity; Until then moves to the new deadline. With
-// WithLockDelay the keys live ttl plus the delay, the validity comes from
-// ttl alone. A ttl out of range (see WithTTL, WithLockDelay) fails with an
-// error matching ErrInvalid and asks no server.
+// Extend makes the lock's keys live at least ttl more on every node where
+// our token still holds them (compare-and-pexpire), and succeeds only when a
+// majority did so within the new validity; Until then moves to the deadline
+// that ttl gives, counted from the start of the call. Extend only ever
+// lengthens: a key that has more than ttl left keeps it (another Lock with
+// the same token, a re-entry or a reclaim, may count on it), and a key
+// without expiry keeps none; so an Extend with a shorter TTL can move Until
+// earlier while the keys live on. The TTL sent is ttl rounded up to the
+// millisecond. With WithLockDelay the keys live ttl plus the delay, the
+// validity comes from ttl alone. A ttl out of range (see WithTTL,
+// WithLockDelay) fails with an error matching ErrInvalid and asks no server.
 //
-// On failure the deadline is unchanged. When the servers say the lock is not
-// ours (ErrLockExpired, ErrLockLost, both matching ErrLockNotHeld) the lock is
+// On failure the deadline is unchanged. After Release or ReleaseAfter it
+// fails with an error matching ErrReleased (and ErrLockNotHeld) without
+// asking the servers: a cooldown or an outer hold left on the nodes is not
+// this handle's to extend. When the servers say the lock is not ours
+// (ErrLockExpired, ErrLockLost, both matching ErrLockNotHeld) the lock is
 // lost for good: Valid turns false and later calls to Extend return the same
 // error without asking the servers. An outage (ErrNoQuorum) leaves the lock
 // valid until its deadline.
@@ -173,12 +211,17 @@ func (k *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 		return err
 	}
 	k.mu.Lock()
-	lost := k.lost
+	lost, done := k.lost, k.done
 	k.mu.Unlock()
+	if done {
+		// The keys may still be there (a cooldown, an outer hold), but
+		// they are not this handle's to keep.
+		return k.releasedErr("extend")
+	}
 	if lost != nil {
 		return lost
 	}
-	ttlMs := cfg.serverTTL().Milliseconds()
+	ttlMs := serverMillis(cfg.serverTTL())
 	var validity time.Duration
 	start := cfg.clock.Now()
 	res, err := k.round(ctx, extendScript, []any{k.prefix, ttlMs}, decodeCompare, func(*quorum.Result[int64]) bool {
@@ -213,8 +256,14 @@ func (k *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 // reports 0 when only the delay is left.
 //
 // It fails with an error matching ErrLockNotHeld when our token is not on a
-// majority, or ErrNoQuorum when too many nodes could not be reached.
+// majority, or ErrNoQuorum when too many nodes could not be reached. After
+// Release or ReleaseAfter it fails with an error matching ErrReleased (and
+// ErrLockNotHeld) without asking the servers: a cooldown, or the hold of an
+// outer Lock with the same token, is not this handle's time.
 func (k *Lock) TTL(ctx context.Context) (time.Duration, error) {
+	if k.released() {
+		return 0, k.releasedErr("ttl")
+	}
 	res, err := k.roundAll(ctx, pttlScript, []any{k.prefix}, decodePTTL)
 	if err != nil {
 		return 0, err

@@ -550,14 +550,14 @@ func newPlan(key string, cfg *config) acquirePlan {
 	prefix := token + "\x00"
 	value := prefix + "1\x00" + cfg.metadata
 	keys := []string{key}
-	args := []any{value, cfg.serverTTL().Milliseconds(), prefix}
+	args := []any{value, serverMillis(cfg.serverTTL()), prefix}
 	if cfg.fencing || cfg.guard > 0 {
 		keys = []string{key, fenceKey(key), guardMarker, guardQuarantine}
 		fenced := "0"
 		if cfg.fencing {
 			fenced = "1"
 		}
-		args = append(args, fenced, cfg.guard.Milliseconds(), cfg.fenceLifetime().Milliseconds())
+		args = append(args, fenced, serverMillis(cfg.guard), serverMillis(cfg.fenceLifetime()))
 	}
 	return acquirePlan{token: token, prefix: prefix, keys: keys, lockKeys: keys[:1], args: args}
 }
@@ -628,7 +628,7 @@ func (l *Locker) conclude(ctx context.Context, key string, cfg *config, p *acqui
 		reason error
 	)
 	if res.OK && cfg.fencing {
-		fence, validity, reason = l.writeBackFence(ctx, key, cfg, res, start)
+		fence, validity, reason = l.writeBackFence(ctx, key, p.prefix, cfg, res, start)
 	}
 	if res.OK && reason == nil && misconfigured(res) {
 		// A node was refused because it reaches another node's server:
@@ -714,7 +714,9 @@ func (s *settle) finish(failed bool) []int {
 }
 
 // writeBackFence takes the highest fence among the granting nodes and
-// raises every node's counter to it, before the lock is handed out.
+// raises every node's counter to it, before the lock is handed out; a node
+// where our token holds the key gets exactly the fence, so that a re-entry
+// reads it back there (see fence.lua).
 //
 // Why this makes fences grow: a later holder needs a majority, which shares
 // at least one node with the granting nodes that took the write-back. It can
@@ -728,7 +730,7 @@ func (s *settle) finish(failed bool) []int {
 // that clock is not behind it by the counter's lifetime, or, under the
 // restart guard, by the guard's maximum TTL: the time the node abstained
 // since it last saw our fence (see acquire.lua).
-func (l *Locker) writeBackFence(ctx context.Context, key string, cfg *config, acq *quorum.Result[int64], start time.Time) (uint64, time.Duration, error) {
+func (l *Locker) writeBackFence(ctx context.Context, key, prefix string, cfg *config, acq *quorum.Result[int64], start time.Time) (uint64, time.Duration, error) {
 	var fence int64
 	granted := make([]bool, len(l.nodes))
 	for i, r := range acq.Replies {
@@ -738,7 +740,7 @@ func (l *Locker) writeBackFence(ctx context.Context, key string, cfg *config, ac
 		}
 	}
 	keys := []string{key, fenceKey(key)}
-	args := []any{fence, cfg.fenceLifetime().Milliseconds()}
+	args := []any{fence, serverMillis(cfg.fenceLifetime()), prefix}
 	cmd := evalSha(fenceScript, keys, args)
 	res := quorum.Run(ctx, &quorum.Round[int64]{
 		Nodes:   len(l.nodes),

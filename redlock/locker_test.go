@@ -370,11 +370,11 @@ func TestReleaseAndExtendTellExpiredFromLost(t *testing.T) {
 		if lock.Valid() {
 			t.Fatal("lock valid after the servers said it expired")
 		}
-		if err := lock.Release(t.Context()); !errors.Is(err, redlock.ErrLockExpired) {
-			t.Fatalf("Release: %v, want ErrLockExpired", err)
-		}
 		if _, err := lock.TTL(t.Context()); !errors.Is(err, redlock.ErrLockExpired) {
 			t.Fatalf("TTL: %v, want ErrLockExpired", err)
+		}
+		if err := lock.Release(t.Context()); !errors.Is(err, redlock.ErrLockExpired) {
+			t.Fatalf("Release: %v, want ErrLockExpired", err)
 		}
 	})
 

@@ -94,8 +94,19 @@ func WithMetadata(md string) Option { return func(c *config) { c.metadata = md }
 
 // WithToken sets the owner token instead of a random one, to reclaim a lock
 // by its token (from another process, after a restart). The token must be
-// non-empty, at most MaxTokenLen bytes, and contain no NUL byte. Default: a
-// random UUID for each lock.
+// non-empty, at most MaxTokenLen bytes, and contain no NUL byte, or the call
+// fails with an error matching ErrInvalid. Default: a random UUID for each
+// lock.
+//
+// Where the token already holds the key, the acquisition is a re-entry: it
+// adds one hold, which its own Release takes away again (the last hold
+// deletes the key). A re-entry only ever lengthens the key's TTL on each
+// node, to the longer of what is left and the new TTL (a key without expiry
+// keeps none), so it never cuts short the time another Lock with the same
+// token counts on; Extend does the same. Each Lock's Until is still counted
+// from its own TTL, so it is never later than what the servers hold. With
+// WithFencing a re-entry has the outer lock's fence, except as Lock.Fence
+// says.
 func WithToken(token string) Option {
 	return func(c *config) { c.token, c.tokenSet = token, true }
 }

@@ -104,7 +104,14 @@ if v and string.sub(v, 1, #ARGV[3]) == ARGV[3] then
   local holds = i and tonumber(string.sub(rest, 1, i - 1))
   if holds then
     holds = holds + 1
-    redis.call('SET', KEYS[1], ARGV[3] .. holds .. string.sub(rest, i), 'PX', ARGV[2])
+    -- A re-entry only ever lengthens the hold: another Lock with this token
+    -- counts on the key living as long as it was told, so the TTL becomes
+    -- max(PTTL, ARGV[2]); a key without expiry keeps none.
+    local left = redis.call('PTTL', KEYS[1])
+    redis.call('SET', KEYS[1], ARGV[3] .. holds .. string.sub(rest, i), 'KEEPTTL')
+    if left >= 0 and left < tonumber(ARGV[2]) then
+      redis.call('PEXPIRE', KEYS[1], ARGV[2])
+    end
     if fenced then
       -- Same holder: same fence.
       return tonumber(redis.call('GET', KEYS[2]) or '0')

@@ -1,0 +1,4 @@
+package redlock
+
+// ServerMillis is serverMillis (tests only).
+var ServerMillis = serverMillis
