@@ -43,7 +43,8 @@ func TestRunLockDelay(t *testing.T) {
 		t.Parallel()
 		key := t.Name()
 		const ttl = time.Second
-		p := start(t, sharedEnv(), "run", "--ttl", ttl.String(), "--lock-delay", "30s", key, "--", "sh", "-c", holdScript)
+		// A 1s TTL leaves time to extend it only with a short node timeout.
+		p := start(t, sharedEnv(), "run", "--ttl", ttl.String(), "--node-timeout", "200ms", "--lock-delay", "30s", key, "--", "sh", "-c", holdScript)
 		p.stdout.await(t, "ready")
 		began := time.Now()
 		if err := p.cmd.Process.Kill(); err != nil {
