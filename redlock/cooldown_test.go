@@ -22,6 +22,10 @@ func TestReleaseAfterAboveRestartGuard(t *testing.T) {
 	if !errors.Is(err, redlock.ErrInvalid) || !strings.Contains(err.Error(), "restart guard") {
 		t.Fatalf("cooldown above the guard: %v, want ErrInvalid", err)
 	}
+	// Inspect waits for every node, behind the acquisition's last call.
+	if _, err := l.Inspect(t.Context(), "k"); err != nil {
+		t.Fatal(err)
+	}
 	if n := c.holders(t, "k", lock.Token()); n != 3 {
 		t.Fatalf("after the refused cooldown the lock is on %d nodes, want 3", n)
 	}

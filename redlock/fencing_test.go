@@ -172,7 +172,9 @@ func TestRestartGuardFreshClusterAbstainsUntilBootstrap(t *testing.T) {
 func restartTwoEmpty(t *testing.T, opts ...redlock.Option) (*cluster, *redlock.Locker, error) {
 	t.Helper()
 	c := newCluster(t, 3)
-	opts = append([]redlock.Option{redlock.WithTTL(time.Second), redlock.WithNodeTimeout(100 * time.Millisecond)}, opts...)
+	// A node timeout that a loaded machine meets at first contact (the
+	// connection's set-up round trip) while the TTL stays short.
+	opts = append([]redlock.Option{redlock.WithTTL(time.Second), redlock.WithNodeTimeout(300 * time.Millisecond)}, opts...)
 	a := c.locker(t, opts...)
 	b := c.locker(t, opts...)
 	if err := a.Bootstrap(t.Context()); err != nil {
@@ -260,7 +262,7 @@ func TestInspectShowsFence(t *testing.T) {
 // until every fence it handed out is in the past.
 func TestFencesGrowAcrossMajorityRestartWithGuard(t *testing.T) {
 	c := newCluster(t, 3)
-	opts := []redlock.Option{redlock.WithFencing(), redlock.WithRestartGuard(time.Second), redlock.WithTTL(time.Second), redlock.WithNodeTimeout(100 * time.Millisecond)}
+	opts := []redlock.Option{redlock.WithFencing(), redlock.WithRestartGuard(time.Second), redlock.WithTTL(time.Second), redlock.WithNodeTimeout(300 * time.Millisecond)}
 	l := c.locker(t, opts...)
 	if err := l.Bootstrap(t.Context()); err != nil {
 		t.Fatal(err)
