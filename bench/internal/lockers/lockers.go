@@ -106,10 +106,19 @@ func New(m Mode, clients []redis.UniversalClient) (Impl, error) {
 		if m.Impl == RedlockGuard {
 			// Seed the markers as an operator does once at setup, so the
 			// nodes vote at once.
+			// A first contact costs a connection's set-up round trip,
+			// which a busy machine may not fit in the node timeout: try
+			// again, as an operator would, for a few seconds.
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
-			if err := l.Bootstrap(ctx); err != nil {
-				return nil, errors.Join(err, l.Close())
+			for {
+				err := l.Bootstrap(ctx)
+				if err == nil {
+					break
+				}
+				if ctx.Err() != nil || !errors.Is(err, redlock.ErrNoQuorum) {
+					return nil, errors.Join(err, l.Close())
+				}
 			}
 		}
 		return ourImpl{l}, nil
