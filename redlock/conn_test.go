@@ -196,10 +196,11 @@ func TestOneServerNeverVotesTwice(t *testing.T) {
 	}
 }
 
-// holder puts a Holder in front of server s, closed at cleanup.
-func holder(t *testing.T, s *redistest.Server) *redistest.Holder {
+// holder puts a forwarder in front of server s, for the test to hold up
+// requests on, closed at cleanup.
+func holder(t *testing.T, s *redistest.Server) *redistest.Forwarder {
 	t.Helper()
-	h, err := redistest.Hold(s.Addr)
+	h, err := redistest.Forward(s.Addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +221,7 @@ func holder(t *testing.T, s *redistest.Server) *redistest.Holder {
 func TestDelayedReleaseSparesNewHold(t *testing.T) {
 	servers := redistest.StartT(t, 3, redistest.Options{})
 	direct := redistest.ClientsT(t, servers)
-	held := []*redistest.Holder{holder(t, servers[1]), holder(t, servers[2])}
+	held := []*redistest.Forwarder{holder(t, servers[1]), holder(t, servers[2])}
 	clients := []redis.UniversalClient{direct[0], clientOf(t, held[0].Addr), clientOf(t, held[1].Addr)}
 	const ttl = time.Second
 	l := newLocker(t, clients, redlock.WithNodeTimeout(300*time.Millisecond), redlock.WithTTL(ttl))

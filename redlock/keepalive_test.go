@@ -18,7 +18,7 @@ import (
 // their replies.
 type slowCluster struct {
 	servers  []*redistest.Server
-	forwards []*redistest.SlowForwarder
+	forwards []*redistest.Forwarder
 	clients  []redis.UniversalClient
 }
 
@@ -26,7 +26,7 @@ func newSlowCluster(t *testing.T, n int) *slowCluster {
 	t.Helper()
 	c := &slowCluster{servers: redistest.StartT(t, n, redistest.Options{})}
 	for _, s := range c.servers {
-		f, err := redistest.ForwardSlow(s.Addr)
+		f, err := redistest.Forward(s.Addr)
 		if err != nil {
 			t.Fatal(err)
 		}
