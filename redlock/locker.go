@@ -669,13 +669,15 @@ func (l *Locker) conclude(ctx context.Context, key string, cfg *config, p *acqui
 	switch {
 	case reason != nil:
 		qe.reason = reason
-	case res.Failed > len(l.nodes)-l.need || res.Yes >= l.need:
-		// The outage alone prevents a majority, or the majority came too
-		// late to leave any validity.
-		qe.reason = ErrNoQuorum
-	default:
-		// Nodes held by another owner made a majority impossible.
+	case res.No > len(l.nodes)-l.need:
+		// Nodes held by another owner make a majority impossible, even
+		// had every other node granted.
 		qe.reason = ErrNotObtained
+	default:
+		// Nodes that failed or did not answer in time (with or without
+		// some held by another), or a majority that came too late to
+		// leave any validity: an outage, not contention.
+		qe.reason = ErrNoQuorum
 	}
 	return nil, withContext(ctx, qe)
 }
