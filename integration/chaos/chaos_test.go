@@ -31,6 +31,8 @@ var totals struct {
 	acquisitions, violations, faults int
 	// byKind counts the injected faults of every kind.
 	byKind map[string]int
+	// The effects checker's counts over every scenario.
+	writes, lost, stale int
 	// The violations of scenarios outside the claims, or awaiting a
 	// library fix, are reported apart from the asserted ones.
 	weakness []string
@@ -65,6 +67,7 @@ func TestMain(m *testing.M) {
 		fmt.Println(w)
 	}
 	fmt.Println("chaos faults:", faultCounts(totals.byKind))
+	fmt.Printf("chaos effects: %d writes, %d lost updates, %d stale writes rejected\n", totals.writes, totals.lost, totals.stale)
 	fmt.Printf("chaos: %d acquisitions, %d violations, %d faults injected, seed %d\n",
 		totals.acquisitions, totals.violations, totals.faults, seed)
 	os.Exit(code)
@@ -158,19 +161,30 @@ func runScenarios(t *testing.T, backend cluster.Backend, scenarios []chaos.Scena
 			for k, n := range r.Faults {
 				totals.byKind[k] += n
 			}
+			totals.writes += r.Effects.Writes
+			totals.lost += r.Effects.LostUpdates
+			totals.stale += r.Effects.StaleWrites
 			if !sc.Asserted || sc.Pending() != "" {
 				why := "outside the claims, not asserted"
 				if sc.Asserted {
 					why = "asserted once the library has this fix: " + sc.Pending()
 				}
 				totals.weakness = append(totals.weakness, fmt.Sprintf(
-					"chaos: %s on %s (%s): %d violations, %d fence violations in %d acquisitions, %d faults",
-					sc.Name, backend.Name(), why, len(r.Violations), fenceViolations(r), r.Acquisitions, r.FaultCount()))
+					"chaos: %s on %s (%s): %d violations, %d fence violations, %d lost updates in %d acquisitions, %d faults",
+					sc.Name, backend.Name(), why, len(r.Violations), fenceViolations(r), r.Effects.LostUpdates, r.Acquisitions, r.FaultCount()))
 				return
 			}
-			totals.violations += len(r.Violations)
+			totals.violations += len(r.Violations) + r.Effects.LostUpdates
 			if len(r.Violations) > 0 {
 				t.Errorf("%s: mutual exclusion violated; replay with -chaos.seed=%d", sc.Name, seed)
+			}
+			// The effects checker judges what happened to the protected
+			// resource, whatever the clients believed.
+			if r.Effects.LostUpdates > 0 {
+				t.Errorf("%s: %d updates of the protected resource lost; replay with -chaos.seed=%d", sc.Name, r.Effects.LostUpdates, seed)
+			}
+			if r.Effects.Writes == 0 {
+				t.Errorf("%s: the effects checker saw no write", sc.Name)
 			}
 			if sc.CountersLost && !sc.Guard {
 				return

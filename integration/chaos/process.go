@@ -49,6 +49,8 @@ type clientSpec struct {
 	Addrs  []string
 	Config Config
 	Seed   [2]uint64
+	// Store is the effects store's address, "" without one.
+	Store string
 }
 
 // event is one line from a client process.
@@ -80,6 +82,10 @@ func serveClient(specJSON string) error {
 	w := &Workload{addrs: spec.Addrs, cfg: &spec.Config, keys: keys(spec.Config.Keys), rec: out, seed: spec.Seed}
 	if spec.Config.Fencing {
 		w.write = out.write
+	}
+	if spec.Store != "" {
+		w.fx = checker.NewStore(spec.Store)
+		defer w.fx.Close()
 	}
 	return errors.Join(w.client(ctx, spec.Client), out.err)
 }
@@ -125,7 +131,7 @@ type clientProcess struct {
 
 // startProcess starts client process id, running this executable again.
 func (w *Workload) startProcess(id int) (*clientProcess, error) {
-	spec, err := json.Marshal(clientSpec{Client: id, Addrs: w.addrs, Config: *w.cfg, Seed: w.seed})
+	spec, err := json.Marshal(clientSpec{Client: id, Addrs: w.addrs, Config: *w.cfg, Seed: w.seed, Store: w.storeAddr})
 	if err != nil {
 		return nil, err
 	}

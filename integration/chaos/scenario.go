@@ -10,6 +10,7 @@ import (
 
 	"github.com/quorumlock/redlock/integration/checker"
 	"github.com/quorumlock/redlock/integration/cluster"
+	"github.com/quorumlock/redlock/internal/redistest"
 	"github.com/quorumlock/redlock/redlock"
 )
 
@@ -136,7 +137,6 @@ var AwaitingLibraryFixes = map[string]string{
 // Pending returns the library fix an Asserted scenario waits for, or "".
 func (sc *Scenario) Pending() string { return AwaitingLibraryFixes[sc.Name] }
 
-
 // ProcessesOnly reports whether any of the scenario's faults or cluster
 // options needs the process backend.
 func (sc *Scenario) ProcessesOnly() bool {
@@ -181,6 +181,10 @@ type Config struct {
 	// Fencing turns on redlock.WithFencing in every client; the checker
 	// verifies the fences once they are not all 0.
 	Fencing bool
+	// Effects turns on the effects checker: holders update a counter per
+	// key in a separate Redis by read-modify-write around their work (the
+	// hold), and the store counts lost updates.
+	Effects bool
 	// Guard turns on the restart guard; Run sets it from the scenario.
 	Guard bool
 	// Calm is the mean gap between faults.
@@ -215,6 +219,7 @@ func DefaultConfig() Config {
 		MaxHold:     150 * time.Millisecond,
 		ExtendShare: 0.2,
 		Fencing:     true,
+		Effects:     true,
 		Calm:        250 * time.Millisecond,
 		Duration:    3 * time.Second,
 		Logf:        func(string, ...any) {},
@@ -267,6 +272,18 @@ func Run(ctx context.Context, c *cluster.Cluster, sc Scenario, cfg Config) (*che
 		res = checker.NewResource(hist)
 	}
 	w := newWorkload(c, &cfg, hist, res, [2]uint64{cfg.Seed, stream})
+	if cfg.Effects {
+		// The protected resource lives in a Redis of its own, which no
+		// fault touches.
+		srv, err := redistest.Start(redistest.Options{})
+		if err != nil {
+			return nil, fmt.Errorf("starting the effects store: %w", err)
+		}
+		defer srv.Close()
+		w.storeAddr = srv.Addr
+		w.fx = checker.NewStore(srv.Addr)
+		defer w.fx.Close()
+	}
 	if err := w.startProcesses(); err != nil {
 		return nil, err
 	}
@@ -297,6 +314,11 @@ func Run(ctx context.Context, c *cluster.Cluster, sc Scenario, cfg Config) (*che
 	hist.Finish(time.Now())
 	err = errors.Join(err, werr, c.Heal(context.WithoutCancel(ctx)))
 	r := checker.Check(hist)
+	if w.fx != nil {
+		var ferr error
+		r.Effects, ferr = w.fx.Effects(context.WithoutCancel(ctx))
+		err = errors.Join(err, ferr)
+	}
 	return &r, err
 }
 

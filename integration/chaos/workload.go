@@ -36,7 +36,11 @@ type Workload struct {
 	rec   recorder
 	// write writes to the fenced resource; nil without fencing.
 	write func(client int, key, token string, fence uint64)
-	seed  [2]uint64
+	// fx is the effects store at storeAddr; nil when Config.Effects is
+	// off.
+	fx        *checker.Store
+	storeAddr string
+	seed      [2]uint64
 	// stalls[i] carries client pause requests to in-process client i.
 	stalls []chan stall
 	// procs are the client processes, numbered after the in-process
@@ -232,20 +236,28 @@ func (w *Workload) hold(ctx context.Context, i int, rng *rand.Rand, lock *redloc
 		// TTL, and carries on as a careless client would, writing
 		// without checking Valid. Its belief ended at Until; the fenced
 		// resource must turn the write away once a newer holder wrote.
-		began := time.Now()
-		time.Sleep(st.d) // even if ctx ends: a paused process does not notice
-		st.done <- [2]time.Time{began, time.Now()}
+		// The pause falls between the read and the write of its
+		// read-modify-write, the classic lost update that only fencing
+		// prevents.
+		w.effect(ctx, i, lock, true, func() bool {
+			began := time.Now()
+			time.Sleep(st.d) // even if ctx ends: a paused process does not notice
+			st.done <- [2]time.Time{began, time.Now()}
+			return true
+		})
 		write()
 		extend()
 	case rng.Float64() < w.cfg.ExtendShare:
-		sleep(ctx, d/2)
-		extend()
-		sleep(ctx, d/2)
+		w.carefulEffect(ctx, i, lock, func() {
+			sleep(ctx, d/2)
+			extend()
+			sleep(ctx, d/2)
+		})
 		if lock.Valid() {
 			write()
 		}
 	default:
-		sleep(ctx, d)
+		w.carefulEffect(ctx, i, lock, func() { sleep(ctx, d) })
 		if lock.Valid() {
 			write()
 		}
@@ -255,6 +267,45 @@ func (w *Workload) hold(ctx context.Context, i int, rng *rand.Rand, lock *redloc
 	}
 	w.rec.AddHold(seg)
 	w.release(ctx, lock)
+}
+
+// carefulEffect is a careful holder's read-modify-write of the protected
+// counter around its work: it reads, works, and writes only if its lock
+// still has room for the write to land. Its operations are not
+// fence-checked, so mutual exclusion alone must keep its updates. With
+// no room at the start it only works.
+func (w *Workload) carefulEffect(ctx context.Context, i int, lock *redlock.Lock, work func()) {
+	// A careful program leaves itself room for a write to land before its
+	// deadline.
+	room := func() bool { return time.Until(lock.Until()) > w.cfg.TTL/4 }
+	if w.fx == nil || !room() {
+		work()
+		return
+	}
+	w.effect(ctx, i, lock, false, func() bool {
+		work()
+		return room()
+	})
+}
+
+// effect reads the key's protected counter, runs between, and, if it
+// returns true, writes the counter plus one. checked makes the store reject
+// the operations if their fence is stale.
+func (w *Workload) effect(ctx context.Context, i int, lock *redlock.Lock, checked bool, between func() bool) {
+	if w.fx == nil {
+		return
+	}
+	// The operations go on when the run ends, as a real write would.
+	octx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	v, err := w.fx.Read(octx, lock.Key(), lock.Fence(), checked)
+	if err == nil && between() {
+		who := fmt.Sprintf("client %d token %s fence %d at %s", i, lock.Token(), lock.Fence(), time.Now().Format("15:04:05.000000"))
+		err = w.fx.Write(octx, lock.Key(), lock.Fence(), checked, v, who)
+	}
+	if err != nil && !errors.Is(err, checker.ErrStale) {
+		w.rec.AddFailure("effect", err, time.Now())
+	}
 }
 
 func (w *Workload) release(ctx context.Context, lock *redlock.Lock) {

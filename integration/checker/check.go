@@ -27,6 +27,9 @@ type Report struct {
 	Faults map[string]int
 	// Availability compares acquisition rates before and during faults.
 	Availability Availability
+	// Effects is the effects checker's verdict (Store), filled in by the
+	// caller that ran the Store; Check leaves it empty.
+	Effects Effects
 	// Start is when the run started; times in messages are relative to it.
 	Start time.Time
 }
@@ -350,6 +353,8 @@ func (r *Report) String() string {
 	} else {
 		b.WriteString("\n  fencing: not checked (every fence was 0)")
 	}
+	b.WriteString("\n  effects: ")
+	b.WriteString(r.Effects.String())
 	for _, v := range r.Violations {
 		b.WriteString("\n  VIOLATION: ")
 		b.WriteString(v.String())
