@@ -33,6 +33,8 @@ var totals struct {
 	byKind map[string]int
 	// The effects checker's counts over every scenario.
 	writes, lost, stale int
+	// elapsed is the time the scenarios ran, for the rate.
+	elapsed time.Duration
 	// The violations of scenarios outside the claims, or awaiting a
 	// library fix, are reported apart from the asserted ones.
 	weakness []string
@@ -65,6 +67,10 @@ func TestMain(m *testing.M) {
 	}
 	for _, w := range totals.weakness {
 		fmt.Println(w)
+	}
+	if totals.elapsed > 0 {
+		fmt.Printf("chaos rate: %.0f acquisitions/s over %v of scenarios\n",
+			float64(totals.acquisitions)/totals.elapsed.Seconds(), totals.elapsed.Round(time.Second))
 	}
 	fmt.Println("chaos faults:", faultCounts(totals.byKind))
 	fmt.Printf("chaos effects: %d writes, %d lost updates, %d stale writes rejected\n", totals.writes, totals.lost, totals.stale)
@@ -141,12 +147,14 @@ func runScenarios(t *testing.T, backend cluster.Backend, scenarios []chaos.Scena
 				clusters[sc.Cluster] = c
 			}
 			cfg := chaos.DefaultConfig()
-			cfg.Clients, cfg.Goroutines, cfg.Keys = *flags.Clients, *flags.Goroutines, *flags.Keys
+			cfg.Clients, cfg.Goroutines, cfg.Keys, cfg.Processes = *flags.Clients, *flags.Goroutines, *flags.Keys, *flags.Processes
 			cfg.TTL, cfg.MaxHold = *flags.TTL, *flags.MaxHold
 			cfg.Duration = per
 			cfg.Seed = seed
 			cfg.Logf = t.Logf
+			began := time.Now()
 			r, err := chaos.Run(t.Context(), c, sc, cfg)
+			elapsed := time.Since(began)
 			if err != nil {
 				t.Fatalf("%v (seed %d)", err, seed)
 			}
@@ -154,6 +162,7 @@ func runScenarios(t *testing.T, backend cluster.Backend, scenarios []chaos.Scena
 			totals.Lock()
 			defer totals.Unlock()
 			totals.acquisitions += r.Acquisitions
+			totals.elapsed += elapsed
 			totals.faults += r.FaultCount()
 			if totals.byKind == nil {
 				totals.byKind = make(map[string]int)

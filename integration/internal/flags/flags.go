@@ -31,4 +31,6 @@ var (
 		"clients hold each lock for a random time below this (within its validity, unless paused)")
 	// Keys is the number of lock keys the clients share.
 	Keys = flag.Int("chaos.keys", 3, "lock keys the clients contend on")
+	// Processes is the number of client processes.
+	Processes = flag.Int("chaos.processes", 2, "client processes on top of the in-process clients (each one Locker; the client-stop fault freezes them)")
 )
