@@ -179,13 +179,16 @@ func runScenarios(t *testing.T, backend cluster.Backend, scenarios []chaos.Scena
 					why = "asserted once the library has this fix: " + sc.Pending()
 				}
 				totals.weakness = append(totals.weakness, fmt.Sprintf(
-					"chaos: %s on %s (%s): %d violations, %d fence violations, %d lost updates in %d acquisitions, %d faults",
-					sc.Name, backend.Name(), why, len(r.Violations), fenceViolations(r), r.Effects.LostUpdates, r.Acquisitions, r.FaultCount()))
+					"chaos: %s on %s (%s): %d violations, %d fence violations, %d lost updates, %d anomalies in %d acquisitions, %d faults",
+					sc.Name, backend.Name(), why, len(r.Violations), fenceViolations(r), r.Effects.LostUpdates, len(r.Anomalies), r.Acquisitions, r.FaultCount()))
 				return
 			}
-			totals.violations += len(r.Violations) + r.Effects.LostUpdates
+			totals.violations += len(r.Violations) + r.Effects.LostUpdates + len(r.Anomalies)
 			if len(r.Violations) > 0 {
 				t.Errorf("%s: mutual exclusion violated; replay with -chaos.seed=%d", sc.Name, seed)
+			}
+			if len(r.Anomalies) > 0 {
+				t.Errorf("%s: %d broken promises of the library (ANOMALY lines); replay with -chaos.seed=%d", sc.Name, len(r.Anomalies), seed)
 			}
 			// The effects checker judges what happened to the protected
 			// resource, whatever the clients believed.

@@ -64,6 +64,7 @@ type event struct {
 	End     int64  `json:",omitempty"`
 	Op      string `json:",omitempty"`
 	Kind    string `json:",omitempty"`
+	Detail  string `json:",omitempty"`
 }
 
 func serveClient(specJSON string) error {
@@ -112,6 +113,10 @@ func (r *pipeRecorder) AddHold(h checker.Hold) {
 
 func (r *pipeRecorder) AddFailure(op string, err error, at time.Time) {
 	r.send(event{T: "fail", Op: op, Kind: string(checker.Classify(err)), Start: at.UnixNano()})
+}
+
+func (r *pipeRecorder) AddAnomaly(a checker.Anomaly) {
+	r.send(event{T: "anomaly", Kind: a.Kind, Key: a.Key, Detail: a.Detail, Start: a.At.UnixNano()})
 }
 
 // write asks the parent to write to its fenced resource; the write happens
@@ -199,6 +204,8 @@ func (p *clientProcess) run(ctx context.Context, h *checker.History, res *checke
 				Start: time.Unix(0, e.Start), End: time.Unix(0, e.End)})
 		case "fail":
 			h.AddFailureKind(e.Op, checker.Kind(e.Kind), time.Unix(0, e.Start))
+		case "anomaly":
+			h.AddAnomaly(checker.Anomaly{Kind: e.Kind, Client: p.id, Key: e.Key, Detail: e.Detail, At: time.Unix(0, e.Start)})
 		case "write":
 			if res != nil {
 				res.Write(p.id, e.Key, e.Token, e.Fence)

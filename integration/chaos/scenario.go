@@ -39,6 +39,9 @@ type Scenario struct {
 	// ClockRate is the speed of a clock-rate fault's server clock (1.05
 	// runs 5% fast).
 	ClockRate float64
+	// Behaviours makes the clients use the lock as real programs do
+	// (Config.Behaviours).
+	Behaviours bool
 	// CalmTTLs, if set, overrides the mean gap between faults, in TTLs:
 	// the restart guard keeps a restarted node out for a TTL, and needs
 	// calm to let it back in.
@@ -99,6 +102,11 @@ var Scenarios = []Scenario{
 	{Name: "clock-rate-within-drift", Cluster: cluster.Options{Clock: true}, Asserted: true, ClockRate: 1.005, Faults: []string{"clock-rate"}},
 	{Name: "clock-rate-beyond-drift", Cluster: cluster.Options{Clock: true}, ClockRate: 1.05, Faults: []string{"clock-rate"}},
 	{Name: "clock-jump", Cluster: cluster.Options{Clock: true}, Faults: []string{"clock-jump"}},
+	// Clients that use the API as real programs do, under the faults the
+	// library claims to survive.
+	{Name: "clients-realistic", Cluster: cluster.Options{Persistent: true}, Asserted: true, Behaviours: true, Sample: true, Faults: []string{
+		"kill", "restart", "pause-short", "pause-long", "blackhole", "latency", "client-pause", "client-stop",
+	}},
 	// Every data fault at random, guarded: the whole claim at once.
 	{Name: "mixed-data-guarded", Cluster: cluster.Options{MaxMemory: evictMemory}, Guard: true, Asserted: true, Sample: true,
 		CountersLost: true, CalmTTLs: 1, ClockRate: 1.005, Faults: []string{
@@ -132,6 +140,7 @@ var AwaitingLibraryFixes = map[string]string{
 	"failover-guarded":         "the restart guard must notice a promoted replica by its run_id (the replica copied the marker)",
 	"evict-guarded":            "the restart guard must notice (or refuse) eviction (the marker has no TTL, so volatile-* never evicts it)",
 	"mixed-data-guarded":       "the restart guard must notice restart-rdb and evict (see those scenarios)",
+	"clients-realistic":        "re-entry must not shorten a live hold, loss must be signalled before the validity ends, a panic in Do must release",
 }
 
 // Pending returns the library fix an Asserted scenario waits for, or "".
@@ -185,6 +194,12 @@ type Config struct {
 	// key in a separate Redis by read-modify-write around their work (the
 	// hold), and the store counts lost updates.
 	Effects bool
+	// Behaviours makes the clients use the lock as real programs do
+	// (behaviour.go): re-entry with other TTLs, Extend racing Release, Do
+	// with work that panics or ignores its context, KeepAlive,
+	// ReleaseAfter, handoffs between goroutines. Run sets it from the
+	// scenario.
+	Behaviours bool
 	// Guard turns on the restart guard; Run sets it from the scenario.
 	Guard bool
 	// Calm is the mean gap between faults.
@@ -257,6 +272,7 @@ func Run(ctx context.Context, c *cluster.Cluster, sc Scenario, cfg Config) (*che
 
 	cfg.Guard = sc.Guard
 	cfg.ClockRate = sc.ClockRate
+	cfg.Behaviours = sc.Behaviours
 	if sc.CalmTTLs > 0 {
 		cfg.Calm = time.Duration(sc.CalmTTLs * float64(cfg.TTL))
 	}

@@ -53,6 +53,7 @@ type Workload struct {
 type recorder interface {
 	AddHold(checker.Hold)
 	AddFailure(op string, err error, at time.Time)
+	AddAnomaly(checker.Anomaly)
 }
 
 // stall asks a client to pause for d during its next hold, and to report
@@ -152,42 +153,57 @@ func withLocker(addrs []string, cfg *Config, f func(*redlock.Locker) error) (err
 }
 
 // loop is one goroutine of client i: it obtains random keys, one at a time,
-// and holds them, until ctx ends.
+// and holds them, until ctx ends. With Config.Behaviours it uses the lock in
+// the ways real programs do (behaviour.go).
 func (w *Workload) loop(ctx context.Context, i int, rng *rand.Rand, locker *redlock.Locker) {
 	for ctx.Err() == nil {
 		key := w.keys[rng.IntN(len(w.keys))]
-		var (
-			lock *redlock.Lock
-			err  error
-		)
-		if i%2 == 0 {
-			// Half the clients make one attempt at a time and count
-			// each failure.
-			lock, err = locker.TryObtain(ctx, key)
-		} else {
-			// The other half wait in Obtain, woken by releases, for up
-			// to two TTLs.
-			octx, cancel := context.WithTimeout(ctx, 2*w.cfg.TTL)
-			lock, err = locker.Obtain(octx, key)
-			cancel()
-		}
-		obtained := time.Now()
-		if err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			w.rec.AddFailure("obtain", err, obtained)
-			// A short jittered pause, so that the clients do not move in
-			// lockstep; contention is the point, so it stays short.
-			sleep(ctx, time.Millisecond+randDuration(rng, 10*time.Millisecond))
+		if w.cfg.Behaviours {
+			w.behave(ctx, i, rng, locker, key)
 			continue
 		}
-		w.hold(ctx, i, rng, lock, obtained)
+		lock, obtained, ok := w.obtain(ctx, i, rng, locker, key)
+		if ok {
+			w.hold(ctx, i, rng, lock, obtained, 0)
+		}
 	}
 }
 
+// obtain obtains key for client i, once or waiting, records a failure,
+// and reports when Obtain returned.
+func (w *Workload) obtain(ctx context.Context, i int, rng *rand.Rand, locker *redlock.Locker, key string, opts ...redlock.Option) (*redlock.Lock, time.Time, bool) {
+	var (
+		lock *redlock.Lock
+		err  error
+	)
+	if i%2 == 0 {
+		// Half the clients make one attempt at a time and count
+		// each failure.
+		lock, err = locker.TryObtain(ctx, key, opts...)
+	} else {
+		// The other half wait in Obtain, woken by releases, for up
+		// to two TTLs.
+		octx, cancel := context.WithTimeout(ctx, 2*w.cfg.TTL)
+		lock, err = locker.Obtain(octx, key, opts...)
+		cancel()
+	}
+	obtained := time.Now()
+	if err != nil {
+		if ctx.Err() == nil {
+			w.rec.AddFailure("obtain", err, obtained)
+			// A short jittered pause, so that the clients do not move
+			// in lockstep; contention is the point, so it stays short.
+			sleep(ctx, time.Millisecond+randDuration(rng, 10*time.Millisecond))
+		}
+		return nil, obtained, false
+	}
+	return lock, obtained, true
+}
+
 // hold uses a lock the way a client would and records what it believed.
-func (w *Workload) hold(ctx context.Context, i int, rng *rand.Rand, lock *redlock.Lock, obtained time.Time) {
+// A cooldown above 0 releases with ReleaseAfter: nobody may obtain the key
+// for that long.
+func (w *Workload) hold(ctx context.Context, i int, rng *rand.Rand, lock *redlock.Lock, obtained time.Time, cooldown time.Duration) {
 	key := lock.Key()
 	seg := checker.Hold{Client: i, Key: key, Token: lock.Token(), Fence: lock.Fence(), Start: obtained, End: lock.Until()}
 	write := func() {
@@ -266,6 +282,10 @@ func (w *Workload) hold(ctx context.Context, i int, rng *rand.Rand, lock *redloc
 		seg.End = now
 	}
 	w.rec.AddHold(seg)
+	if cooldown > 0 {
+		w.releaseAfter(ctx, lock, seg, cooldown)
+		return
+	}
 	w.release(ctx, lock)
 }
 
