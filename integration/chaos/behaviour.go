@@ -163,7 +163,7 @@ func (w *Workload) doRecord(ctx context.Context, i int, rng *rand.Rand, locker *
 		if t := cancelledAt.Load(); t != 0 && time.Unix(0, t).Before(end) {
 			end = time.Unix(0, t)
 		}
-		w.rec.AddHold(checker.Hold{Client: i, Key: key, Token: tok, Start: start, End: end})
+		w.rec.AddHold(checker.Hold{Client: i, Key: key, Token: tok, FenceHidden: true, Start: start, End: end})
 	}()
 	octx, cancel := context.WithTimeout(ctx, 2*w.cfg.TTL)
 	defer cancel()

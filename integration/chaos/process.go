@@ -59,6 +59,7 @@ type event struct {
 	Key     string `json:",omitempty"`
 	Token   string `json:",omitempty"`
 	Fence   uint64 `json:",omitempty"`
+	Hidden  bool   `json:",omitempty"` // the fence is hidden (Do)
 	Segment int    `json:",omitempty"`
 	Start   int64  `json:",omitempty"` // Unix ns
 	End     int64  `json:",omitempty"`
@@ -107,7 +108,7 @@ func (r *pipeRecorder) send(e event) {
 }
 
 func (r *pipeRecorder) AddHold(h checker.Hold) {
-	r.send(event{T: "hold", Key: h.Key, Token: h.Token, Fence: h.Fence, Segment: h.Segment,
+	r.send(event{T: "hold", Key: h.Key, Token: h.Token, Fence: h.Fence, Hidden: h.FenceHidden, Segment: h.Segment,
 		Start: h.Start.UnixNano(), End: h.End.UnixNano()})
 }
 
@@ -200,7 +201,7 @@ func (p *clientProcess) run(ctx context.Context, h *checker.History, res *checke
 		}
 		switch e.T {
 		case "hold":
-			h.AddHold(checker.Hold{Client: p.id, Key: e.Key, Token: e.Token, Fence: e.Fence, Segment: e.Segment,
+			h.AddHold(checker.Hold{Client: p.id, Key: e.Key, Token: e.Token, Fence: e.Fence, FenceHidden: e.Hidden, Segment: e.Segment,
 				Start: time.Unix(0, e.Start), End: time.Unix(0, e.End)})
 		case "fail":
 			h.AddFailureKind(e.Op, checker.Kind(e.Kind), time.Unix(0, e.Start))

@@ -212,7 +212,7 @@ func checkFences(f *Fencing, key string, holds []Hold, t0 time.Time) {
 		}
 		// A hold whose fence the client could not see (Do hides the
 		// lock) takes no part.
-		if h.Segment == 0 && !h.Empty() && h.Fence != 0 {
+		if h.Segment == 0 && !h.Empty() && !h.FenceHidden {
 			locks = append(locks, h)
 		}
 	}

@@ -26,11 +26,14 @@ import (
 // passed (a paused client whose keys were still there) has a second one,
 // starting when that Extend returned, with Segment 1, and so on.
 type Hold struct {
-	Client  int
-	Key     string
-	Token   string
-	Fence   uint64
-	Segment int
+	Client int
+	Key    string
+	Token  string
+	Fence  uint64
+	// FenceHidden says the client could not see the lock's fence (Do
+	// does not show the lock): the fence checks leave the hold out.
+	FenceHidden bool
+	Segment     int
 	// Start is when Obtain (or, for a later segment, Extend) returned.
 	Start time.Time
 	// End is the earlier of the Release call and the lock's Until.
