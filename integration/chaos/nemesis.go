@@ -33,6 +33,9 @@ type Fault struct {
 	// ProcessesOnly marks a fault the container backend cannot inject (it
 	// needs the clock shim, a replica, or the data directory).
 	ProcessesOnly bool
+	// Data marks a fault that makes a node forget or refuse what it
+	// granted without a crash of the usual kind (the data faults below).
+	Data bool
 	// Client marks a client pause: the nemesis stalls one in-process
 	// client during a hold, and touches no node.
 	Client bool
@@ -159,12 +162,12 @@ var Faults = map[string]Fault{
 	// An RDB snapshot (SAVE), more grants, then a crash: the node
 	// restarts from the snapshot and forgets every grant since, while its
 	// restart guard marker (in the snapshot) is still there.
-	"restart-rdb": {Name: "restart-rdb", Server: true, Duration: ttlTimes(0.2, 1.5),
+	"restart-rdb": {Name: "restart-rdb", Server: true, Data: true, Duration: ttlTimes(0.2, 1.5),
 		Inject: func(ctx context.Context, n *cluster.Node, _ Arg) error { return n.Snapshot(ctx) },
 		Heal:   restart},
 	// appendfsync everysec and a machine crash: the tail written since the
 	// last fsync (under a second) is lost.
-	"restart-everysec": {Name: "restart-everysec", Server: true, ProcessesOnly: true,
+	"restart-everysec": {Name: "restart-everysec", Server: true, Data: true, ProcessesOnly: true,
 		Duration: func(rng *rand.Rand, _ *Config) time.Duration {
 			return between(rng, 100*time.Millisecond, 900*time.Millisecond)
 		},
@@ -172,36 +175,36 @@ var Faults = map[string]Fault{
 		Heal:   func(ctx context.Context, n *cluster.Node) error { return n.CrashLosingUnsynced(ctx) }},
 	// The replica lags (its link stalls), then the master dies and the
 	// replica is promoted in its place with what it had.
-	"failover": {Name: "failover", Server: true, ProcessesOnly: true, Duration: ttlTimes(0.2, 1.5),
+	"failover": {Name: "failover", Server: true, Data: true, ProcessesOnly: true, Duration: ttlTimes(0.2, 1.5),
 		Inject: func(ctx context.Context, n *cluster.Node, _ Arg) error { return n.StallReplica(ctx) },
 		Heal:   func(ctx context.Context, n *cluster.Node) error { return n.Failover(ctx) }},
 	// Memory pressure under maxmemory with a volatile-* policy: filler
 	// keys with a TTL push lock keys out.
-	"evict": {Name: "evict", Server: true, Duration: ttlTimes(0.3, 1.5), Heal: heal,
+	"evict": {Name: "evict", Server: true, Data: true, Duration: ttlTimes(0.3, 1.5), Heal: heal,
 		Arg: func(rng *rand.Rand, _ *Config) Arg {
 			return Arg{Policy: evictionPolicies[rng.IntN(len(evictionPolicies))]}
 		},
 		Inject: func(ctx context.Context, n *cluster.Node, a Arg) error { return n.Fill(ctx, a.Policy) }},
 	// FLUSHALL: every key, marker and counter gone at once.
-	"flush": {Name: "flush", Server: true, Duration: noDuration,
+	"flush": {Name: "flush", Server: true, Data: true, Duration: noDuration,
 		Inject: func(ctx context.Context, n *cluster.Node, _ Arg) error { return n.Flush(ctx) }},
 	// The server's wall clock jumps forward by one to three TTLs: its
 	// keys expire at once. Beyond any drift margin.
-	"clock-jump": {Name: "clock-jump", Server: true, ProcessesOnly: true, Duration: ttlTimes(1, 3), Heal: heal,
+	"clock-jump": {Name: "clock-jump", Server: true, Data: true, ProcessesOnly: true, Duration: ttlTimes(1, 3), Heal: heal,
 		Arg: func(rng *rand.Rand, cfg *Config) Arg {
 			return Arg{Jump: between(rng, cfg.TTL, 3*cfg.TTL)}
 		},
 		Inject: func(_ context.Context, n *cluster.Node, a Arg) error { return n.SetClock(a.Jump, 1) }},
 	// The server's wall clock runs fast by Config.ClockRate for a few
 	// TTLs: its keys expire early by that share.
-	"clock-rate": {Name: "clock-rate", Server: true, ProcessesOnly: true, Duration: ttlTimes(3, 8), Heal: heal,
+	"clock-rate": {Name: "clock-rate", Server: true, Data: true, ProcessesOnly: true, Duration: ttlTimes(3, 8), Heal: heal,
 		Arg: func(_ *rand.Rand, cfg *Config) Arg {
 			return Arg{Rate: cfg.ClockRate}
 		},
 		Inject: func(_ context.Context, n *cluster.Node, a Arg) error { return n.SetClock(0, a.Rate) }},
 	// The node briefly turns replica (of an address where nothing
 	// listens): it keeps its keys and answers writes with READONLY.
-	"readonly": {Name: "readonly", Server: true, Duration: ttlTimes(0.2, 1.5),
+	"readonly": {Name: "readonly", Server: true, Data: true, Duration: ttlTimes(0.2, 1.5),
 		Inject: func(ctx context.Context, n *cluster.Node, _ Arg) error { return n.ReadOnly(ctx) },
 		Heal:   func(ctx context.Context, n *cluster.Node) error { return n.Writable(ctx) }},
 }

@@ -160,6 +160,17 @@ func (sc *Scenario) ProcessesOnly() bool {
 	return false
 }
 
+// HasDataFaults reports whether any of the scenario's faults is a data
+// fault (Fault.Data).
+func (sc *Scenario) HasDataFaults() bool {
+	for _, name := range sc.Faults {
+		if Faults[name].Data {
+			return true
+		}
+	}
+	return false
+}
+
 // TouchesServers reports whether any of the scenario's faults acts on the
 // servers themselves (kill, restart, pause), where the backends differ.
 func (sc *Scenario) TouchesServers() bool {
