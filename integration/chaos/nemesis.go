@@ -36,6 +36,9 @@ type Fault struct {
 	// Data marks a fault that makes a node forget or refuse what it
 	// granted without a crash of the usual kind (the data faults below).
 	Data bool
+	// NeedsProxy marks a server fault that still needs the clients to go
+	// through the proxies (failover moves the node's address there).
+	NeedsProxy bool
 	// Client marks a client pause: the nemesis stalls one in-process
 	// client during a hold, and touches no node.
 	Client bool
@@ -175,7 +178,7 @@ var Faults = map[string]Fault{
 		Heal:   func(ctx context.Context, n *cluster.Node) error { return n.CrashLosingUnsynced(ctx) }},
 	// The replica lags (its link stalls), then the master dies and the
 	// replica is promoted in its place with what it had.
-	"failover": {Name: "failover", Server: true, Data: true, ProcessesOnly: true, Duration: ttlTimes(0.2, 1.5),
+	"failover": {Name: "failover", Server: true, Data: true, NeedsProxy: true, ProcessesOnly: true, Duration: ttlTimes(0.2, 1.5),
 		Inject: func(ctx context.Context, n *cluster.Node, _ Arg) error { return n.StallReplica(ctx) },
 		Heal:   func(ctx context.Context, n *cluster.Node) error { return n.Failover(ctx) }},
 	// Memory pressure under maxmemory with a volatile-* policy: filler

@@ -160,6 +160,20 @@ func (sc *Scenario) ProcessesOnly() bool {
 	return false
 }
 
+// NeedsProxies reports whether the scenario's clients must reach the nodes
+// through the proxies: a network fault acts there, and failover moves a
+// node's address there. The other scenarios' clients connect to the
+// servers directly, which halves the work per request.
+func (sc *Scenario) NeedsProxies() bool {
+	for _, name := range sc.Faults {
+		f := Faults[name]
+		if f.NeedsProxy || !(f.Server || f.Client || f.Process) {
+			return true
+		}
+	}
+	return false
+}
+
 // HasDataFaults reports whether any of the scenario's faults is a data
 // fault (Fault.Data).
 func (sc *Scenario) HasDataFaults() bool {
@@ -299,6 +313,9 @@ func Run(ctx context.Context, c *cluster.Cluster, sc Scenario, cfg Config) (*che
 		res = checker.NewResource(hist)
 	}
 	w := newWorkload(c, &cfg, hist, res, [2]uint64{cfg.Seed, stream})
+	if !sc.NeedsProxies() {
+		w.addrs = c.ServerAddrs()
+	}
 	if cfg.Effects {
 		// The protected resource lives in a Redis of its own, which no
 		// fault touches.
