@@ -112,13 +112,13 @@ func (n *Node) ReadOnly(ctx context.Context) error {
 	n.readonly = true
 	n.mu.Unlock()
 	return n.direct(ctx, func(rc *redis.Client) error {
-		return rc.SlaveOf(ctx, "127.0.0.1", strconv.Itoa(port)).Err()
+		return rc.ReplicaOf(ctx, "127.0.0.1", strconv.Itoa(port)).Err()
 	})
 }
 
 // Writable undoes ReadOnly (REPLICAOF NO ONE).
 func (n *Node) Writable(ctx context.Context) error {
-	err := n.direct(ctx, func(rc *redis.Client) error { return rc.SlaveOf(ctx, "NO", "ONE").Err() })
+	err := n.direct(ctx, func(rc *redis.Client) error { return rc.ReplicaOf(ctx, "NO", "ONE").Err() })
 	if err == nil {
 		n.mu.Lock()
 		n.readonly = false
@@ -242,7 +242,7 @@ func attach(ctx context.Context, r Server, master string) error {
 	}
 	rc := NewClient(r.Addr())
 	defer rc.Close()
-	if err := rc.SlaveOf(ctx, host, port).Err(); err != nil {
+	if err := rc.ReplicaOf(ctx, host, port).Err(); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
@@ -312,7 +312,7 @@ func (n *Node) Failover(ctx context.Context) error {
 		return err
 	}
 	rc := NewClient(promoted.Addr())
-	err := rc.SlaveOf(ctx, "NO", "ONE").Err()
+	err := rc.ReplicaOf(ctx, "NO", "ONE").Err()
 	err = errors.Join(err, rc.Close())
 	if err != nil {
 		return fmt.Errorf("promoting the replica: %w", err)
