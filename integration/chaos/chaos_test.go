@@ -164,7 +164,10 @@ func runScenarios(t *testing.T, backend cluster.Backend, scenarios []chaos.Scena
 			}
 			cfg := chaos.DefaultConfig()
 			cfg.Clients, cfg.Goroutines, cfg.Keys, cfg.Processes = *flags.Clients, *flags.Goroutines, *flags.Keys, *flags.Processes
-			cfg.TTL, cfg.MaxHold = *flags.TTL, *flags.MaxHold
+			cfg.TTL, cfg.MaxHold, cfg.LongHolds = *flags.TTL, *flags.MaxHold, *flags.LongHolds
+			if cfg.LongHolds < 0 || cfg.LongHolds > 1 {
+				t.Fatalf("-chaos.longholds=%v: must be in [0, 1]", cfg.LongHolds)
+			}
 			cfg.Duration = per
 			cfg.Seed = seed
 			cfg.Logf = t.Logf

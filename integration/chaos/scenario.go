@@ -212,6 +212,10 @@ type Config struct {
 	// [0, MaxHold)); ExtendShare is the share of holds that extend once.
 	MaxHold     time.Duration
 	ExtendShare float64
+	// LongHolds is the share of holds that last a quarter to half the TTL
+	// whatever MaxHold says: with short holds, they keep locks held while
+	// a node forgets them.
+	LongHolds float64
 	// Fencing turns on redlock.WithFencing in every client; the checker
 	// verifies the fences once they are not all 0.
 	Fencing bool

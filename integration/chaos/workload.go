@@ -239,6 +239,11 @@ func (w *Workload) hold(ctx context.Context, i int, rng *rand.Rand, lock *redloc
 	write()
 
 	d := randDuration(rng, w.cfg.MaxHold) + time.Millisecond
+	if rng.Float64() < w.cfg.LongHolds {
+		// A long hold: a node that forgets the lock meanwhile can grant
+		// it again while it is held, which short holds rarely show.
+		d = between(rng, w.cfg.TTL/4, w.cfg.TTL/2)
+	}
 	var st stall
 	if i < len(w.stalls) {
 		select {
