@@ -225,10 +225,33 @@ func (c *Cluster) Reset(ctx context.Context) error {
 	errs := make([]error, len(c.Nodes))
 	for i, n := range c.Nodes {
 		errs[i] = n.direct(ctx, func(rc *redis.Client) error {
-			return errors.Join(rc.FlushAll(ctx).Err(), rc.Save(ctx).Err())
+			if err := rc.FlushAll(ctx).Err(); err != nil {
+				return err
+			}
+			return save(ctx, rc)
 		})
 	}
 	return errors.Join(errs...)
+}
+
+// save runs SAVE, waiting while a background save (a replica's sync) is in
+// progress, for up to ten seconds.
+func save(ctx context.Context, rc *redis.Client) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		err := rc.Save(ctx).Err()
+		if err == nil || !strings.Contains(err.Error(), "in progress") {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("SAVE: %w (last error: %v)", ctx.Err(), err)
+		case <-tick.C:
+		}
+	}
 }
 
 // Addrs returns the proxies' addresses, which clients use.
