@@ -29,9 +29,13 @@ bench:
 bench-quick:
 	cd bench && $(GO) run . -quick
 
-## chaos: a long chaos run, DURATION=10m by default.
+## chaos: a long chaos run, DURATION=10m by default, at a high rate: many
+## keys, short holds, client processes, and no -race (the short runs in
+## `make test` keep it). CHAOSFLAGS overrides the rate settings; add
+## -chaos.seed=S to replay a run.
+CHAOSFLAGS ?= -chaos.keys=64 -chaos.maxhold=3ms -chaos.longholds=0.02 -chaos.goroutines=4 -chaos.processes=4
 chaos:
-	cd integration && $(GO) test -race -count=1 -run 'TestChaos' -timeout 0 -v ./... -args -chaos.duration=$(DURATION)
+	cd integration && $(GO) test -count=1 -run 'TestChaos' -timeout 0 -v ./... -args -chaos.duration=$(DURATION) $(CHAOSFLAGS)
 
 ## lint: gofmt, go vet and staticcheck in every module.
 lint:

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/quorumlock/redlock/integration/checker"
@@ -19,16 +20,25 @@ type Fault struct {
 	Targets Targets
 	// Duration is how long the fault lasts before it is healed.
 	Duration func(rng *rand.Rand, cfg *Config) time.Duration
-	// Arg, if set, draws one value for the whole fault (a latency), passed
-	// to Inject.
-	Arg func(rng *rand.Rand, cfg *Config) time.Duration
+	// Arg, if set, draws the fault's parameters once for the whole fault
+	// (a latency, a clock jump), passed to Inject.
+	Arg func(rng *rand.Rand, cfg *Config) Arg
 	// Inject and Heal act on one node; Heal may be nil.
-	Inject func(ctx context.Context, n *cluster.Node, arg time.Duration) error
+	Inject func(ctx context.Context, n *cluster.Node, arg Arg) error
 	Heal   func(ctx context.Context, n *cluster.Node) error
 	// Server marks a fault that acts on the server itself (kill, restart,
-	// pause), where the backends differ; the others act on the proxies or
-	// the clients.
+	// pause, its data or clock), where the backends differ; the others act
+	// on the proxies or the clients.
 	Server bool
+	// ProcessesOnly marks a fault the container backend cannot inject (it
+	// needs the clock shim, a replica, or the data directory).
+	ProcessesOnly bool
+	// Data marks a fault that makes a node forget or refuse what it
+	// granted without a crash of the usual kind (the data faults below).
+	Data bool
+	// NeedsProxy marks a server fault that still needs the clients to go
+	// through the proxies (failover moves the node's address there).
+	NeedsProxy bool
 	// Client marks a client pause: the nemesis stalls one in-process
 	// client during a hold, and touches no node.
 	Client bool
@@ -56,20 +66,50 @@ func ttlTimes(lo, hi float64) func(*rand.Rand, *Config) time.Duration {
 	}
 }
 
+// Arg is the parameters of one fault, drawn once for all its nodes.
+type Arg struct {
+	Latency time.Duration // latency faults
+	Jump    time.Duration // clock-jump
+	Rate    float64       // clock-rate: the server clock's speed (1 is real)
+	Policy  string        // evict: the volatile-* policy
+}
+
+func (a Arg) String() string {
+	var parts []string
+	if a.Latency > 0 {
+		parts = append(parts, a.Latency.Round(time.Millisecond).String())
+	}
+	if a.Jump != 0 {
+		parts = append(parts, "jump "+a.Jump.Round(time.Millisecond).String())
+	}
+	if a.Rate != 0 {
+		parts = append(parts, fmt.Sprintf("rate x%g", a.Rate))
+	}
+	if a.Policy != "" {
+		parts = append(parts, a.Policy)
+	}
+	return strings.Join(parts, ", ")
+}
+
 func noDuration(*rand.Rand, *Config) time.Duration { return 0 }
 
-func kill(ctx context.Context, n *cluster.Node, _ time.Duration) error { return n.Kill(ctx) }
-func restart(ctx context.Context, n *cluster.Node) error               { return n.Restart(ctx) }
-func pause(ctx context.Context, n *cluster.Node, _ time.Duration) error {
+func kill(ctx context.Context, n *cluster.Node, _ Arg) error { return n.Kill(ctx) }
+func restart(ctx context.Context, n *cluster.Node) error     { return n.Restart(ctx) }
+func pause(ctx context.Context, n *cluster.Node, _ Arg) error {
 	return n.Pause(ctx)
 }
 func resume(ctx context.Context, n *cluster.Node) error      { return n.Resume(ctx) }
 func clearToxics(ctx context.Context, n *cluster.Node) error { return n.ClearToxics(ctx) }
+func heal(ctx context.Context, n *cluster.Node) error        { return n.Heal(ctx) }
 
 // crashRestart kills the server and starts it again at once.
-func crashRestart(ctx context.Context, n *cluster.Node, _ time.Duration) error {
+func crashRestart(ctx context.Context, n *cluster.Node, _ Arg) error {
 	return n.Restart(ctx)
 }
+
+// evictionPolicies are the volatile-* policies evict draws from: each
+// evicts only keys with a TTL, as lock keys have.
+var evictionPolicies = []string{"volatile-lru", "volatile-lfu", "volatile-random", "volatile-ttl"}
 
 // Faults is the catalogue of faults, by name.
 var Faults = map[string]Fault{
@@ -84,31 +124,31 @@ var Faults = map[string]Fault{
 	"pause-long":  {Name: "pause-long", Server: true, Duration: ttlTimes(1.2, 2.5), Inject: pause, Heal: resume},
 	// A partition: every byte dropped both ways, connections left open.
 	"blackhole": {Name: "blackhole", Duration: ttlTimes(0.2, 2), Heal: clearToxics,
-		Inject: func(_ context.Context, n *cluster.Node, _ time.Duration) error { return n.Blackhole() }},
+		Inject: func(_ context.Context, n *cluster.Node, _ Arg) error { return n.Blackhole() }},
 	// Requests reach the server, replies are lost: the server grants
 	// locks the client never hears of.
 	"drop-replies": {Name: "drop-replies", Duration: ttlTimes(0.2, 1.5), Heal: clearToxics,
-		Inject: func(_ context.Context, n *cluster.Node, _ time.Duration) error { return n.DropReplies() }},
+		Inject: func(_ context.Context, n *cluster.Node, _ Arg) error { return n.DropReplies() }},
 	// The proxy disabled: connections closed, new ones refused.
 	"isolate": {Name: "isolate", Duration: ttlTimes(0.2, 1.5),
-		Inject: func(_ context.Context, n *cluster.Node, _ time.Duration) error { n.Isolate(); return nil },
+		Inject: func(_ context.Context, n *cluster.Node, _ Arg) error { n.Isolate(); return nil },
 		Heal:   func(_ context.Context, n *cluster.Node) error { return n.Reconnect() }},
 	// Latency spikes around the node timeout, on a minority.
 	"latency": {Name: "latency", Duration: ttlTimes(0.3, 2), Heal: clearToxics,
-		Arg: func(rng *rand.Rand, cfg *Config) time.Duration {
-			return between(rng, cfg.NodeTimeout/4, 2*cfg.NodeTimeout)
+		Arg: func(rng *rand.Rand, cfg *Config) Arg {
+			return Arg{Latency: between(rng, cfg.NodeTimeout/4, 2*cfg.NodeTimeout)}
 		},
-		Inject: func(_ context.Context, n *cluster.Node, d time.Duration) error { return n.Latency(d, d/4) }},
+		Inject: func(_ context.Context, n *cluster.Node, a Arg) error { return n.Latency(a.Latency, a.Latency/4) }},
 	// Latency on every node, some of it below the node timeout: locks
 	// are granted slowly, with little validity left.
 	"latency-all": {Name: "latency-all", Targets: All, Duration: ttlTimes(0.3, 1.5), Heal: clearToxics,
-		Arg: func(rng *rand.Rand, cfg *Config) time.Duration {
-			return between(rng, cfg.NodeTimeout/8, cfg.NodeTimeout/2)
+		Arg: func(rng *rand.Rand, cfg *Config) Arg {
+			return Arg{Latency: between(rng, cfg.NodeTimeout/8, cfg.NodeTimeout/2)}
 		},
-		Inject: func(_ context.Context, n *cluster.Node, d time.Duration) error { return n.Latency(d, d/2) }},
+		Inject: func(_ context.Context, n *cluster.Node, a Arg) error { return n.Latency(a.Latency, a.Latency/2) }},
 	// Every connection reset (TCP RST) as soon as it carries data.
 	"reset": {Name: "reset", Duration: ttlTimes(0.1, 1), Heal: clearToxics,
-		Inject: func(_ context.Context, n *cluster.Node, _ time.Duration) error { return n.ResetPeer() }},
+		Inject: func(_ context.Context, n *cluster.Node, _ Arg) error { return n.ResetPeer() }},
 	// A client stops for longer than the TTL while it holds a lock.
 	"client-pause": {Name: "client-pause", Client: true, Duration: ttlTimes(1.2, 2.5)},
 	// A client process frozen (SIGSTOP) for about the TTL or longer,
@@ -118,6 +158,58 @@ var Faults = map[string]Fault{
 	// forgets the locks it granted: the known weakness of Redlock.
 	"majority-restart": {Name: "majority-restart", Server: true, Targets: Majority, Duration: noDuration,
 		Inject: crashRestart},
+
+	// The data faults: the node forgets (or refuses) what it granted
+	// without a network fault.
+
+	// An RDB snapshot (SAVE), more grants, then a crash: the node
+	// restarts from the snapshot and forgets every grant since, while its
+	// restart guard marker (in the snapshot) is still there.
+	"restart-rdb": {Name: "restart-rdb", Server: true, Data: true, Duration: ttlTimes(0.2, 1.5),
+		Inject: func(ctx context.Context, n *cluster.Node, _ Arg) error { return n.Snapshot(ctx) },
+		Heal:   restart},
+	// appendfsync everysec and a machine crash: the tail written since the
+	// last fsync (under a second) is lost.
+	"restart-everysec": {Name: "restart-everysec", Server: true, Data: true, ProcessesOnly: true,
+		Duration: func(rng *rand.Rand, _ *Config) time.Duration {
+			return between(rng, 100*time.Millisecond, 900*time.Millisecond)
+		},
+		Inject: func(ctx context.Context, n *cluster.Node, _ Arg) error { return n.MarkSynced(ctx) },
+		Heal:   func(ctx context.Context, n *cluster.Node) error { return n.CrashLosingUnsynced(ctx) }},
+	// The replica lags (its link stalls), then the master dies and the
+	// replica is promoted in its place with what it had.
+	"failover": {Name: "failover", Server: true, Data: true, NeedsProxy: true, ProcessesOnly: true, Duration: ttlTimes(0.2, 1.5),
+		Inject: func(ctx context.Context, n *cluster.Node, _ Arg) error { return n.StallReplica(ctx) },
+		Heal:   func(ctx context.Context, n *cluster.Node) error { return n.Failover(ctx) }},
+	// Memory pressure under maxmemory with a volatile-* policy: filler
+	// keys with a TTL push lock keys out.
+	"evict": {Name: "evict", Server: true, Data: true, Duration: ttlTimes(0.3, 1.5), Heal: heal,
+		Arg: func(rng *rand.Rand, _ *Config) Arg {
+			return Arg{Policy: evictionPolicies[rng.IntN(len(evictionPolicies))]}
+		},
+		Inject: func(ctx context.Context, n *cluster.Node, a Arg) error { return n.Fill(ctx, a.Policy) }},
+	// FLUSHALL: every key, marker and counter gone at once.
+	"flush": {Name: "flush", Server: true, Data: true, Duration: noDuration,
+		Inject: func(ctx context.Context, n *cluster.Node, _ Arg) error { return n.Flush(ctx) }},
+	// The server's wall clock jumps forward by one to three TTLs: its
+	// keys expire at once. Beyond any drift margin.
+	"clock-jump": {Name: "clock-jump", Server: true, Data: true, ProcessesOnly: true, Duration: ttlTimes(1, 3), Heal: heal,
+		Arg: func(rng *rand.Rand, cfg *Config) Arg {
+			return Arg{Jump: between(rng, cfg.TTL, 3*cfg.TTL)}
+		},
+		Inject: func(_ context.Context, n *cluster.Node, a Arg) error { return n.SetClock(a.Jump, 1) }},
+	// The server's wall clock runs fast by Config.ClockRate for a few
+	// TTLs: its keys expire early by that share.
+	"clock-rate": {Name: "clock-rate", Server: true, Data: true, ProcessesOnly: true, Duration: ttlTimes(3, 8), Heal: heal,
+		Arg: func(_ *rand.Rand, cfg *Config) Arg {
+			return Arg{Rate: cfg.ClockRate}
+		},
+		Inject: func(_ context.Context, n *cluster.Node, a Arg) error { return n.SetClock(0, a.Rate) }},
+	// The node briefly turns replica (of an address where nothing
+	// listens): it keeps its keys and answers writes with READONLY.
+	"readonly": {Name: "readonly", Server: true, Data: true, Duration: ttlTimes(0.2, 1.5),
+		Inject: func(ctx context.Context, n *cluster.Node, _ Arg) error { return n.ReadOnly(ctx) },
+		Heal:   func(ctx context.Context, n *cluster.Node) error { return n.Writable(ctx) }},
 }
 
 // nemesis injects faults one at a time, with calm gaps between them.
@@ -177,7 +269,7 @@ func (n *nemesis) inject(ctx context.Context, f Fault) error {
 	if f.Process {
 		return n.stopProcess(ctx, f, d)
 	}
-	var arg time.Duration
+	var arg Arg
 	if f.Arg != nil {
 		arg = f.Arg(n.rng, n.cfg)
 	}
@@ -203,8 +295,8 @@ func (n *nemesis) inject(ctx context.Context, f Fault) error {
 	end := time.Now()
 	n.history.AddFault(checker.Fault{Kind: f.Name, Nodes: targets, Start: start, End: end})
 	detail := ""
-	if arg > 0 {
-		detail = fmt.Sprintf(" (%v)", arg.Round(time.Millisecond))
+	if a := arg.String(); a != "" {
+		detail = " (" + a + ")"
 	}
 	n.logf("nemesis: %s%s on nodes %v for %v", f.Name, detail, targets, end.Sub(start).Round(time.Millisecond))
 	return err

@@ -49,6 +49,8 @@ type clientSpec struct {
 	Addrs  []string
 	Config Config
 	Seed   [2]uint64
+	// Store is the effects store's address, "" without one.
+	Store string
 }
 
 // event is one line from a client process.
@@ -57,11 +59,13 @@ type event struct {
 	Key     string `json:",omitempty"`
 	Token   string `json:",omitempty"`
 	Fence   uint64 `json:",omitempty"`
+	Hidden  bool   `json:",omitempty"` // the fence is hidden (Do)
 	Segment int    `json:",omitempty"`
 	Start   int64  `json:",omitempty"` // Unix ns
 	End     int64  `json:",omitempty"`
 	Op      string `json:",omitempty"`
 	Kind    string `json:",omitempty"`
+	Detail  string `json:",omitempty"`
 }
 
 func serveClient(specJSON string) error {
@@ -80,6 +84,10 @@ func serveClient(specJSON string) error {
 	w := &Workload{addrs: spec.Addrs, cfg: &spec.Config, keys: keys(spec.Config.Keys), rec: out, seed: spec.Seed}
 	if spec.Config.Fencing {
 		w.write = out.write
+	}
+	if spec.Store != "" {
+		w.fx = checker.NewStore(spec.Store)
+		defer w.fx.Close()
 	}
 	return errors.Join(w.client(ctx, spec.Client), out.err)
 }
@@ -100,12 +108,16 @@ func (r *pipeRecorder) send(e event) {
 }
 
 func (r *pipeRecorder) AddHold(h checker.Hold) {
-	r.send(event{T: "hold", Key: h.Key, Token: h.Token, Fence: h.Fence, Segment: h.Segment,
+	r.send(event{T: "hold", Key: h.Key, Token: h.Token, Fence: h.Fence, Hidden: h.FenceHidden, Segment: h.Segment,
 		Start: h.Start.UnixNano(), End: h.End.UnixNano()})
 }
 
 func (r *pipeRecorder) AddFailure(op string, err error, at time.Time) {
 	r.send(event{T: "fail", Op: op, Kind: string(checker.Classify(err)), Start: at.UnixNano()})
+}
+
+func (r *pipeRecorder) AddAnomaly(a checker.Anomaly) {
+	r.send(event{T: "anomaly", Kind: a.Kind, Key: a.Key, Detail: a.Detail, Start: a.At.UnixNano()})
 }
 
 // write asks the parent to write to its fenced resource; the write happens
@@ -125,7 +137,7 @@ type clientProcess struct {
 
 // startProcess starts client process id, running this executable again.
 func (w *Workload) startProcess(id int) (*clientProcess, error) {
-	spec, err := json.Marshal(clientSpec{Client: id, Addrs: w.addrs, Config: *w.cfg, Seed: w.seed})
+	spec, err := json.Marshal(clientSpec{Client: id, Addrs: w.addrs, Config: *w.cfg, Seed: w.seed, Store: w.storeAddr})
 	if err != nil {
 		return nil, err
 	}
@@ -189,10 +201,12 @@ func (p *clientProcess) run(ctx context.Context, h *checker.History, res *checke
 		}
 		switch e.T {
 		case "hold":
-			h.AddHold(checker.Hold{Client: p.id, Key: e.Key, Token: e.Token, Fence: e.Fence, Segment: e.Segment,
+			h.AddHold(checker.Hold{Client: p.id, Key: e.Key, Token: e.Token, Fence: e.Fence, FenceHidden: e.Hidden, Segment: e.Segment,
 				Start: time.Unix(0, e.Start), End: time.Unix(0, e.End)})
 		case "fail":
 			h.AddFailureKind(e.Op, checker.Kind(e.Kind), time.Unix(0, e.Start))
+		case "anomaly":
+			h.AddAnomaly(checker.Anomaly{Kind: e.Kind, Client: p.id, Key: e.Key, Detail: e.Detail, At: time.Unix(0, e.Start)})
 		case "write":
 			if res != nil {
 				res.Write(p.id, e.Key, e.Token, e.Fence)

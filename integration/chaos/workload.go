@@ -36,7 +36,11 @@ type Workload struct {
 	rec   recorder
 	// write writes to the fenced resource; nil without fencing.
 	write func(client int, key, token string, fence uint64)
-	seed  [2]uint64
+	// fx is the effects store at storeAddr; nil when Config.Effects is
+	// off.
+	fx        *checker.Store
+	storeAddr string
+	seed      [2]uint64
 	// stalls[i] carries client pause requests to in-process client i.
 	stalls []chan stall
 	// procs are the client processes, numbered after the in-process
@@ -49,6 +53,7 @@ type Workload struct {
 type recorder interface {
 	AddHold(checker.Hold)
 	AddFailure(op string, err error, at time.Time)
+	AddAnomaly(checker.Anomaly)
 }
 
 // stall asks a client to pause for d during its next hold, and to report
@@ -148,42 +153,57 @@ func withLocker(addrs []string, cfg *Config, f func(*redlock.Locker) error) (err
 }
 
 // loop is one goroutine of client i: it obtains random keys, one at a time,
-// and holds them, until ctx ends.
+// and holds them, until ctx ends. With Config.Behaviours it uses the lock in
+// the ways real programs do (behaviour.go).
 func (w *Workload) loop(ctx context.Context, i int, rng *rand.Rand, locker *redlock.Locker) {
 	for ctx.Err() == nil {
 		key := w.keys[rng.IntN(len(w.keys))]
-		var (
-			lock *redlock.Lock
-			err  error
-		)
-		if i%2 == 0 {
-			// Half the clients make one attempt at a time and count
-			// each failure.
-			lock, err = locker.TryObtain(ctx, key)
-		} else {
-			// The other half wait in Obtain, woken by releases, for up
-			// to two TTLs.
-			octx, cancel := context.WithTimeout(ctx, 2*w.cfg.TTL)
-			lock, err = locker.Obtain(octx, key)
-			cancel()
-		}
-		obtained := time.Now()
-		if err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			w.rec.AddFailure("obtain", err, obtained)
-			// A short jittered pause, so that the clients do not move in
-			// lockstep; contention is the point, so it stays short.
-			sleep(ctx, time.Millisecond+randDuration(rng, 10*time.Millisecond))
+		if w.cfg.Behaviours {
+			w.behave(ctx, i, rng, locker, key)
 			continue
 		}
-		w.hold(ctx, i, rng, lock, obtained)
+		lock, obtained, ok := w.obtain(ctx, i, rng, locker, key)
+		if ok {
+			w.hold(ctx, i, rng, lock, obtained, 0)
+		}
 	}
 }
 
+// obtain obtains key for client i, once or waiting, records a failure,
+// and reports when Obtain returned.
+func (w *Workload) obtain(ctx context.Context, i int, rng *rand.Rand, locker *redlock.Locker, key string, opts ...redlock.Option) (*redlock.Lock, time.Time, bool) {
+	var (
+		lock *redlock.Lock
+		err  error
+	)
+	if i%2 == 0 {
+		// Half the clients make one attempt at a time and count
+		// each failure.
+		lock, err = locker.TryObtain(ctx, key, opts...)
+	} else {
+		// The other half wait in Obtain, woken by releases, for up
+		// to two TTLs.
+		octx, cancel := context.WithTimeout(ctx, 2*w.cfg.TTL)
+		lock, err = locker.Obtain(octx, key, opts...)
+		cancel()
+	}
+	obtained := time.Now()
+	if err != nil {
+		if ctx.Err() == nil {
+			w.rec.AddFailure("obtain", err, obtained)
+			// A short jittered pause, so that the clients do not move
+			// in lockstep; contention is the point, so it stays short.
+			sleep(ctx, time.Millisecond+randDuration(rng, 10*time.Millisecond))
+		}
+		return nil, obtained, false
+	}
+	return lock, obtained, true
+}
+
 // hold uses a lock the way a client would and records what it believed.
-func (w *Workload) hold(ctx context.Context, i int, rng *rand.Rand, lock *redlock.Lock, obtained time.Time) {
+// A cooldown above 0 releases with ReleaseAfter: nobody may obtain the key
+// for that long.
+func (w *Workload) hold(ctx context.Context, i int, rng *rand.Rand, lock *redlock.Lock, obtained time.Time, cooldown time.Duration) {
 	key := lock.Key()
 	seg := checker.Hold{Client: i, Key: key, Token: lock.Token(), Fence: lock.Fence(), Start: obtained, End: lock.Until()}
 	write := func() {
@@ -219,6 +239,11 @@ func (w *Workload) hold(ctx context.Context, i int, rng *rand.Rand, lock *redloc
 	write()
 
 	d := randDuration(rng, w.cfg.MaxHold) + time.Millisecond
+	if rng.Float64() < w.cfg.LongHolds {
+		// A long hold: a node that forgets the lock meanwhile can grant
+		// it again while it is held, which short holds rarely show.
+		d = between(rng, w.cfg.TTL/4, w.cfg.TTL/2)
+	}
 	var st stall
 	if i < len(w.stalls) {
 		select {
@@ -232,20 +257,28 @@ func (w *Workload) hold(ctx context.Context, i int, rng *rand.Rand, lock *redloc
 		// TTL, and carries on as a careless client would, writing
 		// without checking Valid. Its belief ended at Until; the fenced
 		// resource must turn the write away once a newer holder wrote.
-		began := time.Now()
-		time.Sleep(st.d) // even if ctx ends: a paused process does not notice
-		st.done <- [2]time.Time{began, time.Now()}
+		// The pause falls between the read and the write of its
+		// read-modify-write, the classic lost update that only fencing
+		// prevents.
+		w.effect(ctx, i, lock, true, func() bool {
+			began := time.Now()
+			time.Sleep(st.d) // even if ctx ends: a paused process does not notice
+			st.done <- [2]time.Time{began, time.Now()}
+			return true
+		})
 		write()
 		extend()
 	case rng.Float64() < w.cfg.ExtendShare:
-		sleep(ctx, d/2)
-		extend()
-		sleep(ctx, d/2)
+		w.carefulEffect(ctx, i, lock, func() {
+			sleep(ctx, d/2)
+			extend()
+			sleep(ctx, d/2)
+		})
 		if lock.Valid() {
 			write()
 		}
 	default:
-		sleep(ctx, d)
+		w.carefulEffect(ctx, i, lock, func() { sleep(ctx, d) })
 		if lock.Valid() {
 			write()
 		}
@@ -254,7 +287,50 @@ func (w *Workload) hold(ctx context.Context, i int, rng *rand.Rand, lock *redloc
 		seg.End = now
 	}
 	w.rec.AddHold(seg)
+	if cooldown > 0 {
+		w.releaseAfter(ctx, lock, seg, cooldown)
+		return
+	}
 	w.release(ctx, lock)
+}
+
+// carefulEffect is a careful holder's read-modify-write of the protected
+// counter around its work: it reads, works, and writes only if its lock
+// still has room for the write to land. Its operations are not
+// fence-checked, so mutual exclusion alone must keep its updates. With
+// no room at the start it only works.
+func (w *Workload) carefulEffect(ctx context.Context, i int, lock *redlock.Lock, work func()) {
+	// A careful program leaves itself room for a write to land before its
+	// deadline.
+	room := func() bool { return time.Until(lock.Until()) > w.cfg.TTL/4 }
+	if w.fx == nil || !room() {
+		work()
+		return
+	}
+	w.effect(ctx, i, lock, false, func() bool {
+		work()
+		return room()
+	})
+}
+
+// effect reads the key's protected counter, runs between, and, if it
+// returns true, writes the counter plus one. checked makes the store reject
+// the operations if their fence is stale.
+func (w *Workload) effect(ctx context.Context, i int, lock *redlock.Lock, checked bool, between func() bool) {
+	if w.fx == nil {
+		return
+	}
+	// The operations go on when the run ends, as a real write would.
+	octx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	v, err := w.fx.Read(octx, lock.Key(), lock.Fence(), checked)
+	if err == nil && between() {
+		who := fmt.Sprintf("client %d token %s fence %d at %s", i, lock.Token(), lock.Fence(), time.Now().Format("15:04:05.000000"))
+		err = w.fx.Write(octx, lock.Key(), lock.Fence(), checked, v, who)
+	}
+	if err != nil && !errors.Is(err, checker.ErrStale) {
+		w.rec.AddFailure("effect", err, time.Now())
+	}
 }
 
 func (w *Workload) release(ctx context.Context, lock *redlock.Lock) {

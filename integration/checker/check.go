@@ -18,6 +18,8 @@ type Report struct {
 	Late int
 	// Violations lists every pair of overlapping intervals on the same key.
 	Violations []Violation
+	// Anomalies lists the library's broken promises that are not overlaps.
+	Anomalies []Anomaly
 	// Fencing is the fencing check; Fencing.Checked is false when no lock
 	// carried a fence.
 	Fencing Fencing
@@ -27,6 +29,9 @@ type Report struct {
 	Faults map[string]int
 	// Availability compares acquisition rates before and during faults.
 	Availability Availability
+	// Effects is the effects checker's verdict (Store), filled in by the
+	// caller that ran the Store; Check leaves it empty.
+	Effects Effects
 	// Start is when the run started; times in messages are relative to it.
 	Start time.Time
 }
@@ -162,6 +167,7 @@ func Check(h *History) Report {
 	} else {
 		r.Fencing.Writes = len(s.writes)
 	}
+	r.Anomalies = s.anomalies
 	for _, f := range s.failures {
 		if r.Failures[f.Op] == nil {
 			r.Failures[f.Op] = make(map[Kind]int)
@@ -204,7 +210,9 @@ func checkFences(f *Fencing, key string, holds []Hold, t0 time.Time) {
 		if h.Fence != 0 {
 			f.Checked = true
 		}
-		if h.Segment == 0 && !h.Empty() {
+		// A hold whose fence the client could not see (Do hides the
+		// lock) takes no part.
+		if h.Segment == 0 && !h.Empty() && !h.FenceHidden {
 			locks = append(locks, h)
 		}
 	}
@@ -314,8 +322,8 @@ func availability(s *History) Availability {
 // String summarises the report in a few lines; every violation gets its own.
 func (r *Report) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d acquisitions (%d returned already expired), %d violations, %d faults",
-		r.Acquisitions, r.Late, len(r.Violations), r.FaultCount())
+	fmt.Fprintf(&b, "%d acquisitions (%d returned already expired), %d violations, %d anomalies, %d faults",
+		r.Acquisitions, r.Late, len(r.Violations), len(r.Anomalies), r.FaultCount())
 	if len(r.Faults) > 0 {
 		b.WriteString(" (")
 		for i, k := range slices.Sorted(maps.Keys(r.Faults)) {
@@ -350,9 +358,14 @@ func (r *Report) String() string {
 	} else {
 		b.WriteString("\n  fencing: not checked (every fence was 0)")
 	}
+	b.WriteString("\n  effects: ")
+	b.WriteString(r.Effects.String())
 	for _, v := range r.Violations {
 		b.WriteString("\n  VIOLATION: ")
 		b.WriteString(v.String())
+	}
+	for _, a := range r.Anomalies {
+		fmt.Fprintf(&b, "\n  ANOMALY %s: key %q client %d at %s: %s", a.Kind, a.Key, a.Client, stamp(a.At, r.Start), a.Detail)
 	}
 	for _, v := range f.OutOfOrder {
 		fmt.Fprintf(&b, "\n  FENCE OUT OF ORDER: key %q: %s, then %s", v.Key, describe(v.A, r.Start), describe(v.B, r.Start))

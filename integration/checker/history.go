@@ -26,11 +26,14 @@ import (
 // passed (a paused client whose keys were still there) has a second one,
 // starting when that Extend returned, with Segment 1, and so on.
 type Hold struct {
-	Client  int
-	Key     string
-	Token   string
-	Fence   uint64
-	Segment int
+	Client int
+	Key    string
+	Token  string
+	Fence  uint64
+	// FenceHidden says the client could not see the lock's fence (Do
+	// does not show the lock): the fence checks leave the hold out.
+	FenceHidden bool
+	Segment     int
 	// Start is when Obtain (or, for a later segment, Extend) returned.
 	Start time.Time
 	// End is the earlier of the Release call and the lock's Until.
@@ -57,17 +60,29 @@ type Fault struct {
 	End   time.Time
 }
 
+// Anomaly is a broken promise of the library that is not an overlap of
+// holds: a lock still held after a panic in Do released it, a handle still
+// valid after Release.
+type Anomaly struct {
+	Kind   string
+	Client int
+	Key    string
+	Detail string
+	At     time.Time
+}
+
 // History is the record of one run. Its methods are safe for concurrent use.
 type History struct {
-	mu       sync.Mutex
-	start    time.Time
-	end      time.Time
-	holds    []Hold
-	failures []Failure
-	faults   []Fault
-	writes   []Write
-	acquired int
-	waiters  []waiter
+	mu        sync.Mutex
+	start     time.Time
+	end       time.Time
+	holds     []Hold
+	anomalies []Anomaly
+	failures  []Failure
+	faults    []Fault
+	writes    []Write
+	acquired  int
+	waiters   []waiter
 }
 
 type waiter struct {
@@ -121,6 +136,13 @@ func (h *History) AddFailureKind(op string, kind Kind, at time.Time) {
 	h.mu.Unlock()
 }
 
+// AddAnomaly records a broken promise that is not an overlap.
+func (h *History) AddAnomaly(a Anomaly) {
+	h.mu.Lock()
+	h.anomalies = append(h.anomalies, a)
+	h.mu.Unlock()
+}
+
 // AddFault records an injected fault.
 func (h *History) AddFault(f Fault) {
 	h.mu.Lock()
@@ -171,13 +193,14 @@ func (h *History) snapshot() History {
 		end = time.Now()
 	}
 	return History{
-		start:    h.start,
-		end:      end,
-		holds:    slices.Clone(h.holds),
-		failures: slices.Clone(h.failures),
-		faults:   slices.Clone(h.faults),
-		writes:   slices.Clone(h.writes),
-		acquired: h.acquired,
+		start:     h.start,
+		end:       end,
+		holds:     slices.Clone(h.holds),
+		anomalies: slices.Clone(h.anomalies),
+		failures:  slices.Clone(h.failures),
+		faults:    slices.Clone(h.faults),
+		writes:    slices.Clone(h.writes),
+		acquired:  h.acquired,
 	}
 }
 

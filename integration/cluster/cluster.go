@@ -31,11 +31,76 @@ type Backend interface {
 	Start(ctx context.Context, opts Options) (Server, error)
 }
 
-// Options configure a server.
+// Options configure a server. The zero value is a server without
+// persistence. Options is comparable, so a test can keep one cluster per
+// kind.
 type Options struct {
 	// Persistent turns on the append-only file with appendfsync always, so
 	// that a killed server comes back with every write it acknowledged.
 	Persistent bool
+	// EverySec turns on the append-only file with appendfsync everysec:
+	// a machine crash loses up to a second of acknowledged writes. It
+	// excludes Persistent.
+	EverySec bool
+	// MaxMemory, if set, caps each server's memory ("8mb") with the
+	// volatile-lru policy, so that filling it evicts keys with a TTL.
+	MaxMemory string
+	// Replicas gives each node a replica process that replicates from it,
+	// for Node.Failover. Processes only.
+	Replicas bool
+	// Clock starts each server under the clock shim, so that its wall
+	// clock can jump or run fast (Node.SetClock). Processes only.
+	Clock bool
+}
+
+// String names the kind of cluster in test output.
+func (o Options) String() string {
+	var parts []string
+	if o.Persistent {
+		parts = append(parts, "aof-always")
+	}
+	if o.EverySec {
+		parts = append(parts, "aof-everysec")
+	}
+	if o.MaxMemory != "" {
+		parts = append(parts, "maxmemory-"+o.MaxMemory)
+	}
+	if o.Replicas {
+		parts = append(parts, "replicas")
+	}
+	if o.Clock {
+		parts = append(parts, "clock")
+	}
+	if len(parts) == 0 {
+		return "plain"
+	}
+	return strings.Join(parts, "+")
+}
+
+// validate rejects options that contradict each other.
+func (o Options) validate() error {
+	if o.Persistent && o.EverySec {
+		return errors.New("cluster options: Persistent and EverySec exclude each other")
+	}
+	return nil
+}
+
+// serverArgs are the redis-server arguments the options add to a
+// backend's defaults.
+func (o Options) serverArgs() []string {
+	var a []string
+	if o.EverySec {
+		a = append(a, "--appendonly", "yes", "--appendfsync", "everysec")
+	}
+	if o.MaxMemory != "" {
+		a = append(a, "--maxmemory", o.MaxMemory, "--maxmemory-policy", "volatile-lru")
+	}
+	if o.Replicas {
+		// A replica that reattaches after a failover syncs at once, not
+		// after the default five seconds.
+		a = append(a, "--repl-diskless-sync-delay", "0")
+	}
+	return a
 }
 
 // Server is one Redis server that can be killed, started again and paused.
@@ -74,20 +139,33 @@ type Node struct {
 	// Index is the node's position in Cluster.Nodes.
 	Index int
 
-	server Server
-	proxy  *toxiproxy.Proxy
-	addr   string // the proxy's listen address
+	proxy *toxiproxy.Proxy
+	addr  string // the proxy's listen address
 
 	mu     sync.Mutex
-	killed bool
-	paused bool
-	cut    bool // proxy disabled
-	toxics []string
+	server Server // changes on Failover
+	// replica replicates from server through replLink; nil without
+	// Options.Replicas.
+	replica  Server
+	replLink *toxiproxy.Proxy
+	killed   bool
+	paused   bool
+	cut      bool // proxy disabled
+	toxics   []string
+	// The state of the data faults (faults.go), undone by Heal.
+	readonly       bool
+	filled         int // filler keys written by Fill
+	replicaStalled bool
+	synced         aofMark
+	clockMoved     bool
 }
 
 // Start starts n servers on backend (in parallel), each behind a proxy on a
 // free loopback port. On failure it removes what it started.
 func Start(ctx context.Context, backend Backend, n int, opts Options) (*Cluster, error) {
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
 	c := &Cluster{
 		backend: backend,
 		opts:    opts,
@@ -124,6 +202,11 @@ func Start(ctx context.Context, backend Backend, n int, opts Options) (*Cluster,
 		// the real port; a later re-enable binds the same one.
 		c.Nodes[i] = &Node{Index: i, server: s, proxy: p, addr: p.Listen}
 	}
+	if opts.Replicas {
+		if err := c.startReplicas(ctx); err != nil {
+			return nil, errors.Join(err, c.Close(context.WithoutCancel(ctx)))
+		}
+	}
 	return c, nil
 }
 
@@ -133,21 +216,42 @@ func (c *Cluster) Backend() Backend { return c.backend }
 // Options returns the options the servers were started with.
 func (c *Cluster) Options() Options { return c.opts }
 
-// Reset heals every node and empties it (FLUSHALL), so the cluster can
-// serve another run.
+// Reset heals every node and empties it (FLUSHALL, then SAVE, so that no
+// older snapshot is left to reload), so the cluster can serve another run.
 func (c *Cluster) Reset(ctx context.Context) error {
 	if err := c.Heal(ctx); err != nil {
 		return err
 	}
 	errs := make([]error, len(c.Nodes))
 	for i, n := range c.Nodes {
-		rc := NewClient(n.server.Addr())
-		errs[i] = rc.FlushAll(ctx).Err()
-		if err := rc.Close(); err != nil {
-			errs[i] = errors.Join(errs[i], err)
-		}
+		errs[i] = n.direct(ctx, func(rc *redis.Client) error {
+			if err := rc.FlushAll(ctx).Err(); err != nil {
+				return err
+			}
+			return save(ctx, rc)
+		})
 	}
 	return errors.Join(errs...)
+}
+
+// save runs SAVE, waiting while a background save (a replica's sync) is in
+// progress, for up to ten seconds.
+func save(ctx context.Context, rc *redis.Client) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		err := rc.Save(ctx).Err()
+		if err == nil || !strings.Contains(err.Error(), "in progress") {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("SAVE: %w (last error: %v)", ctx.Err(), err)
+		case <-tick.C:
+		}
+	}
 }
 
 // Addrs returns the proxies' addresses, which clients use.
@@ -155,6 +259,16 @@ func (c *Cluster) Addrs() []string {
 	out := make([]string, len(c.Nodes))
 	for i, n := range c.Nodes {
 		out[i] = n.Addr()
+	}
+	return out
+}
+
+// ServerAddrs returns the servers' own addresses, past the proxies: for
+// clients of a run whose faults need no proxy, which saves a hop.
+func (c *Cluster) ServerAddrs() []string {
+	out := make([]string, len(c.Nodes))
+	for i, n := range c.Nodes {
+		out[i] = n.Server().Addr()
 	}
 	return out
 }
@@ -202,6 +316,10 @@ func (c *Cluster) Close(ctx context.Context) error {
 		n.proxy.Stop()
 		errs = append(errs, n.Resume(ctx))
 		errs = append(errs, n.server.Close(ctx))
+		if n.replica != nil {
+			n.replLink.Stop()
+			errs = append(errs, n.replica.Close(ctx))
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -209,8 +327,13 @@ func (c *Cluster) Close(ctx context.Context) error {
 // Addr returns the proxy's address: where clients reach the node.
 func (n *Node) Addr() string { return n.addr }
 
-// Server returns the node's server.
-func (n *Node) Server() Server { return n.server }
+// Server returns the node's server (after a Failover, the promoted
+// replica).
+func (n *Node) Server() Server {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.server
+}
 
 // Kill kills the server (SIGKILL).
 func (n *Node) Kill(ctx context.Context) error {
@@ -356,7 +479,7 @@ func (n *Node) Heal(ctx context.Context) error {
 	if killed {
 		err = errors.Join(err, n.Restart(ctx))
 	}
-	return err
+	return errors.Join(err, n.healData(ctx))
 }
 
 func (n *Node) addToxic(name, typ, stream string, attrs map[string]any) error {

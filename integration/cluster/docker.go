@@ -89,6 +89,9 @@ func (c *Containers) Close() {
 // Start runs a container with redis-server on a port published on
 // 127.0.0.1.
 func (c *Containers) Start(ctx context.Context, opts Options) (Server, error) {
+	if opts.Replicas || opts.Clock {
+		return nil, fmt.Errorf("containers with replicas or a clock shim: %w", ErrUnsupported)
+	}
 	repo, tag, _ := strings.Cut(c.image, ":")
 	args := []string{"--port", "6379", "--protected-mode", "no", "--dir", "/data", "--save", ""}
 	if opts.Persistent {
@@ -96,6 +99,7 @@ func (c *Containers) Start(ctx context.Context, opts Options) (Server, error) {
 	} else {
 		args = append(args, "--appendonly", "no")
 	}
+	args = append(args, opts.serverArgs()...)
 	var err error
 	// The free port may be taken between the probe and docker's bind.
 	for range 5 {

@@ -2,31 +2,72 @@ package cluster
 
 import (
 	"context"
+	"errors"
+	"os"
+	"path/filepath"
 
 	"github.com/quorumlock/redlock/internal/redistest"
 )
 
 // Processes is the default backend: redis-server processes on loopback
-// ports, from internal/redistest. Kill is SIGKILL, Pause is SIGSTOP.
+// ports, from internal/redistest. Kill is SIGKILL, Pause is SIGSTOP. It
+// supports every option: the clock shim, replicas, and the data directory
+// the restart-everysec fault truncates.
 type Processes struct{}
 
 // Name returns "processes".
 func (Processes) Name() string { return "processes" }
 
-// Start starts a redis-server process on a free loopback port.
+// Start starts a redis-server process on a free loopback port, in a data
+// directory of its own that Close removes.
 func (Processes) Start(_ context.Context, opts Options) (Server, error) {
-	s, err := redistest.Start(redistest.Options{Persistent: opts.Persistent})
+	dir, err := os.MkdirTemp("", "redis-chaos-")
 	if err != nil {
 		return nil, err
 	}
-	return process{s}, nil
+	p := &process{dir: dir}
+	ro := redistest.Options{Persistent: opts.Persistent, Dir: dir, Args: opts.serverArgs()}
+	if opts.Clock {
+		lib, err := clockShim()
+		if err != nil {
+			return nil, errors.Join(err, os.RemoveAll(dir))
+		}
+		ctl := filepath.Join(dir, "clock.ctl")
+		if p.clock, err = newClock(ctl); err != nil {
+			return nil, errors.Join(err, os.RemoveAll(dir))
+		}
+		ro.Env = []string{"LD_PRELOAD=" + lib, "CLOCKSHIM_FILE=" + ctl}
+	}
+	if p.s, err = redistest.Start(ro); err != nil {
+		return nil, errors.Join(err, p.removeDir())
+	}
+	return p, nil
 }
 
-type process struct{ s *redistest.Server }
+type process struct {
+	s     *redistest.Server
+	dir   string
+	clock *Clock // nil unless Options.Clock
+}
 
-func (p process) Addr() string                 { return p.s.Addr }
-func (p process) Kill(context.Context) error   { return p.s.Kill() }
-func (p process) Start(context.Context) error  { return p.s.Restart() }
-func (p process) Pause(context.Context) error  { return p.s.Pause() }
-func (p process) Resume(context.Context) error { return p.s.Resume() }
-func (p process) Close(context.Context) error  { return p.s.Close() }
+func (p *process) Addr() string                 { return p.s.Addr }
+func (p *process) Kill(context.Context) error   { return p.s.Kill() }
+func (p *process) Start(context.Context) error  { return p.s.Restart() }
+func (p *process) Pause(context.Context) error  { return p.s.Pause() }
+func (p *process) Resume(context.Context) error { return p.s.Resume() }
+func (p *process) Close(context.Context) error  { return errors.Join(p.s.Close(), p.removeDir()) }
+
+// Dir returns the server's data directory.
+func (p *process) Dir() string { return p.dir }
+
+// Clock returns the server's wall clock, nil unless started with
+// Options.Clock.
+func (p *process) Clock() *Clock { return p.clock }
+
+func (p *process) removeDir() error {
+	var err error
+	if p.clock != nil {
+		err = p.clock.Close()
+	}
+	return errors.Join(err, os.RemoveAll(p.dir))
+}

@@ -31,4 +31,8 @@ var (
 		"clients hold each lock for a random time below this (within its validity, unless paused)")
 	// Keys is the number of lock keys the clients share.
 	Keys = flag.Int("chaos.keys", 3, "lock keys the clients contend on")
+	// LongHolds is the share of holds that last a quarter to half the TTL.
+	LongHolds = flag.Float64("chaos.longholds", 0, "share of holds that last a quarter to half the TTL, whatever -chaos.maxhold says (in [0, 1])")
+	// Processes is the number of client processes.
+	Processes = flag.Int("chaos.processes", 2, "client processes on top of the in-process clients (each one Locker; the client-stop fault freezes them)")
 )
