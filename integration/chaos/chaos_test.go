@@ -217,8 +217,8 @@ func runScenarios(t *testing.T, backend cluster.Backend, scenarios []chaos.Scena
 			if r.Effects.Writes == 0 {
 				t.Errorf("%s: the effects checker saw no write", sc.Name)
 			}
-			if sc.CountersLost && !sc.Guard {
-				return
+			if (sc.CountersLost && !sc.Guard) || sc.LockDelay > 0 || sc.Unfenced {
+				return // fences lost, or fencing off on purpose
 			}
 			if !r.Fencing.Checked {
 				t.Errorf("%s: fencing is on but every fence was 0", sc.Name)

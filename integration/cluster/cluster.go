@@ -42,8 +42,9 @@ type Options struct {
 	// a machine crash loses up to a second of acknowledged writes. It
 	// excludes Persistent.
 	EverySec bool
-	// MaxMemory, if set, caps each server's memory ("8mb") with the
-	// volatile-lru policy, so that filling it evicts keys with a TTL.
+	// MaxMemory, if set, caps each server's memory ("8mb"), under the
+	// noeviction policy but while an evict fault fills it under a
+	// volatile-* one, so that it evicts keys with a TTL.
 	MaxMemory string
 	// Replicas gives each node a replica process that replicates from it,
 	// for Node.Failover. Processes only.
@@ -93,7 +94,10 @@ func (o Options) serverArgs() []string {
 		a = append(a, "--appendonly", "yes", "--appendfsync", "everysec")
 	}
 	if o.MaxMemory != "" {
-		a = append(a, "--maxmemory", o.MaxMemory, "--maxmemory-policy", "volatile-lru")
+		// noeviction until the evict fault switches to a volatile-*
+		// policy, and again after it: a restart guard refuses a node whose
+		// policy may evict lock keys, and sees evictions by their count.
+		a = append(a, "--maxmemory", o.MaxMemory, "--maxmemory-policy", "noeviction")
 	}
 	if o.Replicas {
 		// A replica that reattaches after a failover syncs at once, not

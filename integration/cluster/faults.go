@@ -85,9 +85,13 @@ func (n *Node) Fill(ctx context.Context, policy string) error {
 	})
 }
 
-// unfill deletes the filler keys.
+// unfill deletes the filler keys and sets the eviction policy back to
+// noeviction.
 func (n *Node) unfill(ctx context.Context, count int) error {
 	return n.direct(ctx, func(rc *redis.Client) error {
+		if err := rc.ConfigSet(ctx, "maxmemory-policy", "noeviction").Err(); err != nil {
+			return err
+		}
 		for i := 0; i < count; i += 256 {
 			keys := make([]string, 0, 256)
 			for j := i; j < min(i+256, count); j++ {
