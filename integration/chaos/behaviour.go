@@ -145,6 +145,11 @@ func (w *Workload) keepAlive(ctx context.Context, i int, rng *rand.Rand, lock *r
 	if t := lostAt.Load(); t != 0 && time.Unix(0, t).Before(end) {
 		end = time.Unix(0, t)
 	}
+	// A client stopped past its deadline learns of the loss only when it
+	// runs again: as for every hold, its belief ends at the deadline.
+	if u := lock.Until(); u.Before(end) {
+		end = u
+	}
 	w.rec.AddHold(checker.Hold{Client: i, Key: lock.Key(), Token: lock.Token(), Fence: lock.Fence(), Start: obtained, End: end})
 	w.release(ctx, lock)
 }
@@ -153,13 +158,16 @@ func (w *Workload) keepAlive(ctx context.Context, i int, rng *rand.Rand, lock *r
 // fn's start until fn's context was cancelled or fn returned.
 func (w *Workload) doRecord(ctx context.Context, i int, rng *rand.Rand, locker *redlock.Locker, key string, fn func(context.Context)) (tok string, err error) {
 	tok = token(i, rng)
-	var start time.Time
+	var start, returned time.Time
 	var cancelledAt atomic.Int64
 	defer func() {
 		if start.IsZero() {
 			return
 		}
-		end := time.Now()
+		// The belief ends when fn returns (or panics), not when Do does:
+		// Do releases the lock after fn, and the next holder may have it
+		// before Do returns.
+		end := returned
 		if t := cancelledAt.Load(); t != 0 && time.Unix(0, t).Before(end) {
 			end = time.Unix(0, t)
 		}
@@ -171,6 +179,7 @@ func (w *Workload) doRecord(ctx context.Context, i int, rng *rand.Rand, locker *
 		start = time.Now()
 		stop := context.AfterFunc(fctx, func() { cancelledAt.Store(time.Now().UnixNano()) })
 		defer stop()
+		defer func() { returned = time.Now() }() // a panic too
 		fn(fctx)
 		return nil
 	}, redlock.WithToken(tok))
