@@ -253,6 +253,11 @@ func (w *worker) exec(batch []*nodeCall) {
 			}
 			return
 		}
+		// The batch gets a node timeout of its own after the set-up round
+		// trip: a slow node whose dial and set-up just fit would otherwise
+		// fail every first batch, drop the connection and never recover.
+		// The rounds decide on their own timers, so no caller waits longer.
+		w.ctx.deadline = time.Now().Add(timeout)
 	}
 	cmds := make([]*redis.Cmd, len(batch))
 	if len(batch) == 1 {
