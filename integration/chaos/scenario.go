@@ -274,6 +274,10 @@ func DefaultConfig() Config {
 	}
 }
 
+// ErrNoBaseline is Run's error when the clients made too few acquisitions
+// before any fault: the run could not start, and says nothing of safety.
+var ErrNoBaseline = errors.New("no baseline")
+
 // Run runs a scenario and returns the checker's report. The error reports
 // a harness failure (a node that would not start); violations are in the
 // report.
@@ -354,7 +358,8 @@ func Run(ctx context.Context, c *cluster.Cluster, sc Scenario, cfg Config) (*che
 	err := hist.WaitAcquisitions(wait, max(cfg.Clients+cfg.Processes, 1))
 	cancel()
 	if err != nil {
-		err = fmt.Errorf("no baseline: %d acquisitions in 30s without faults: %w", checker.Check(hist).Acquisitions, err)
+		r := checker.Check(hist)
+		err = fmt.Errorf("%w: %d acquisitions in 30s without faults (failures %v): %w", ErrNoBaseline, r.Acquisitions, r.Failures, err)
 	} else {
 		// A long run measures its baseline for longer, so that the
 		// availability figures compare against more than a moment.
