@@ -132,10 +132,12 @@ func TestKeysLikeReservedOnesWork(t *testing.T) {
 	for _, tt := range keys {
 		t.Run(tt.name, func(t *testing.T) {
 			lock := mustObtain(t, l, tt.key)
+			// Inspect waits for every node, behind the acquisition's last
+			// call (TryObtain returns at a majority).
+			st, err := l.Inspect(t.Context(), tt.key)
 			if got := c.holders(t, tt.key, lock.Token()); got != 3 {
 				t.Fatalf("token on %d nodes, want 3", got)
 			}
-			st, err := l.Inspect(t.Context(), tt.key)
 			if err != nil || st.Holder != lock.Token() {
 				t.Fatalf("Inspect: holder %q, error %v; want %q", st.Holder, err, lock.Token())
 			}
