@@ -122,10 +122,5 @@ func TestPausedNodeBoundedWithoutContextTimeouts(t *testing.T) {
 			t.Fatalf("Obtain with two paused nodes of three: %v, want ErrNoQuorum", err)
 		}
 	})
-	within(t, "Close", hungBound, func() {
-		closed = true
-		if err := l.Close(); err != nil {
-			t.Fatal(err)
-		}
-	})
+	closeWithin(t, l, &closed)
 }

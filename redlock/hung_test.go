@@ -107,12 +107,7 @@ func TestHungNodeDelaysNothing(t *testing.T) {
 					t.Errorf("the hung node %s was never dialled: the test proves nothing", h.Addr)
 				}
 			}
-			within(t, "Close", hungBound, func() {
-				closed = true
-				if err := l.Close(); err != nil {
-					t.Fatal(err)
-				}
-			})
+			closeWithin(t, l, &closed)
 		})
 	}
 }
@@ -169,12 +164,7 @@ func TestHungNodeDoesNotHoldUpWaiters(t *testing.T) {
 	if err := held.Release(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	within(t, "Close", hungBound, func() {
-		closed = true
-		if err := l.Close(); err != nil {
-			t.Fatal(err)
-		}
-	})
+	closeWithin(t, l, &closed)
 }
 
 // A client with TLS facing a server's plain port waits in its handshake for
@@ -206,8 +196,15 @@ func TestTLSClientOnPlainPort(t *testing.T) {
 			t.Fatalf("Release: %v", err)
 		}
 	})
+	closeWithin(t, l, &closed)
+}
+
+// closeWithin closes l, marking it closed for the test's cleanup, and fails
+// the test unless Close returns within hungBound.
+func closeWithin(t *testing.T, l *redlock.Locker, closed *bool) {
+	t.Helper()
 	within(t, "Close", hungBound, func() {
-		closed = true
+		*closed = true
 		if err := l.Close(); err != nil {
 			t.Fatal(err)
 		}
