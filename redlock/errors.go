@@ -1,11 +1,14 @@
 package redlock
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/quorumlock/redlock/quorum"
 )
 
 var (
@@ -126,6 +129,47 @@ type QuorumError struct {
 	reason error
 }
 
+// newQuorumError is the error of a round that failed for reason (one of
+// the sentinels QuorumError.Unwrap names), with each node's outcome; nodes
+// is empty when no node was asked.
+func newQuorumError(op, key string, need int, nodes []NodeResult, reason error) *QuorumError {
+	return &QuorumError{Op: op, Key: key, Need: need, Nodes: nodes, reason: reason}
+}
+
+// roundError is the error of a failed round of l, its replies turned into
+// node outcomes by outcome.
+func (l *Locker) roundError(op, key string, res *quorum.Result[int64], outcome func(quorum.Reply[int64]) NodeResult, reason error) *QuorumError {
+	return newQuorumError(op, key, l.need, l.nodeResults(res, outcome), reason)
+}
+
+// nodeResults turns a round's replies into node outcomes, with the nodes'
+// addresses.
+func (l *Locker) nodeResults(res *quorum.Result[int64], outcome func(quorum.Reply[int64]) NodeResult) []NodeResult {
+	nodes := make([]NodeResult, len(l.nodes))
+	for i, r := range res.Replies {
+		nr := outcome(r)
+		nr.Addr = l.nodes[i].addr
+		nodes[i] = nr
+	}
+	return nodes
+}
+
+// notHeld is the error of a failed release, extend or TTL round: an outage
+// that hides a possible majority (a majority that answered too late to
+// leave any validity among them) is ErrNoQuorum; otherwise the lock is not
+// ours on a majority, lost if another owner holds it anywhere, else expired.
+func (l *Locker) notHeld(op, key string, res *quorum.Result[int64]) *QuorumError {
+	nodes := l.nodeResults(res, compareOutcome)
+	reason := ErrLockExpired
+	switch {
+	case res.Yes+res.Failed+res.Pending() >= l.need:
+		reason = ErrNoQuorum
+	case slices.ContainsFunc(nodes, func(n NodeResult) bool { return n.Outcome == OutcomeHeldByOther }):
+		reason = ErrLockLost
+	}
+	return newQuorumError(op, key, l.need, nodes, reason)
+}
+
 // Error describes the round in one line, with each node's outcome.
 func (e *QuorumError) Error() string {
 	var b strings.Builder
@@ -208,3 +252,29 @@ func (e *QuorumError) freeIn() (time.Duration, bool) {
 	slices.Sort(held)
 	return held[k-1], true
 }
+
+// errNotTried marks the error of an acquisition that asked no node because
+// its context had ended before it began.
+var errNotTried = errors.New("redlock: context ended before any node was asked")
+
+// notTried is the error of an acquisition of key whose ctx has ended before
+// it asked any node. It matches ctx.Err(), and neither ErrNotObtained nor
+// ErrNoQuorum: nothing is known of the nodes.
+func notTried(ctx context.Context, key string) error {
+	return fmt.Errorf("%w: obtain %q: %w", errNotTried, key, ctx.Err())
+}
+
+// withContext joins the context's error to err unless it is there already.
+func withContext(ctx context.Context, err error) error {
+	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+		return &ctxError{err: err, ctx: cerr}
+	}
+	return err
+}
+
+// ctxError is errors.Join of an error and its context's, on one line: a
+// message that a CLI or a log prints must not break in two.
+type ctxError struct{ err, ctx error }
+
+func (e *ctxError) Error() string   { return e.err.Error() + ": " + e.ctx.Error() }
+func (e *ctxError) Unwrap() []error { return []error{e.err, e.ctx} }

@@ -2,8 +2,6 @@ package redlock
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -50,6 +48,11 @@ type offer struct {
 	poke chan struct{}
 }
 
+// newOffer is the offer of the head of key's line, whose call has cfg.
+func newOffer(key string, cfg *config) *offer {
+	return &offer{cfg: cfg, plan: newPlan(key, cfg), done: make(chan handoffResult, 1), poke: make(chan struct{}, 1)}
+}
+
 // wake pokes the offer's owner to try at once; nothing for no offer.
 func (o *offer) wake() {
 	if o == nil {
@@ -69,8 +72,9 @@ func (o *offer) poked() <-chan struct{} {
 	return o.poke
 }
 
-// channel is o.done, or nil (never ready) for no offer.
-func (o *offer) channel() <-chan handoffResult {
+// outcome is o.done, the channel of the handoff's outcome, or nil (never
+// ready) for no offer.
+func (o *offer) outcome() <-chan handoffResult {
 	if o == nil {
 		return nil
 	}
@@ -84,44 +88,6 @@ type handoffResult struct {
 	start    time.Time
 	validity time.Duration
 	late     *settle
-}
-
-// handoffReply is one node's answer to the handoff script.
-type handoffReply struct {
-	release int64 // release.lua's reply
-	acquire int64 // acquire.lua's reply, unless acqErr
-	acqErr  error // the acquisition was refused with an error (ABSTAIN)
-}
-
-// decodeHandoff reads a handoff reply. The vote is Yes where the node both
-// released the old owner's key and granted the new owner's.
-func decodeHandoff(c *redis.Cmd) (quorum.Vote, handoffReply, error) {
-	vals, err := c.Slice()
-	if err != nil {
-		return quorum.Failed, handoffReply{}, err
-	}
-	bad := fmt.Errorf("redlock: unexpected handoff reply %v", vals)
-	if len(vals) != 2 {
-		return quorum.Failed, handoffReply{}, bad
-	}
-	var r handoffReply
-	rel, ok := vals[0].(int64)
-	if !ok || rel < replyOther || rel > replyOurs {
-		return quorum.Failed, handoffReply{}, bad
-	}
-	r.release = rel
-	switch a := vals[1].(type) {
-	case int64:
-		r.acquire = a
-	case string:
-		r.acqErr = errors.New(a)
-	default:
-		return quorum.Failed, handoffReply{}, bad
-	}
-	if r.release == replyOurs && r.acqErr == nil && r.acquire >= 0 {
-		return quorum.Yes, r, nil
-	}
-	return quorum.No, r, nil
 }
 
 // acquireVote is the acquisition's share of a handoff reply.
@@ -159,19 +125,16 @@ func split(res *quorum.Result[handoffReply], side func(quorum.Reply[handoffReply
 // offer's owner; it returns the release's outcome, as Release does, and
 // sends the acquisition's to the offer.
 func (k *Lock) handoff(ctx context.Context, o *offer) error {
-	l := k.l
-	if err := l.enter(); err != nil {
+	l := k.locker
+	release, err := l.guard()
+	if err != nil {
 		o.done <- handoffResult{closed: true}
 		return err
 	}
-	defer l.mu.RUnlock()
+	defer release()
 	cfg, p := o.cfg, &o.plan
 	timeout := k.cfg.nodeTimeout
-	args := make([]any, 0, 3+len(p.args))
-	// The channel is told only if the key ends up free: the acquisition
-	// was refused (handoff.lua).
-	args = append(args, k.prefix, releaseChannel(k.key), 0)
-	args = append(args, p.args...)
+	args := handoffArgs(k.prefix, releaseChannel(k.key), p.args)
 	cmd := evalSha(handoffScript, p.keys, args)
 
 	var (
@@ -183,35 +146,32 @@ func (k *Lock) handoff(ctx context.Context, o *offer) error {
 	)
 	start := cfg.clock.Now()
 	began := time.Now()
-	res := quorum.Run(ctx, &quorum.Round[handoffReply]{
-		Nodes:   len(l.nodes),
-		Need:    l.need,
-		Timeout: timeout,
-		Start: func(_ context.Context, i int, reply func(int, quorum.Vote, handoffReply, error)) {
+	res := runRound(ctx, l, round[handoffReply]{
+		timeout: timeout,
+		start: func(_ context.Context, i int, reply func(int, quorum.Vote, handoffReply, error)) {
 			l.nodes[i].pipe.startRaw(timeout, handoffScript, p.keys, args, cmd, func(c *redis.Cmd) {
 				v, r, err := decodeHandoff(c)
 				reply(i, v, r, err)
 			})
 		},
-		Accept: func(*quorum.Result[handoffReply]) bool {
+		accept: func(*quorum.Result[handoffReply]) bool {
 			validity = clock.Validity(cfg.ttl, cfg.clock.Since(start), cfg.driftFactor)
 			return validity > 0
 		},
 		// As in an attempt: if the acquisition fails, undo it on nodes
 		// that answer late.
-		Late: func(r quorum.Reply[handoffReply], _ bool) {
-			if undo(acquireVote(r).Vote, false) && late.releaseLater(r.Node) {
+		late: func(r quorum.Reply[handoffReply], _ bool) {
+			if mustUndo(acquireVote(r).Vote, false) && late.releaseNow(r.Node) {
 				l.releaseOn(r.Node, p.lockKeys, p.prefix, timeout)
 			}
 			stray <- r
 		},
-		Background: &l.bg,
 	})
 	acq := split(&res, acquireVote)
 	acq.OK = res.OK
 	// The offer's owner concludes the acquisition (writes the fence back,
 	// or undoes it) in takeOver, perhaps after Close. This count on bg,
-	// taken while we hold l.enter and ended by takeOver, keeps Close from
+	// taken while we hold the guard and ended by takeOver, keeps Close from
 	// closing the node pipes before it has: an undo must still run.
 	l.bg.Add(1)
 	o.done <- handoffResult{res: acq, start: start, validity: validity, late: late}
@@ -253,11 +213,12 @@ func (l *Locker) takeOver(ctx context.Context, key string, cfg *config, o *offer
 		return nil, ErrClosed
 	}
 	defer l.bg.Done() // taken by handoff for us
-	if err := l.enter(); err != nil {
+	release, err := l.guard()
+	if err != nil {
 		hr.res.OK = false
 		_, _ = l.conclude(ctx, key, cfg, &o.plan, &hr.res, hr.start, hr.validity, hr.late, releaseChannel(key))
 		return nil, err
 	}
-	defer l.mu.RUnlock()
+	defer release()
 	return l.conclude(ctx, key, cfg, &o.plan, &hr.res, hr.start, hr.validity, hr.late, releaseChannel(key))
 }

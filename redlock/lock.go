@@ -15,7 +15,7 @@ import (
 
 // Lock is a held lock. Its methods are safe for concurrent use.
 type Lock struct {
-	l      *Locker
+	locker *Locker
 	key    string
 	keys   []string
 	token  string
@@ -157,7 +157,7 @@ func (k *Lock) release(ctx context.Context, op string, cooldownMs int64) error {
 	}
 	var started func()
 	if cooldownMs == 0 {
-		o, fair := k.l.gates.claim(k.key)
+		o, fair := k.locker.gates.claim(k.key)
 		if o != nil {
 			return k.handoff(ctx, o)
 		}
@@ -167,21 +167,25 @@ func (k *Lock) release(ctx context.Context, op string, cooldownMs int64) error {
 			// notification comes back: its acquisition queues behind the
 			// release on each node's per-key queue, so it cannot run
 			// before it.
-			started = func() { k.l.notify.wake(k.key) }
+			started = func() { k.locker.notify.wake(k.key) }
 		}
 	}
 	// Without a handoff, the head of this Locker's line for the key, if it
 	// waits, tries at once when we are done (a fair release: as waiters
 	// elsewhere hear of it).
-	defer k.l.gates.released(k.key)
-	res, err := k.run(ctx, releaseScript, []any{k.prefix, releaseChannel(k.key), cooldownMs}, decodeCompare, nil, false, started)
+	defer k.locker.gates.released(k.key)
+	timeout := k.cfg.nodeTimeout
+	res, err := k.locker.call(ctx, round[int64]{
+		timeout: timeout,
+		start:   k.locker.sender(timeout, releaseScript, k.keys, releaseArgs(k.prefix, releaseChannel(k.key), cooldownMs), decodeCompare, started),
+	})
 	if err != nil {
 		return err
 	}
 	if res.OK {
 		return nil
 	}
-	return withContext(ctx, k.l.notHeld(op, k.key, &res))
+	return withContext(ctx, k.locker.notHeld(op, k.key, &res))
 }
 
 // Extend makes the lock's keys live at least ttl more on every node where
@@ -224,9 +228,13 @@ func (k *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	ttlMs := serverMillis(cfg.serverTTL())
 	var validity time.Duration
 	start := cfg.clock.Now()
-	res, err := k.round(ctx, extendScript, []any{k.prefix, ttlMs}, decodeCompare, func(*quorum.Result[int64]) bool {
-		validity = clock.Validity(ttl, cfg.clock.Since(start), cfg.driftFactor)
-		return validity > 0
+	res, err := k.locker.call(ctx, round[int64]{
+		timeout: cfg.nodeTimeout,
+		start:   k.locker.sender(cfg.nodeTimeout, extendScript, k.keys, extendArgs(k.prefix, ttlMs), decodeCompare, nil),
+		accept: func(*quorum.Result[int64]) bool {
+			validity = clock.Validity(ttl, cfg.clock.Since(start), cfg.driftFactor)
+			return validity > 0
+		},
 	})
 	if err != nil {
 		return err
@@ -237,11 +245,9 @@ func (k *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 		k.mu.Unlock()
 		return nil
 	}
-	qe := k.l.notHeld("extend", k.key, &res)
-	if res.Yes >= k.l.need {
-		qe.reason = ErrNoQuorum // a majority, but too slow to leave validity
-	}
-	err = withContext(ctx, qe)
+	// A majority that was too slow to leave any validity is an outage
+	// (ErrNoQuorum), as notHeld tells it.
+	err = withContext(ctx, k.locker.notHeld("extend", k.key, &res))
 	if errors.Is(err, ErrLockNotHeld) {
 		k.markLost(err)
 	}
@@ -264,12 +270,20 @@ func (k *Lock) TTL(ctx context.Context) (time.Duration, error) {
 	if k.released() {
 		return 0, k.releasedErr("ttl")
 	}
-	res, err := k.roundAll(ctx, pttlScript, []any{k.prefix}, decodePTTL)
+	// Every node is waited for (up to the node timeout), so that TTL sees
+	// every change acknowledged before it; OK then means a majority said
+	// Yes.
+	timeout := k.cfg.nodeTimeout
+	res, err := k.locker.call(ctx, round[int64]{
+		timeout: timeout,
+		waitAll: true,
+		start:   k.locker.sender(timeout, pttlScript, k.keys, []any{k.prefix}, decodePTTL, nil),
+	})
 	if err != nil {
 		return 0, err
 	}
 	if !res.OK {
-		return 0, withContext(ctx, k.l.notHeld("ttl", k.key, &res))
+		return 0, withContext(ctx, k.locker.notHeld("ttl", k.key, &res))
 	}
 	ttls := make([]int64, 0, res.Yes)
 	for _, r := range res.Replies {
@@ -283,58 +297,11 @@ func (k *Lock) TTL(ctx context.Context) (time.Duration, error) {
 	}
 	slices.Sort(ttls)
 	slices.Reverse(ttls)
-	v := ttls[k.l.need-1]
+	v := ttls[k.locker.need-1]
 	if v == math.MaxInt64 {
 		return -1, nil
 	}
 	// The lock-delay is the servers' part, not the holder's: the lock ends
 	// when the TTL does.
 	return max(time.Duration(v)*time.Millisecond-k.cfg.lockDelay, 0), nil
-}
-
-// decodePTTL turns a pttl reply into a vote: Yes with the PTTL where our
-// token holds the key.
-func decodePTTL(r int64, err error) (quorum.Vote, int64, error) {
-	switch {
-	case err != nil:
-		return quorum.Failed, 0, err
-	case r >= -1:
-		return quorum.Yes, r, nil
-	case r == -2:
-		return quorum.No, replyGone, nil
-	case r == -3:
-		return quorum.No, replyOther, nil
-	}
-	return quorum.Failed, 0, errors.New("redlock: unexpected PTTL reply")
-}
-
-// roundAll is round, but waits for every node (up to the node timeout), so
-// that it sees every change acknowledged before it; OK then means a
-// majority said Yes.
-func (k *Lock) roundAll(ctx context.Context, s *script, args []any, decode decodeFunc) (quorum.Result[int64], error) {
-	return k.run(ctx, s, args, decode, nil, true, nil)
-}
-
-// round runs one compare-and-X script on all nodes, deciding at a majority.
-func (k *Lock) round(ctx context.Context, s *script, args []any, decode decodeFunc, accept func(*quorum.Result[int64]) bool) (quorum.Result[int64], error) {
-	return k.run(ctx, s, args, decode, accept, false, nil)
-}
-
-// run is round and roundAll; started, if set, is called once the calls are
-// queued on every node.
-func (k *Lock) run(ctx context.Context, s *script, args []any, decode decodeFunc, accept func(*quorum.Result[int64]) bool, all bool, started func()) (quorum.Result[int64], error) {
-	if err := k.l.enter(); err != nil {
-		return quorum.Result[int64]{}, err
-	}
-	defer k.l.mu.RUnlock()
-	timeout := k.cfg.nodeTimeout
-	return quorum.Run(ctx, &quorum.Round[int64]{
-		Nodes:      len(k.l.nodes),
-		Need:       k.l.need,
-		Timeout:    timeout,
-		Start:      k.l.sender(timeout, s, k.keys, args, decode, started),
-		Accept:     accept,
-		WaitAll:    all,
-		Background: &k.l.bg,
-	}), nil
 }

@@ -2,9 +2,15 @@ package redlock
 
 import (
 	_ "embed"
+	"errors"
+	"fmt"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/quorumlock/redlock/quorum"
 )
 
 // script is a Lua script and its source: calls go out as EVALSHA, and a
@@ -24,39 +30,70 @@ func newScript(src string) *script {
 // scripts lists every script, for loading them on a new connection.
 var scripts []*script
 
-// The scripts, embedded from scripts/.
+// decodeFunc turns a script's integer reply into a node's vote.
+type decodeFunc = func(int64, error) (quorum.Vote, int64, error)
+
+// The scripts' replies, in one table. Each script's own section below says
+// which it returns.
+const (
+	// The compare-and-X scripts (release, extend): what our token found.
+	replyOurs  = 1  // our token held the key (and the action was done)
+	replyGone  = 0  // the key is gone
+	replyOther = -1 // another token holds the key
+
+	// pttl.lua answers the PTTL (-1: no expiry) where our token holds the
+	// key, else one of these.
+	pttlGone  = -2
+	pttlOther = -3
+
+	// acquire.lua answers at least acquireGranted when it granted (the
+	// fence, 0, or the holds of a re-entry), else -(holder's PTTL + 2).
+	acquireGranted = 0
+)
+
+// Each script, embedded from scripts/, with its arguments and its replies.
 var (
+	// acquire.lua sets the key unless another token holds it; its keys and
+	// arguments are an acquirePlan's (see newPlan).
 	//go:embed scripts/acquire.lua
 	acquireSrc    string
 	acquireScript = newScript(acquireSrc)
 
+	// release.lua deletes the key (or, with a cooldown, keeps it that long)
+	// where our token holds it, and announces it on the channel.
 	//go:embed scripts/release.lua
 	releaseSrc    string
 	releaseScript = newScript(releaseSrc)
 
+	// extend.lua lengthens the key's expiry where our token holds it.
 	//go:embed scripts/extend.lua
 	extendSrc    string
 	extendScript = newScript(extendSrc)
 
-	//go:embed scripts/inspect.lua
-	inspectSrc    string
-	inspectScript = newScript(inspectSrc)
+	// pttl.lua reads the key's PTTL where our token holds it.
+	//go:embed scripts/pttl.lua
+	pttlSrc    string
+	pttlScript = newScript(pttlSrc)
 
-	//go:embed scripts/force.lua
-	forceSrc    string
-	forceScript = newScript(forceSrc)
-
+	// fence.lua raises a key's fencing counter to the holder's fence.
 	//go:embed scripts/fence.lua
 	fenceSrc    string
 	fenceScript = newScript(fenceSrc)
 
+	// inspect.lua reads the key's value, PTTL and fencing counter.
+	//go:embed scripts/inspect.lua
+	inspectSrc    string
+	inspectScript = newScript(inspectSrc)
+
+	// force.lua deletes the key whoever holds it, and announces it.
+	//go:embed scripts/force.lua
+	forceSrc    string
+	forceScript = newScript(forceSrc)
+
+	// bootstrap.lua seeds the restart guard's memory marker.
 	//go:embed scripts/bootstrap.lua
 	bootstrapSrc    string
 	bootstrapScript = newScript(bootstrapSrc)
-
-	//go:embed scripts/pttl.lua
-	pttlSrc    string
-	pttlScript = newScript(pttlSrc)
 
 	// The handoff script is release.lua then acquire.lua, pasted into
 	// handoff.lua: one source of truth for both steps.
@@ -68,61 +105,211 @@ var (
 	).Replace(handoffTmpl))
 )
 
-// Replies of the compare-and-X scripts.
-const (
-	replyOurs  = 1  // our token held the key (and the action was done)
-	replyGone  = 0  // the key is gone
-	replyOther = -1 // another token holds the key
-)
-
-// The library's own keys and channels. Every one starts with
-// ReservedPrefix, and no lock key may (checkKey): a lock named like one of
-// them could otherwise delete the restart guard's marker (a cluster-wide
-// outage, as every guarded node then abstains), reset another key's fencing
-// counter, or fake a release announcement. The names are those of earlier
-// versions, so existing markers and counters stay in use.
-const (
-	// ReservedPrefix starts every key and channel the library keeps for
-	// itself on the nodes. Lock keys that start with it are rejected with
-	// an error matching ErrInvalid.
-	ReservedPrefix = "redlock:"
-
-	// releasePrefix starts the channel on which the release of a key is
-	// announced.
-	releasePrefix = ReservedPrefix + "released:"
-	// fencePrefix starts the key of a lock key's fencing counter, which
-	// expires defaultFenceLifetime after its last grant or write-back (see
-	// WithFencing).
-	fencePrefix = ReservedPrefix + "fence:"
-	// guardMarker and guardQuarantine are the restart guard's memory marker
-	// (no expiry) and quarantine, one of each per node.
-	guardMarker     = ReservedPrefix + "guard:marker"
-	guardQuarantine = ReservedPrefix + "guard:quarantine"
-)
-
-// MaxKeyLen bounds lock keys, in bytes. Redis would take far longer keys,
-// but each is sent to every node in every call, and twice more inside the
-// fencing counter's name and the release channel's.
-const MaxKeyLen = 4096
-
-// checkKey rejects a lock key that is empty, longer than MaxKeyLen, or
-// reserved for the library's own keys. Any other byte string is a key,
-// NUL bytes and invalid UTF-8 included: Redis keys are binary-safe, and the
-// key is never parsed out of a value.
-func checkKey(key string) error {
+// decodeAcquire turns an acquire reply into a vote whose value is the fence
+// (or 0, or the holds of a re-entry) when granted, the holder's PTTL when not.
+func decodeAcquire(r int64, err error) (quorum.Vote, int64, error) {
 	switch {
-	case key == "":
-		return invalid("empty key")
-	case len(key) > MaxKeyLen:
-		return invalid("key of %d bytes is longer than %d", len(key), MaxKeyLen)
-	case strings.HasPrefix(key, ReservedPrefix):
-		return invalid("key %q starts with %q, which is reserved for the library's own keys", key, ReservedPrefix)
+	case err != nil:
+		return quorum.Failed, 0, err
+	case r >= acquireGranted:
+		return quorum.Yes, r, nil
 	}
-	return nil
+	return quorum.No, -r - 2, nil // the holder's PTTL, -1 without expiry
 }
 
-// releaseChannel is where the release script announces that key is free.
-func releaseChannel(key string) string { return releasePrefix + key }
+// acquireOutcome maps an acquire reply to a node outcome; the value of a No
+// is the holder's PTTL.
+func acquireOutcome(r quorum.Reply[int64]) NodeResult {
+	switch r.Vote {
+	case quorum.Yes:
+		return NodeResult{Outcome: OutcomeOK}
+	case quorum.No:
+		ttl := time.Duration(r.Value) * time.Millisecond
+		if r.Value < 0 {
+			ttl = -1
+		}
+		return NodeResult{Outcome: OutcomeHeldByOther, TTL: ttl}
+	case quorum.Failed:
+		return NodeResult{Outcome: OutcomeError, Err: r.Err}
+	}
+	return NodeResult{Outcome: OutcomeNoReply}
+}
 
-// fenceKey is the key of the fencing counter of a lock key.
-func fenceKey(key string) string { return fencePrefix + key }
+// releaseArgs are the release script's arguments: the owner's prefix, the
+// channel that announces the release ("" for none), and the cooldown in
+// milliseconds (0: delete the key).
+func releaseArgs(prefix, channel string, cooldownMs int64) []any {
+	return []any{prefix, channel, cooldownMs}
+}
+
+// undoArgs are the release script's arguments that undo an attempt's own
+// write, announced on channel unless it is "". An attempt's undo announces
+// nothing: no lock was held that anyone waits for, and waking waiters (the
+// failed client among them) would only start another round.
+func undoArgs(prefix, channel string) []any { return releaseArgs(prefix, channel, 0) }
+
+// extendArgs are the extend script's arguments: the owner's prefix and the
+// TTL in milliseconds.
+func extendArgs(prefix string, ttlMs int64) []any { return []any{prefix, ttlMs} }
+
+// decodeCompare turns a compare-and-X reply into a vote: Yes where our
+// token held the key, No (with replyGone or replyOther) where it did not.
+func decodeCompare(r int64, err error) (quorum.Vote, int64, error) {
+	switch {
+	case err != nil:
+		return quorum.Failed, 0, err
+	case r == replyOurs:
+		return quorum.Yes, r, nil
+	case r == replyGone || r == replyOther:
+		return quorum.No, r, nil
+	}
+	return quorum.Failed, 0, fmt.Errorf("redlock: unexpected reply %d", r)
+}
+
+// compareOutcome maps a compare-and-X reply to a node outcome.
+func compareOutcome(r quorum.Reply[int64]) NodeResult {
+	switch r.Vote {
+	case quorum.Yes:
+		return NodeResult{Outcome: OutcomeOK}
+	case quorum.No:
+		if r.Value == replyOther {
+			return NodeResult{Outcome: OutcomeHeldByOther, TTL: -1}
+		}
+		return NodeResult{Outcome: OutcomeMissing}
+	case quorum.Failed:
+		return NodeResult{Outcome: OutcomeError, Err: r.Err}
+	}
+	return NodeResult{Outcome: OutcomeNoReply}
+}
+
+// decodePTTL turns a pttl reply into a vote: Yes with the PTTL where our
+// token holds the key, No as decodeCompare's where it does not.
+func decodePTTL(r int64, err error) (quorum.Vote, int64, error) {
+	switch {
+	case err != nil:
+		return quorum.Failed, 0, err
+	case r >= -1:
+		return quorum.Yes, r, nil
+	case r == pttlGone:
+		return quorum.No, replyGone, nil
+	case r == pttlOther:
+		return quorum.No, replyOther, nil
+	}
+	return quorum.Failed, 0, errors.New("redlock: unexpected PTTL reply")
+}
+
+// fenceArgs are the fence script's arguments: the fence, the counter's
+// lifetime in milliseconds, and the holder's prefix.
+func fenceArgs(fence, lifetimeMs int64, prefix string) []any {
+	return []any{fence, lifetimeMs, prefix}
+}
+
+// decodeAny counts any answer, even an error, as done.
+func decodeAny(r int64, _ error) (quorum.Vote, int64, error) { return quorum.Yes, r, nil }
+
+// decodeDone is Yes on success, Failed on error.
+func decodeDone(r int64, err error) (quorum.Vote, int64, error) {
+	if err != nil {
+		return quorum.Failed, 0, err
+	}
+	return quorum.Yes, r, nil
+}
+
+// decodeBestEffort is No whatever happened: the call does not count.
+func decodeBestEffort(int64, error) (quorum.Vote, int64, error) { return quorum.No, 0, nil }
+
+// decodeBootstrap is Yes when the node has its marker, Failed when it
+// abstains: an ABSTAIN error reply (a marker from another server run, or an
+// evicting maxmemory-policy) or a quarantine still running.
+func decodeBootstrap(n int64, err error) (quorum.Vote, int64, error) {
+	switch {
+	case err != nil:
+		return quorum.Failed, 0, err
+	case n < 0:
+		return quorum.Failed, 0, fmt.Errorf("redlock: node abstains for %v more: it lost its memory (flush, restart, reload, promotion or eviction)", time.Duration(-n)*time.Millisecond)
+	}
+	return quorum.Yes, n, nil
+}
+
+// inspectReply reads an inspect reply: the key's value, its PTTL and the
+// fencing counter.
+func inspectReply(addr string, cmd *redis.Cmd) NodeStatus {
+	ns := NodeStatus{Addr: addr}
+	vals, err := cmd.Slice()
+	if err != nil {
+		ns.Err = err
+		return ns
+	}
+	if len(vals) != 3 {
+		ns.Err = errors.New("redlock: unexpected inspect reply")
+		return ns
+	}
+	if f, ok := vals[2].(int64); ok && f > 0 {
+		ns.Fence = uint64(f)
+	}
+	v, ok := vals[0].(string)
+	if !ok {
+		return ns // no key
+	}
+	pttl, _ := vals[1].(int64)
+	ns.Held, ns.TTL = true, time.Duration(pttl)*time.Millisecond
+	if pttl < 0 {
+		ns.TTL = -1
+	}
+	// The value is token \0 holds \0 metadata; anything else was not written
+	// by this library and is shown whole as the token.
+	parts := strings.SplitN(v, "\x00", 3)
+	ns.Token = parts[0]
+	if len(parts) == 3 {
+		ns.Holds, _ = strconv.Atoi(parts[1])
+		ns.Metadata = parts[2]
+	}
+	return ns
+}
+
+// handoffArgs are the handoff script's arguments: the release's (announced
+// on channel only if the key ends up free: the acquisition was refused),
+// then the acquisition's.
+func handoffArgs(prefix, channel string, acquire []any) []any {
+	args := make([]any, 0, 3+len(acquire))
+	args = append(args, releaseArgs(prefix, channel, 0)...)
+	return append(args, acquire...)
+}
+
+// handoffReply is one node's answer to the handoff script.
+type handoffReply struct {
+	release int64 // release.lua's reply
+	acquire int64 // acquire.lua's reply, unless acqErr
+	acqErr  error // the acquisition was refused with an error (ABSTAIN)
+}
+
+// decodeHandoff reads a handoff reply. The vote is Yes where the node both
+// released the old owner's key and granted the new owner's.
+func decodeHandoff(c *redis.Cmd) (quorum.Vote, handoffReply, error) {
+	vals, err := c.Slice()
+	if err != nil {
+		return quorum.Failed, handoffReply{}, err
+	}
+	bad := fmt.Errorf("redlock: unexpected handoff reply %v", vals)
+	if len(vals) != 2 {
+		return quorum.Failed, handoffReply{}, bad
+	}
+	var r handoffReply
+	rel, ok := vals[0].(int64)
+	if !ok || rel < replyOther || rel > replyOurs {
+		return quorum.Failed, handoffReply{}, bad
+	}
+	r.release = rel
+	switch a := vals[1].(type) {
+	case int64:
+		r.acquire = a
+	case string:
+		r.acqErr = errors.New(a)
+	default:
+		return quorum.Failed, handoffReply{}, bad
+	}
+	if r.release == replyOurs && r.acqErr == nil && r.acquire >= acquireGranted {
+		return quorum.Yes, r, nil
+	}
+	return quorum.No, r, nil
+}

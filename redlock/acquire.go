@@ -1,0 +1,264 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/quorumlock/redlock/clock"
+	"github.com/quorumlock/redlock/quorum"
+)
+
+// acquirePlan is what one acquisition sends: a fresh token (or the
+// caller's) and the acquire script's keys and arguments.
+type acquirePlan struct {
+	token, prefix string
+	keys          []string // the acquire script's KEYS
+	lockKeys      []string // the lock key alone: what a release names
+	args          []any
+}
+
+func newPlan(key string, cfg *config) acquirePlan {
+	token := cfg.token
+	if token == "" {
+		// A fresh token per attempt: a straggler's clean-up from a failed
+		// attempt can then never delete the key of a later one.
+		token = uuid.NewString()
+	}
+	prefix := token + "\x00"
+	value := prefix + "1\x00" + cfg.metadata
+	keys := []string{key}
+	args := []any{value, serverMillis(cfg.serverTTL()), prefix}
+	if cfg.fencing || cfg.guard > 0 {
+		keys = []string{key, fenceKey(key), guardMarker, guardQuarantine}
+		fenced := "0"
+		if cfg.fencing {
+			fenced = "1"
+		}
+		args = append(args, fenced, serverMillis(cfg.guard), serverMillis(cfg.fenceLifetime()))
+	}
+	return acquirePlan{token: token, prefix: prefix, keys: keys, lockKeys: keys[:1], args: args}
+}
+
+// attempt is one quorum round of the acquire script, plus, with fencing, one
+// round that writes the fence back.
+//
+// An ended ctx obtains nothing: attempt then asks no node. The node calls do
+// not watch ctx (each runs on its own deadline, so that a round's undo and
+// its stragglers' clean-up always reach the nodes), so a round started after
+// ctx ended would still take the lock. A ctx that ends during the round does
+// not undo it: a lock that a majority granted with validity left is
+// returned, as a successful acquisition that raced the cancellation (the
+// caller holds a lock it can release; undoing it would cost a round and
+// gain nothing).
+func (l *Locker) attempt(ctx context.Context, key string, cfg *config) (*Lock, error) {
+	if ctx.Err() != nil {
+		return nil, notTried(ctx, key)
+	}
+	release, err := l.guard()
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+
+	p := newPlan(key, cfg)
+	// The closures take copies, so that p itself stays on the stack.
+	lockKeys, prefix := p.lockKeys, p.prefix
+	var (
+		validity time.Duration
+		late     settle
+	)
+	start := cfg.clock.Now()
+	res := runRound(ctx, l, round[int64]{
+		timeout: cfg.nodeTimeout,
+		start:   l.sender(cfg.nodeTimeout, acquireScript, p.keys, p.args, decodeAcquire, nil),
+		// Validity is taken when the majority is in: that is the moment
+		// the lock is granted, and the TTL has been running since the
+		// first request reached a server.
+		accept: func(*quorum.Result[int64]) bool {
+			validity = clock.Validity(cfg.ttl, cfg.clock.Since(start), cfg.driftFactor)
+			return validity > 0
+		},
+		// A node that answers after the decision may have set the key (or
+		// may have, if its reply was lost): if the attempt fails, release
+		// it there as its reply arrives.
+		late: func(r quorum.Reply[int64], _ bool) {
+			if mustUndo(r.Vote, cfg.tokenSet) && late.releaseNow(r.Node) {
+				l.releaseOn(r.Node, lockKeys, prefix, cfg.nodeTimeout)
+			}
+		},
+	})
+	return l.conclude(ctx, key, cfg, &p, &res, start, validity, &late, "")
+}
+
+// mustUndo says whether a failed attempt must release a node that voted v.
+// A node that granted must; so must one whose reply was an error, since the
+// SET may have been applied with its reply lost, unless the token is the
+// caller's own: then the key may be an earlier hold of the same owner
+// (re-entry), which an undo must not take away; a lost re-entry costs at
+// most one extra hold on that node until the TTL.
+func mustUndo(v quorum.Vote, ownToken bool) bool {
+	return v == quorum.Yes || (v == quorum.Failed && !ownToken)
+}
+
+// conclude turns the round of an acquisition (an attempt's or a handoff's)
+// into a Lock, after writing the fence back if fencing is on; or, when it
+// failed, undoes the acquisition wherever it may have been applied,
+// announcing the undo on channel unless it is "", and says why it failed.
+// The caller holds the guard, or a count on l.bg that keeps the node pipes
+// open (a handoff's take-over after Close).
+func (l *Locker) conclude(ctx context.Context, key string, cfg *config, p *acquirePlan, res *quorum.Result[int64],
+	start time.Time, validity time.Duration, late *settle, channel string) (*Lock, error) {
+	var (
+		fence  uint64
+		reason error
+	)
+	if res.OK && cfg.fencing {
+		fence, validity, reason = l.writeBackFence(ctx, key, p.prefix, cfg, res, start)
+	}
+	if res.OK && reason == nil && misconfigured(res) {
+		// A node was refused because it reaches another node's server:
+		// say so now rather than hand out locks from a miscounted cluster
+		// (the grant itself counted distinct servers only).
+		reason = ErrInvalid
+	}
+	// A lock leaves here only while it is valid. The round may be concluded
+	// well after its majority came in (a handoff's result waits for its
+	// owner to take it over; the clock may jump): a lock whose Until has
+	// passed would have its holder work past its validity. It fails as a
+	// majority that came too late does (ErrNoQuorum), and is undone.
+	if res.OK && reason == nil && cfg.clock.Now().Before(start.Add(validity)) {
+		late.finish(false)
+		return &Lock{
+			locker: l,
+			key:    key,
+			keys:   p.lockKeys,
+			token:  p.token,
+			prefix: p.prefix,
+			meta:   cfg.metadata,
+			fence:  fence,
+			cfg:    *cfg,
+			until:  start.Add(validity),
+		}, nil
+	}
+
+	// Failed: release on every node that granted or may have applied the
+	// SET before its reply was lost, and on those that answer later.
+	pending := late.finish(true)
+	l.undoAll(ctx, cfg.nodeTimeout, p.lockKeys, p.prefix, channel, func(i int) bool {
+		return mustUndo(res.Replies[i].Vote, cfg.tokenSet) || slices.Contains(pending, i)
+	})
+	// Why, from the nodes' answers alone: a context that ended meanwhile
+	// says nothing about the nodes, and an outage reported as contention
+	// would tell a caller (a cron job's redlock run, say) that all is well.
+	switch {
+	case reason != nil:
+	case res.No > len(l.nodes)-l.need:
+		// Nodes held by another owner make a majority impossible, even
+		// had every other node granted.
+		reason = ErrNotObtained
+	default:
+		// Nodes that failed or did not answer in time (with or without
+		// some held by another), or a majority that came too late to
+		// leave any validity: an outage, not contention.
+		reason = ErrNoQuorum
+	}
+	return nil, withContext(ctx, l.roundError("obtain", key, res, acquireOutcome, reason))
+}
+
+// settle tells the late callback of an acquire round what to do with a
+// straggler: while the attempt is undecided (the fence write-back may still
+// fail it), stragglers are recorded; once it is, a failed attempt releases
+// them.
+type settle struct {
+	mu      sync.Mutex
+	done    bool
+	failed  bool
+	waiting []int
+}
+
+// releaseNow reports whether node must be released now: the attempt
+// failed. While the attempt is not settled yet, it records the node for
+// finish instead and reports false.
+func (s *settle) releaseNow(node int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.done {
+		s.waiting = append(s.waiting, node)
+		return false
+	}
+	return s.failed
+}
+
+// finish settles the attempt and returns the stragglers recorded so far.
+func (s *settle) finish(failed bool) []int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.done, s.failed = true, failed
+	w := s.waiting
+	s.waiting = nil
+	return w
+}
+
+// writeBackFence takes the highest fence among the granting nodes and
+// raises every node's counter to it, before the lock is handed out; a node
+// where our token holds the key gets exactly the fence, so that a re-entry
+// reads it back there (see fence.lua).
+//
+// Why this makes fences grow: a later holder needs a majority, which shares
+// at least one node with the granting nodes that took the write-back. It can
+// only be granted there once our key is gone, that is after our Release or
+// expiry, both after this write-back; so its INCR there returns more than our
+// fence, and its fence, a maximum, is larger still. This needs the write-back
+// to reach a majority of granting nodes within the lock's validity, and nodes
+// that keep their counters. Where a node lost its counter (it expired, or the
+// node lost its memory, or a reload brought back an older one) the counter
+// starts again from the server's clock, which is above our fence as long as
+// that clock is not behind it by the counter's lifetime, or, under the
+// restart guard, by the guard's maximum TTL: the time the node abstained
+// since it last saw our fence (see acquire.lua).
+func (l *Locker) writeBackFence(ctx context.Context, key, prefix string, cfg *config, acq *quorum.Result[int64], start time.Time) (uint64, time.Duration, error) {
+	var fence int64
+	granted := make([]bool, len(l.nodes))
+	for i, r := range acq.Replies {
+		if r.Vote == quorum.Yes {
+			granted[i] = true
+			fence = max(fence, r.Value)
+		}
+	}
+	keys := []string{key, fenceKey(key)}
+	args := fenceArgs(fence, serverMillis(cfg.fenceLifetime()), prefix)
+	cmd := evalSha(fenceScript, keys, args)
+	res := runRound(ctx, l, round[int64]{
+		timeout: cfg.nodeTimeout,
+		// Every node gets the fence (it costs nothing more and helps a node
+		// that later rejoins a majority); only granting nodes count.
+		start: func(ctx context.Context, i int, reply func(int, quorum.Vote, int64, error)) {
+			decode := decodeBestEffort
+			if granted[i] {
+				decode = decodeDone
+			}
+			l.nodes[i].pipe.start(cfg.nodeTimeout, i, fenceScript, keys, args, cmd, decode, reply)
+		},
+	})
+	validity := clock.Validity(cfg.ttl, cfg.clock.Since(start), cfg.driftFactor)
+	if !res.OK || validity <= 0 {
+		return 0, 0, ErrNoQuorum
+	}
+	return uint64(fence), validity, nil
+}
+
+// misconfigured reports whether a node of the round was refused for a
+// mistake of the caller's (it reaches another node's server).
+func misconfigured(res *quorum.Result[int64]) bool {
+	for _, r := range res.Replies {
+		if r.Err != nil && errors.Is(r.Err, ErrInvalid) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,188 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/quorumlock/redlock/quorum"
+)
+
+// Status is what the nodes know of a lock, from Inspect.
+type Status struct {
+	// Key is the lock key.
+	Key string
+	// Holder is the token that holds the key on a majority of nodes, or ""
+	// when no token does.
+	Holder string
+	// Nodes holds one entry per node, in the order the clients were given.
+	Nodes []NodeStatus
+}
+
+// NodeStatus is one node's view of a lock.
+type NodeStatus struct {
+	// Addr is the node's address, with any credentials removed.
+	Addr string
+	// Held is true when the key exists on the node.
+	Held bool
+	// Token, Metadata and Holds describe the holder when Held is true.
+	Token    string
+	Metadata string
+	Holds    int
+	// TTL is the key's remaining time (-1 without expiry) when Held.
+	TTL time.Duration
+	// Fence is the node's fencing counter for the key (0 unless fencing was
+	// used on it): the fence of the latest holder this node granted or saw.
+	Fence uint64
+	// Err is the node's error, if it could not be asked.
+	Err error
+}
+
+// Inspect asks every node what it holds for key: the holder's token,
+// metadata, number of holds and remaining TTL, or the node's error. It
+// returns the status even when some nodes fail; the error matches
+// ErrNoQuorum when fewer than a majority answered, or ErrInvalid when two
+// nodes reach the same server. A key that Obtain would reject (empty, too
+// long, or starting with ReservedPrefix) fails with an error matching
+// ErrInvalid, and no status, before any node is asked.
+func (l *Locker) Inspect(ctx context.Context, key string) (*Status, error) {
+	if err := checkKey(key); err != nil {
+		return nil, err
+	}
+	release, err := l.guard()
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	st := &Status{Key: key, Nodes: make([]NodeStatus, len(l.nodes))}
+	keys := []string{key, fenceKey(key)}
+	var (
+		mu    sync.Mutex
+		final bool // set once the round is decided: a straggler's answer is dropped
+	)
+	timeout := l.cfg.nodeTimeout
+	cmd := evalSha(inspectScript, keys, nil)
+	runRound(ctx, l, round[int64]{
+		need:    len(l.nodes),
+		timeout: timeout,
+		waitAll: true,
+		start: func(_ context.Context, i int, reply func(int, quorum.Vote, int64, error)) {
+			l.nodes[i].pipe.startRaw(timeout, inspectScript, keys, nil, cmd, func(got *redis.Cmd) {
+				ns := inspectReply(l.nodes[i].addr, got)
+				mu.Lock()
+				if !final {
+					st.Nodes[i] = ns
+				}
+				mu.Unlock()
+				reply(i, quorum.Yes, 0, nil)
+			})
+		},
+	})
+	mu.Lock()
+	final = true
+	mu.Unlock()
+	answered, votes, refused := 0, map[string]int{}, false
+	for i := range st.Nodes {
+		n := &st.Nodes[i]
+		if n.Addr == "" { // still running at the timeout
+			n.Addr, n.Err = l.nodes[i].addr, quorum.ErrTimeout
+		}
+		if n.Err == nil {
+			answered++
+		}
+		// A node that reaches another node's server: the cluster is
+		// miscounted, which the caller must hear of.
+		refused = refused || errors.Is(n.Err, ErrInvalid)
+		if n.Held {
+			votes[n.Token]++
+		}
+	}
+	for tok, c := range votes {
+		if c >= l.need {
+			st.Holder = tok
+		}
+	}
+	if answered < l.need || refused {
+		nodes := make([]NodeResult, 0, len(st.Nodes))
+		for _, n := range st.Nodes {
+			o := OutcomeOK
+			if n.Err != nil {
+				o = OutcomeError
+			}
+			nodes = append(nodes, NodeResult{Addr: n.Addr, Outcome: o, Err: n.Err})
+		}
+		return st, withContext(ctx, newQuorumError("inspect", key, l.need, nodes, ErrNoQuorum))
+	}
+	return st, nil
+}
+
+// ForceRelease deletes the lock on key on every node, whoever holds it, and
+// wakes its waiters: the way out of a stuck lock whose owner is gone. The
+// owner, if alive, is not told and will find its lock lost at its next
+// extension. It fails with an error matching ErrNoQuorum when fewer than a
+// majority of nodes could be reached. A key that Obtain would reject (empty,
+// too long, or starting with ReservedPrefix) fails with an error matching
+// ErrInvalid and touches no node: the library's own keys cannot be removed
+// through it.
+func (l *Locker) ForceRelease(ctx context.Context, key string) error {
+	if err := checkKey(key); err != nil {
+		return err
+	}
+	timeout := l.cfg.nodeTimeout
+	res, err := l.call(ctx, round[int64]{
+		need:    len(l.nodes), // ask every node; success below needs a majority
+		timeout: timeout,
+		waitAll: true,
+		start:   l.sender(timeout, forceScript, []string{key}, []any{releaseChannel(key)}, decodeDone, nil),
+	})
+	if err != nil {
+		return err
+	}
+	if res.Yes >= l.need {
+		return nil
+	}
+	return withContext(ctx, l.roundError("force-release", key, &res, compareOutcome, ErrNoQuorum))
+}
+
+// Bootstrap seeds the restart guard's memory marker on every node, so that a
+// fresh cluster votes at once instead of abstaining for the guard's maximum
+// TTL. The marker is stamped with the server's run_id and evicted-keys count,
+// as the acquire script stamps it. Run it once, when the cluster is first set
+// up, never on a cluster whose nodes may have lost locks that are still held
+// and with them their markers (a restart without persistence, a flush): that
+// would let a forgetful node vote again at once, which is what the guard
+// prevents. A node that already has its marker with the current stamp is
+// left as it is, and so is a node that already noticed a loss and abstains
+// (its quarantine protects the locks it forgot).
+//
+// A marker with another stamp is a loss, never a fresh node: the server
+// restarted (reloading the marker from a snapshot or AOF), is a promoted
+// replica, or evicted keys, since it was stamped. Bootstrap does not clear
+// it: when the Locker has WithRestartGuard it starts the node's quarantine
+// now; without it, it leaves the marker for the first guarded acquisition to
+// notice. Either way the node is reported as abstaining. A node whose
+// maxmemory-policy may evict keys is reported too.
+//
+// It fails with an error matching ErrNoQuorum, naming the nodes, unless every
+// node was reached and none abstains.
+func (l *Locker) Bootstrap(ctx context.Context) error {
+	keys := []string{guardMarker, guardQuarantine}
+	args := []any{max(l.cfg.guard, 0).Milliseconds()}
+	timeout := l.cfg.nodeTimeout
+	res, err := l.call(ctx, round[int64]{
+		need:    len(l.nodes),
+		timeout: timeout,
+		waitAll: true,
+		start:   l.sender(timeout, bootstrapScript, keys, args, decodeBootstrap, nil),
+	})
+	if err != nil {
+		return err
+	}
+	if res.OK {
+		return nil
+	}
+	return withContext(ctx, l.roundError("bootstrap", "", &res, compareOutcome, ErrNoQuorum))
+}

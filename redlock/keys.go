@@ -1,0 +1,55 @@
+package redlock
+
+import "strings"
+
+// The library's own keys and channels. Every one starts with
+// ReservedPrefix, and no lock key may (checkKey): a lock named like one of
+// them could otherwise delete the restart guard's marker (a cluster-wide
+// outage, as every guarded node then abstains), reset another key's fencing
+// counter, or fake a release announcement. The names are those of earlier
+// versions, so existing markers and counters stay in use.
+const (
+	// ReservedPrefix starts every key and channel the library keeps for
+	// itself on the nodes. Lock keys that start with it are rejected with
+	// an error matching ErrInvalid.
+	ReservedPrefix = "redlock:"
+
+	// releasePrefix starts the channel on which the release of a key is
+	// announced.
+	releasePrefix = ReservedPrefix + "released:"
+	// fencePrefix starts the key of a lock key's fencing counter, which
+	// expires defaultFenceLifetime after its last grant or write-back (see
+	// WithFencing).
+	fencePrefix = ReservedPrefix + "fence:"
+	// guardMarker and guardQuarantine are the restart guard's memory marker
+	// (no expiry) and quarantine, one of each per node.
+	guardMarker     = ReservedPrefix + "guard:marker"
+	guardQuarantine = ReservedPrefix + "guard:quarantine"
+)
+
+// MaxKeyLen bounds lock keys, in bytes. Redis would take far longer keys,
+// but each is sent to every node in every call, and twice more inside the
+// fencing counter's name and the release channel's.
+const MaxKeyLen = 4096
+
+// checkKey rejects a lock key that is empty, longer than MaxKeyLen, or
+// reserved for the library's own keys. Any other byte string is a key,
+// NUL bytes and invalid UTF-8 included: Redis keys are binary-safe, and the
+// key is never parsed out of a value.
+func checkKey(key string) error {
+	switch {
+	case key == "":
+		return invalid("empty key")
+	case len(key) > MaxKeyLen:
+		return invalid("key of %d bytes is longer than %d", len(key), MaxKeyLen)
+	case strings.HasPrefix(key, ReservedPrefix):
+		return invalid("key %q starts with %q, which is reserved for the library's own keys", key, ReservedPrefix)
+	}
+	return nil
+}
+
+// releaseChannel is where the release script announces that key is free.
+func releaseChannel(key string) string { return releasePrefix + key }
+
+// fenceKey is the key of the fencing counter of a lock key.
+func fenceKey(key string) string { return fencePrefix + key }

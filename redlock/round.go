@@ -1,0 +1,135 @@
+package redlock
+
+import (
+	"context"
+	"time"
+
+	"github.com/quorumlock/redlock/quorum"
+)
+
+// Rounds: every operation reaches the nodes the same way. It passes the
+// guard (no round starts after Close), sends one script to every node
+// through the node's pipe (sender), and lets quorum.Run count the votes
+// (runRound); calls that are still out when the round is decided are
+// stragglers, tracked on the Locker's background group until their replies
+// come, so that Close waits for them and for their clean-up (releaseOn,
+// undoAll).
+
+// guard admits an operation that may start work on the Locker's background
+// group (node calls that outlive it): it fails with ErrClosed after Close,
+// and otherwise holds Close off until release is called, so that Close's
+// Wait never races an Add on the group. The caller defers release.
+func (l *Locker) guard() (release func(), err error) {
+	l.mu.RLock()
+	if l.closed {
+		l.mu.RUnlock()
+		return nil, ErrClosed
+	}
+	return l.unguard, nil
+}
+
+// closedErr is ErrClosed once the Locker is closed.
+func (l *Locker) closedErr() error {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.closed {
+		return ErrClosed
+	}
+	return nil
+}
+
+// startFunc queues node i's call of a round; reply receives its answer
+// once (a quorum.Round's Start).
+type startFunc[T any] = func(ctx context.Context, i int, reply func(int, quorum.Vote, T, error))
+
+// round is one call to every node of a Locker, and how its votes count.
+type round[T any] struct {
+	// need is how many Yes votes make the round succeed; 0 is a majority.
+	need int
+	// timeout bounds every node's call.
+	timeout time.Duration
+	// waitAll waits for every node's answer (or the timeout) instead of
+	// deciding as soon as the outcome is known.
+	waitAll bool
+	start   startFunc[T]
+	// accept and late are a quorum.Round's Accept and Late.
+	accept func(*quorum.Result[T]) bool
+	late   func(quorum.Reply[T], bool)
+}
+
+// runRound runs rd on every node of l, its stragglers tracked on l's
+// background group. The caller holds the guard (or a count on the group
+// that keeps the node pipes open).
+func runRound[T any](ctx context.Context, l *Locker, rd round[T]) quorum.Result[T] {
+	need := rd.need
+	if need == 0 {
+		need = l.need
+	}
+	return quorum.Run(ctx, &quorum.Round[T]{
+		Nodes:      len(l.nodes),
+		Need:       need,
+		Timeout:    rd.timeout,
+		WaitAll:    rd.waitAll,
+		Start:      rd.start,
+		Accept:     rd.accept,
+		Late:       rd.late,
+		Background: &l.bg,
+	})
+}
+
+// call passes the guard and runs rd: a round that needs nothing else of
+// the Locker while it runs.
+func (l *Locker) call(ctx context.Context, rd round[int64]) (quorum.Result[int64], error) {
+	release, err := l.guard()
+	if err != nil {
+		return quorum.Result[int64]{}, err
+	}
+	defer release()
+	return runRound(ctx, l, rd), nil
+}
+
+// sender returns a round's start that sends script s with keys and args to
+// each node through its pipe, the command line built once for all nodes;
+// started, if set, is called once the call is queued on every node.
+func (l *Locker) sender(timeout time.Duration, s *script, keys []string, args []any, decode decodeFunc, started func()) startFunc[int64] {
+	cmd := evalSha(s, keys, args)
+	last := len(l.nodes) - 1
+	return func(_ context.Context, i int, reply func(int, quorum.Vote, int64, error)) {
+		l.nodes[i].pipe.start(timeout, i, s, keys, args, cmd, decode, reply)
+		if started != nil && i == last {
+			started()
+		}
+	}
+}
+
+// undoAll releases key on the nodes for which which(i) holds, in parallel
+// through the nodes' pipes, and waits for them up to timeout; it announces
+// the release on channel unless that is "". It undoes our own writes, so it
+// runs even when ctx has ended.
+func (l *Locker) undoAll(ctx context.Context, timeout time.Duration, keys []string, prefix, channel string, which func(int) bool) {
+	send := l.sender(timeout, releaseScript, keys, undoArgs(prefix, channel), decodeAny, nil)
+	runRound(context.WithoutCancel(ctx), l, round[int64]{
+		need:    len(l.nodes),
+		timeout: timeout,
+		start: func(ctx context.Context, i int, reply func(int, quorum.Vote, int64, error)) {
+			if !which(i) {
+				reply(i, quorum.Yes, 0, nil)
+				return
+			}
+			// Best effort: a key left behind on an unreachable node expires
+			// by its TTL; it delays others but never breaks exclusion.
+			send(ctx, i, reply)
+		},
+	})
+}
+
+// releaseOn queues the undo of our write on one node, outside of any round,
+// with its own timeout, whatever became of the caller. It does not wait; the
+// Locker's background group tracks it. Best effort: a key left behind on an
+// unreachable node expires by its TTL and only delays others, it never
+// breaks mutual exclusion.
+func (l *Locker) releaseOn(i int, keys []string, prefix string, timeout time.Duration) {
+	l.bg.Add(1) // called with a count held on bg (by a straggling call)
+	l.sender(timeout, releaseScript, keys, undoArgs(prefix, ""), decodeAny, nil)(context.Background(), i,
+		func(int, quorum.Vote, int64, error) { l.bg.Done() })
+}

@@ -1,0 +1,193 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// waiter is one Obtain call between its attempts. It owns what the call
+// waits with: the wake-up channel of the release subscription (listen), the
+// call's place in the Locker's line for the key (join, see gates), the
+// retry timer and the handoff offer (sleep); close lets go of all of them.
+type waiter struct {
+	l   *Locker
+	key string
+	cfg *config
+	// wake receives a value when a release of key is announced, once
+	// listen has registered.
+	wake <-chan struct{}
+	// queued is set once this call waits in the Locker's line for key
+	// (see gates); a re-entry by token never queues, or it could wait
+	// behind waiters for a lock it holds itself.
+	queued bool
+	// stops undoes listen and join, last first.
+	stops []func()
+	timer *time.Timer
+}
+
+func newWaiter(l *Locker, key string, cfg *config) *waiter {
+	return &waiter{l: l, key: key, cfg: cfg, queued: cfg.tokenSet}
+}
+
+// close stops the timer and leaves the line, then stops listening: the turn
+// goes to the next in line before the subscription may end.
+func (w *waiter) close() {
+	if w.timer != nil {
+		w.timer.Stop()
+	}
+	for i := len(w.stops) - 1; i >= 0; i-- {
+		w.stops[i]()
+	}
+}
+
+// inLine reports whether this call waits in the Locker's line for key (a
+// re-entry by token never does).
+func (w *waiter) inLine() bool { return w.queued && !w.cfg.tokenSet }
+
+// listen registers for release notifications of key (once): from then on
+// a release by any client, or by a goroutine of this Locker, wakes us. It
+// reports whether it registered now.
+func (w *waiter) listen(ctx context.Context) bool {
+	if w.wake != nil || w.cfg.pollingOnly {
+		return false
+	}
+	wake, stop := w.l.notify.wait(ctx, w.key, w.cfg.nodeTimeout)
+	w.wake = wake
+	w.stops = append(w.stops, stop)
+	return true
+}
+
+// join lines up behind the Locker's other waiters for key, listening
+// first: the subscription then lasts as long as the line, instead of
+// being dropped and taken again at every handoff.
+// It reports whether a retry is due at once: others were ahead (our
+// turn may come long after the release we missed), or we only now
+// started listening (the release may have come before that).
+func (w *waiter) join(ctx context.Context) (retryNow bool, err error) {
+	listening := w.listen(ctx)
+	leave, waited, err := w.l.gates.enter(ctx, w.key)
+	if err != nil {
+		return false, err
+	}
+	w.stops = append(w.stops, leave)
+	w.queued = true
+	return waited || listening, nil
+}
+
+// lineUp joins the line at once when goroutines of this Locker already
+// wait for key: a newcomer queues behind them instead of trying first (no
+// barging). It fails when ctx ends in the line.
+func (w *waiter) lineUp(ctx context.Context) error {
+	if w.queued || !w.l.gates.busy(w.key) {
+		return nil
+	}
+	if _, err := w.join(ctx); err != nil {
+		return withContext(ctx, w.notNow())
+	}
+	return nil
+}
+
+// outlives reports whether, with WithFailFast, a holder that keeps the key
+// for d more makes waiting pointless: it outlives ctx's deadline.
+func (w *waiter) outlives(ctx context.Context, d time.Duration) bool {
+	dl, has := ctx.Deadline()
+	return w.cfg.failFast && has && time.Until(dl) < d
+}
+
+// notNow is the error when we gave up before asking the nodes: what the
+// line's latest round found, if it found anything, or contention (we
+// waited behind this Locker's own holder or waiters).
+func (w *waiter) notNow() error {
+	if qe := w.l.gates.last(w.key); qe != nil {
+		return qe
+	}
+	return newQuorumError("obtain", w.key, w.l.need, nil, ErrNotObtained)
+}
+
+// heldHere reports whether a goroutine of this Locker got the lock from
+// this call's line and has not released it, and for how much longer it is
+// valid.
+func (w *waiter) heldHere() (time.Duration, bool) {
+	if !w.inLine() {
+		return 0, false
+	}
+	return w.l.gates.heldFor(w.key, w.cfg.clock)
+}
+
+// got records in the line that this call got lock, and returns it.
+func (w *waiter) got(lock *Lock) *Lock {
+	if w.inLine() {
+		w.l.gates.hold(w.key, lock.Until())
+	}
+	return lock
+}
+
+// drain drops a wake-up still pending from before an attempt: it is stale,
+// and one found after the attempt must mean a release during or after it
+// (the channel holds one wake-up: a stale one would swallow the real one).
+func (w *waiter) drain() {
+	select {
+	case <-w.wake:
+	default:
+	}
+}
+
+// sleep waits for wait to pass, a release to be announced, a poke, a
+// handoff, or ctx to end; err is the last round's error. It returns the lock
+// a handoff gave us, or the error to give up with (err, with ctx's); or
+// neither, when the caller should try again.
+func (w *waiter) sleep(ctx context.Context, wait time.Duration, err error) (*Lock, error) {
+	if w.timer == nil {
+		w.timer = time.NewTimer(wait)
+	} else {
+		w.timer.Reset(wait)
+	}
+	// The head of the line, waiting for a holder, offers itself for a
+	// handoff: a Release by this Locker may give it the lock directly.
+	var o *offer
+	if w.inLine() && errors.Is(err, ErrNotObtained) {
+		o = newOffer(w.key, w.cfg)
+		w.l.gates.post(w.key, o)
+	}
+	var (
+		handed   handoffResult
+		got, end bool
+	)
+	select {
+	case <-ctx.Done():
+		end = true
+	case <-w.timer.C:
+	case <-w.wake:
+	case <-o.poked():
+	case handed = <-o.outcome():
+		got = true
+	}
+	if o != nil && !got && !w.l.gates.withdraw(w.key, o) {
+		// A Release claimed the offer: its round is under way.
+		handed, got = <-o.done, true
+	}
+	if got {
+		if ctx.Err() != nil {
+			// A Release ran this round for us, perhaps only after ctx
+			// ended (it claimed the offer before we could withdraw it):
+			// an ended context obtains nothing, so it is undone. An
+			// attempt of our own, by contrast, starts only with a live
+			// ctx (see attempt).
+			handed.res.OK = false
+		}
+		lock, herr := w.l.takeOver(ctx, w.key, w.cfg, o, handed)
+		if herr == nil {
+			return w.got(lock), nil
+		}
+		if errors.Is(herr, ErrClosed) {
+			return nil, herr
+		}
+		// The handoff failed (nodes out of reach, say); the key may be
+		// free now: try again at once.
+	}
+	if end || ctx.Err() != nil {
+		return nil, withContext(ctx, err)
+	}
+	return nil, nil
+}
