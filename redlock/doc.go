@@ -25,6 +25,36 @@
 // a key rejects them with ErrInvalid, so that a key taken from user input
 // cannot reach them.
 //
+// # Goroutines
+//
+// Every goroutine the package starts has an owner that waits for it:
+//
+//   - Node workers: New starts four per node, each with one connection of
+//     the Locker's own, that send the queued script calls in batches. Close
+//     ends them last, after the calls queued by background work have been
+//     answered, and waits for them.
+//   - Release listeners: the first Obtain that waits for a key subscribes,
+//     once per node for the whole Locker, and starts a goroutine per node
+//     that hands that node's release announcements to the waiters (go-redis
+//     runs the subscription's own goroutines beside it). Each
+//     subscribe or unsubscribe call runs in a goroutine per node (waited for
+//     up to the node timeout, then by the Locker's background group). Close
+//     ends the subscriptions and waits for the listeners.
+//   - KeepAlive (and Do, through it) starts one goroutine per call, and
+//     each extension runs in a goroutine of its own that the first waits for.
+//     They are the Lock's: stop or ctx ends them, and stop waits for them.
+//     Close does not; after it, extensions fail with ErrClosed and the
+//     goroutine ends at the warning before Until, telling the work of the
+//     loss.
+//
+// Rounds start no goroutine: node calls go through the workers. The work
+// that outlives a call (the replies of nodes still out when its round was
+// decided, the undo of a late grant, a handoff that its receiver has not
+// taken over yet) is counted on the Locker's background group. Close shuts
+// down in this order: it refuses new operations and waits for those that
+// are starting work; it wakes the waiters in line; it ends the release
+// listeners; it waits for the background group; it stops the node workers.
+//
 // What Redlock guarantees, and what it cannot, is in the README's safety
 // section: mutual exclusion holds while a majority of nodes keep their keys
 // (no restart without persistence within a TTL) and while a holder stops
