@@ -3,6 +3,7 @@ package redlock_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -315,5 +316,164 @@ func TestDoPanicReleases(t *testing.T) {
 	}
 	if n := c.holders(t, "p", token); n != 0 {
 		t.Fatalf("the key is still on %d nodes after fn panicked", n)
+	}
+}
+
+func TestDoRunsAndReleases(t *testing.T) {
+	c := newCluster(t, 3)
+	l := c.locker(t)
+	var token string
+	err := l.Do(t.Context(), "job", func(ctx context.Context) error {
+		st, err := l.Inspect(ctx, "job")
+		if err != nil {
+			return err
+		}
+		token = st.Holder
+		if _, err := l.TryObtain(ctx, "job"); !errors.Is(err, redlock.ErrNotObtained) {
+			t.Errorf("inside Do, another TryObtain got %v", err)
+		}
+		return nil
+	})
+	if err != nil || token == "" {
+		t.Fatalf("Do = %v, holder %q", err, token)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := c.holders(t, "job", token); n != 0 {
+		t.Fatalf("key still on %d nodes after Do", n)
+	}
+}
+
+func TestDoReturnsFnError(t *testing.T) {
+	l := newCluster(t, 1).locker(t)
+	boom := errors.New("boom")
+	if err := l.Do(t.Context(), "job", func(context.Context) error { return boom }); !errors.Is(err, boom) || errors.Is(err, redlock.ErrLockLost) {
+		t.Fatalf("Do = %v, want boom only", err)
+	}
+	// fn does not run when the lock is busy.
+	held := mustObtain(t, l, "busy")
+	defer func() { _ = held.Release(context.Background()) }()
+	ran := false
+	err := l.Do(t.Context(), "busy", func(context.Context) error { ran = true; return nil }, redlock.WithRetry(redlock.NoRetry()))
+	if !errors.Is(err, redlock.ErrNotObtained) || ran {
+		t.Fatalf("Do on a busy key = %v, ran %v", err, ran)
+	}
+}
+
+// The background extension keeps the lock for work that runs several TTLs.
+func TestDoExtendsPastTTL(t *testing.T) {
+	c := newCluster(t, 3)
+	l := c.locker(t, redlock.WithTTL(600*time.Millisecond), redlock.WithNodeTimeout(100*time.Millisecond))
+	err := l.Do(t.Context(), "long", func(ctx context.Context) error {
+		// Work for three TTLs on purpose.
+		select {
+		case <-time.After(1800 * time.Millisecond):
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+		if _, err := l.TryObtain(ctx, "long"); !errors.Is(err, redlock.ErrNotObtained) {
+			t.Errorf("after three TTLs another TryObtain got %v: the lock was not extended", err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Nodes die while fn runs: its context is cancelled with ErrLockLost as the
+// cause within the TTL, and Do says the lock was lost.
+func TestDoLosesLockWhenNodesDie(t *testing.T) {
+	c := newCluster(t, 3)
+	ttl := 600 * time.Millisecond
+	l := c.locker(t, redlock.WithTTL(ttl), redlock.WithNodeTimeout(100*time.Millisecond))
+	var killedAt time.Time
+	var cancelledAfter time.Duration
+	err := l.Do(t.Context(), "k", func(ctx context.Context) error {
+		for _, s := range c.servers[:2] {
+			if err := s.Kill(); err != nil {
+				return err
+			}
+		}
+		killedAt = time.Now()
+		select {
+		case <-ctx.Done():
+			cancelledAfter = time.Since(killedAt)
+		case <-time.After(10 * ttl):
+			t.Error("fn's context was not cancelled after a majority died")
+		}
+		if cause := context.Cause(ctx); !errors.Is(cause, redlock.ErrLockLost) || !strings.Contains(cause.Error(), "no extension reached a majority in time") {
+			t.Errorf("cause = %v, want ErrLockLost saying no extension reached a majority in time", cause)
+		}
+		return nil
+	})
+	if !errors.Is(err, redlock.ErrLockLost) {
+		t.Fatalf("Do = %v, want ErrLockLost", err)
+	}
+	// Cancellation is due at the lock's deadline, less than a TTL after the
+	// nodes died; the margin absorbs timer lateness on a loaded machine (a
+	// missed deadline would show as a whole extension period or TTL more).
+	if limit := ttl + 150*time.Millisecond; cancelledAfter > limit {
+		t.Fatalf("cancelled %v after the nodes died, want within the TTL %v (+ noise margin)", cancelledAfter, ttl)
+	}
+}
+
+// Another owner takes over (here by force): the next extension sees it.
+func TestKeepAliveSeesTakeover(t *testing.T) {
+	c := newCluster(t, 3)
+	l := c.locker(t, redlock.WithTTL(600*time.Millisecond), redlock.WithNodeTimeout(100*time.Millisecond))
+	lock := mustObtain(t, l, "k")
+	held, stop := lock.KeepAlive(t.Context())
+	defer stop()
+	if err := l.ForceRelease(t.Context(), "k"); err != nil {
+		t.Fatal(err)
+	}
+	thief := mustObtain(t, l, "k")
+	<-held.Done()
+	if cause := context.Cause(held); !errors.Is(cause, redlock.ErrLockLost) {
+		t.Fatalf("cause = %v, want ErrLockLost", cause)
+	}
+	if lock.Valid() {
+		t.Fatal("lost lock still Valid")
+	}
+	stop()
+	if err := thief.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestKeepAliveStopDoesNotCancelAsLost(t *testing.T) {
+	l := newCluster(t, 1).locker(t)
+	lock := mustObtain(t, l, "k")
+	held, stop := lock.KeepAlive(t.Context())
+	stop()
+	stop() // twice is fine
+	if cause := context.Cause(held); errors.Is(cause, redlock.ErrLockLost) {
+		t.Fatalf("stop cancelled with %v", cause)
+	}
+	if !lock.Valid() {
+		t.Fatal("stop ended the lock")
+	}
+	if err := lock.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Releasing while KeepAlive still runs ends it quietly: no false loss.
+func TestKeepAliveAfterReleaseIsNotLoss(t *testing.T) {
+	l := newCluster(t, 1).locker(t, redlock.WithTTL(300*time.Millisecond), redlock.WithNodeTimeout(100*time.Millisecond))
+	lock := mustObtain(t, l, "k")
+	held, stop := lock.KeepAlive(t.Context())
+	defer stop()
+	if err := lock.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	// Let extension ticks pass (every TTL/3 = 100ms) and the old
+	// deadline too.
+	select {
+	case <-held.Done():
+		t.Fatalf("KeepAlive reported %v after a plain Release", context.Cause(held))
+	case <-time.After(600 * time.Millisecond):
 	}
 }

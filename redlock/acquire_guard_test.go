@@ -350,3 +350,77 @@ func TestFencesGrowAcrossSnapshotReload(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestRestartGuardOptions(t *testing.T) {
+	c := newCluster(t, 1)
+	if _, err := redlock.New(c.clients, redlock.WithRestartGuard(time.Second), redlock.WithTTL(2*time.Second)); !errors.Is(err, redlock.ErrInvalid) {
+		t.Fatalf("TTL above the guard: %v", err)
+	}
+	if _, err := redlock.New(c.clients, redlock.WithRestartGuard(0)); !errors.Is(err, redlock.ErrInvalid) {
+		t.Fatalf("zero guard: %v", err)
+	}
+	l := newLocker(t, c.clients, redlock.WithRestartGuard(time.Minute))
+	if _, err := l.TryObtain(t.Context(), "k", redlock.WithTTL(2*time.Minute)); !errors.Is(err, redlock.ErrInvalid) || !strings.Contains(err.Error(), "restart guard") {
+		t.Fatalf("per-call TTL above the guard: %v", err)
+	}
+	if _, err := l.TryObtain(t.Context(), "k", redlock.WithRestartGuard(time.Hour)); !errors.Is(err, redlock.ErrInvalid) {
+		t.Fatalf("per-call guard: %v", err)
+	}
+}
+
+func TestRestartGuardFreshClusterAbstainsUntilBootstrap(t *testing.T) {
+	c := newCluster(t, 3)
+	l := c.locker(t, redlock.WithRestartGuard(time.Minute), redlock.WithTTL(10*time.Second))
+	_, err := l.TryObtain(t.Context(), "k")
+	if !errors.Is(err, redlock.ErrNoQuorum) || !strings.Contains(err.Error(), "ABSTAIN") {
+		t.Fatalf("fresh guarded cluster: %v, want ErrNoQuorum from abstaining nodes", err)
+	}
+	// Bootstrap does not end a quarantine already started: the nodes that
+	// noticed a loss keep abstaining, and Bootstrap says so.
+	if err := l.Bootstrap(t.Context()); !errors.Is(err, redlock.ErrNoQuorum) || !strings.Contains(err.Error(), "abstains") {
+		t.Fatalf("Bootstrap of quarantined nodes: %v, want them reported", err)
+	}
+	if _, err := l.TryObtain(t.Context(), "k"); !errors.Is(err, redlock.ErrNoQuorum) {
+		t.Fatalf("after Bootstrap of quarantined nodes: %v", err)
+	}
+	// A cluster seeded before first use votes at once.
+	c2 := newCluster(t, 3)
+	l2 := c2.locker(t, redlock.WithRestartGuard(time.Minute), redlock.WithTTL(10*time.Second))
+	if err := l2.Bootstrap(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	lock := mustObtain(t, l2, "k")
+	if err := lock.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestRestartGuardKeepsSecondClientOut(t *testing.T) {
+	maxTTL := time.Second
+	_, b, err := restartTwoEmpty(t, redlock.WithRestartGuard(maxTTL))
+	if err == nil {
+		t.Fatal("with the restart guard a second client got the lock after two of three nodes restarted empty")
+	}
+	if !errors.Is(err, redlock.ErrNoQuorum) && !errors.Is(err, redlock.ErrNotObtained) {
+		t.Fatalf("got %v", err)
+	}
+	// After the maximum TTL the restarted nodes vote again.
+	start := time.Now()
+	lock, err := b.Obtain(t.Context(), "k", redlock.WithRetry(redlock.LinearBackoff(50*time.Millisecond)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if waited := time.Since(start); waited > 3*maxTTL {
+		t.Fatalf("nodes abstained for %v, want about %v", waited, maxTTL)
+	}
+	if err := lock.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestWithoutRestartGuardSecondClientGetsIn(t *testing.T) {
+	_, _, err := restartTwoEmpty(t)
+	// The known weakness, shown rather than asserted: without the guard the
+	// restarted nodes grant a second lock while the first is still held.
+	t.Logf("without the guard, second client after two of three nodes restarted empty: err=%v (nil means it got the lock)", err)
+}

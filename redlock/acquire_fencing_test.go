@@ -1,9 +1,7 @@
 package redlock_test
 
 import (
-	"context"
 	"errors"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -122,50 +120,6 @@ func TestFencingOffCostsNoRoundTrip(t *testing.T) {
 	}
 }
 
-func TestRestartGuardOptions(t *testing.T) {
-	c := newCluster(t, 1)
-	if _, err := redlock.New(c.clients, redlock.WithRestartGuard(time.Second), redlock.WithTTL(2*time.Second)); !errors.Is(err, redlock.ErrInvalid) {
-		t.Fatalf("TTL above the guard: %v", err)
-	}
-	if _, err := redlock.New(c.clients, redlock.WithRestartGuard(0)); !errors.Is(err, redlock.ErrInvalid) {
-		t.Fatalf("zero guard: %v", err)
-	}
-	l := newLocker(t, c.clients, redlock.WithRestartGuard(time.Minute))
-	if _, err := l.TryObtain(t.Context(), "k", redlock.WithTTL(2*time.Minute)); !errors.Is(err, redlock.ErrInvalid) || !strings.Contains(err.Error(), "restart guard") {
-		t.Fatalf("per-call TTL above the guard: %v", err)
-	}
-	if _, err := l.TryObtain(t.Context(), "k", redlock.WithRestartGuard(time.Hour)); !errors.Is(err, redlock.ErrInvalid) {
-		t.Fatalf("per-call guard: %v", err)
-	}
-}
-
-func TestRestartGuardFreshClusterAbstainsUntilBootstrap(t *testing.T) {
-	c := newCluster(t, 3)
-	l := c.locker(t, redlock.WithRestartGuard(time.Minute), redlock.WithTTL(10*time.Second))
-	_, err := l.TryObtain(t.Context(), "k")
-	if !errors.Is(err, redlock.ErrNoQuorum) || !strings.Contains(err.Error(), "ABSTAIN") {
-		t.Fatalf("fresh guarded cluster: %v, want ErrNoQuorum from abstaining nodes", err)
-	}
-	// Bootstrap does not end a quarantine already started: the nodes that
-	// noticed a loss keep abstaining, and Bootstrap says so.
-	if err := l.Bootstrap(t.Context()); !errors.Is(err, redlock.ErrNoQuorum) || !strings.Contains(err.Error(), "abstains") {
-		t.Fatalf("Bootstrap of quarantined nodes: %v, want them reported", err)
-	}
-	if _, err := l.TryObtain(t.Context(), "k"); !errors.Is(err, redlock.ErrNoQuorum) {
-		t.Fatalf("after Bootstrap of quarantined nodes: %v", err)
-	}
-	// A cluster seeded before first use votes at once.
-	c2 := newCluster(t, 3)
-	l2 := c2.locker(t, redlock.WithRestartGuard(time.Minute), redlock.WithTTL(10*time.Second))
-	if err := l2.Bootstrap(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	lock := mustObtain(t, l2, "k")
-	if err := lock.Release(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // restartTwoEmpty runs the known Redlock weakness: A holds a lock on three
 // nodes, two of them restart without persistence, B tries to take the lock.
 // It returns B's error (nil when B got in).
@@ -188,72 +142,6 @@ func restartTwoEmpty(t *testing.T, opts ...redlock.Option) (*cluster, *redlock.L
 	}
 	_, err := b.TryObtain(t.Context(), "k")
 	return c, b, err
-}
-
-func TestRestartGuardKeepsSecondClientOut(t *testing.T) {
-	maxTTL := time.Second
-	_, b, err := restartTwoEmpty(t, redlock.WithRestartGuard(maxTTL))
-	if err == nil {
-		t.Fatal("with the restart guard a second client got the lock after two of three nodes restarted empty")
-	}
-	if !errors.Is(err, redlock.ErrNoQuorum) && !errors.Is(err, redlock.ErrNotObtained) {
-		t.Fatalf("got %v", err)
-	}
-	// After the maximum TTL the restarted nodes vote again.
-	start := time.Now()
-	lock, err := b.Obtain(t.Context(), "k", redlock.WithRetry(redlock.LinearBackoff(50*time.Millisecond)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if waited := time.Since(start); waited > 3*maxTTL {
-		t.Fatalf("nodes abstained for %v, want about %v", waited, maxTTL)
-	}
-	if err := lock.Release(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func TestWithoutRestartGuardSecondClientGetsIn(t *testing.T) {
-	_, _, err := restartTwoEmpty(t)
-	// The known weakness, shown rather than asserted: without the guard the
-	// restarted nodes grant a second lock while the first is still held.
-	t.Logf("without the guard, second client after two of three nodes restarted empty: err=%v (nil means it got the lock)", err)
-}
-
-func TestBootstrapReportsUnreachableNodes(t *testing.T) {
-	c := newCluster(t, 3)
-	l := c.locker(t, redlock.WithNodeTimeout(100*time.Millisecond))
-	if err := c.servers[1].Kill(); err != nil {
-		t.Fatal(err)
-	}
-	err := l.Bootstrap(context.Background())
-	var qe *redlock.QuorumError
-	if !errors.Is(err, redlock.ErrNoQuorum) || !errors.As(err, &qe) || qe.Nodes[1].Outcome != redlock.OutcomeError {
-		t.Fatalf("Bootstrap with a node down: %v", err)
-	}
-}
-
-func TestInspectShowsFence(t *testing.T) {
-	c := newCluster(t, 3)
-	l := c.locker(t, redlock.WithFencing())
-	lock := mustObtain(t, l, "f")
-	st, err := l.Inspect(t.Context(), "f")
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The write-back is decided at a majority; the last node may still be
-	// on its way.
-	// (A node whose grant came after the decision incremented its counter
-	// later, past the lock's fence: that only makes later fences larger.)
-	with := 0
-	for _, n := range st.Nodes {
-		if n.Fence >= lock.Fence() {
-			with++
-		}
-	}
-	if with < l.Quorum() {
-		t.Fatalf("%d nodes show at least the fence %d, want a majority: %+v", with, lock.Fence(), st.Nodes)
-	}
 }
 
 // With the restart guard, fences keep growing even when a majority of

@@ -247,3 +247,33 @@ func TestReentryFence(t *testing.T) {
 		})
 	}
 }
+
+func TestReentryCountsHolds(t *testing.T) {
+	c := newCluster(t, 3)
+	l := c.locker(t)
+	first := mustObtain(t, l, "r", redlock.WithMetadata("m"))
+	second := mustObtain(t, l, "r", redlock.WithToken(first.Token()))
+	if second.Token() != first.Token() {
+		t.Fatal("re-entry changed the token")
+	}
+	st, err := l.Inspect(t.Context(), "r")
+	if err != nil || st.Holder != first.Token() || st.Nodes[0].Holds != 2 || st.Nodes[0].Metadata != "m" {
+		t.Fatalf("Inspect = %+v, %v; want 2 holds of our token", st, err)
+	}
+	if _, err := l.TryObtain(t.Context(), "r", redlock.WithToken("someone-else")); !errors.Is(err, redlock.ErrNotObtained) {
+		t.Fatalf("another token: %v, want ErrNotObtained", err)
+	}
+	if err := second.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.TryObtain(t.Context(), "r"); !errors.Is(err, redlock.ErrNotObtained) {
+		t.Fatalf("after one of two releases the key must stay held, got %v", err)
+	}
+	if err := first.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	free := mustObtain(t, l, "r")
+	if err := free.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+}
