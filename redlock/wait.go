@@ -10,6 +10,8 @@ import (
 // waits with: the wake-up channel of the release subscription (listen), the
 // call's place in the Locker's line for the key (join, see gates), the
 // retry timer and the handoff offer (sleep); close lets go of all of them.
+// It also decides, after each failed attempt, whether to give up, try again
+// at once, or sleep first, and for how long (afterFailure, behindHolder).
 type waiter struct {
 	l   *Locker
 	key string
@@ -190,4 +192,86 @@ func (w *waiter) sleep(ctx context.Context, wait time.Duration, err error) (*Loc
 		return nil, withContext(ctx, err)
 	}
 	return nil, nil
+}
+
+// next is what Obtain does after an attempt, or after finding the lock
+// held by a goroutine of its own Locker.
+type next int
+
+const (
+	sleepFirst next = iota // sleep (see waiter.sleep), then try again
+	retryNow               // try again at once
+	giveUp                 // return the error
+)
+
+// behindHolder decides what to do while a goroutine of this Locker holds
+// the lock, got from our line, valid for left more: wait for its release
+// (a handoff, or a poke) or, should it vanish, for its validity to end.
+// last is the last round's error; it returns the error to keep.
+func (w *waiter) behindHolder(ctx context.Context, left time.Duration, last error) (time.Duration, next, error) {
+	if err := w.l.closedErr(); err != nil {
+		return 0, giveUp, err
+	}
+	if !errors.Is(last, ErrNotObtained) {
+		last = w.notNow() // else keep the last attempt's detail
+	}
+	if w.outlives(ctx, left) {
+		return 0, giveUp, last
+	}
+	return left, sleepFirst, last
+}
+
+// afterFailure classifies a failed attempt, err, and decides what to do:
+// give up (a bad call, a closed Locker, an ended ctx, a strategy that says
+// so, a holder that outlives ctx with WithFailFast), or wait before the
+// next attempt, as the strategy says but never past the moment the
+// holder's keys expire, and listening and in line for key from the first
+// contention on. last is the previous round's error; it returns the error
+// to keep.
+func (w *waiter) afterFailure(ctx context.Context, seq Sequence, err, last error) (time.Duration, next, error) {
+	if errors.Is(err, errNotTried) && last != nil {
+		// ctx ended just before this attempt: the last round tells what
+		// kept the lock from us.
+		return 0, giveUp, withContext(ctx, last)
+	}
+	if errors.Is(err, ErrInvalid) || errors.Is(err, ErrClosed) {
+		return 0, giveUp, err
+	}
+	var qe *QuorumError
+	if w.queued && errors.As(err, &qe) {
+		w.l.gates.note(w.key, qe)
+	}
+	if ctx.Err() != nil {
+		return 0, giveUp, withContext(ctx, err)
+	}
+	wait, ok := seq.Next()
+	if !ok {
+		return 0, giveUp, err
+	}
+	if !errors.Is(err, ErrNotObtained) || !errors.As(err, &qe) {
+		return wait, sleepFirst, err
+	}
+	if free, known := qe.freeIn(); known {
+		if w.outlives(ctx, free) {
+			return 0, giveUp, err
+		}
+		// No point sleeping past the moment enough keys expire.
+		wait = min(wait, free+time.Millisecond)
+	}
+	now := false
+	if !w.queued {
+		joined, jerr := w.join(ctx)
+		if jerr != nil {
+			return 0, giveUp, withContext(ctx, err)
+		}
+		now = joined
+	}
+	if w.listen(ctx) {
+		// The release may have come before the subscription did.
+		now = true
+	}
+	if now {
+		return 0, retryNow, err
+	}
+	return wait, sleepFirst, err
 }
