@@ -23,6 +23,9 @@ type Lock struct {
 	meta   string
 	fence  uint64
 	cfg    config
+	// since is when the acquisition ended, for an Observer's hold time
+	// (zero without one).
+	since time.Time
 
 	mu    sync.Mutex
 	until time.Time
@@ -145,7 +148,9 @@ func (k *Lock) ReleaseAfter(ctx context.Context, hold time.Duration) error {
 	return k.release(ctx, "release", serverMillis(hold))
 }
 
-func (k *Lock) release(ctx context.Context, op string, cooldownMs int64) error {
+func (k *Lock) release(ctx context.Context, op string, cooldownMs int64) (err error) {
+	ctx, tr := k.cfg.obs.begin(ctx, OpRelease, k.key)
+	defer func() { tr.released(ctx, k, err) }()
 	k.mu.Lock()
 	again := k.done
 	k.done = true
@@ -204,7 +209,9 @@ func (k *Lock) release(ctx context.Context, op string, cooldownMs int64) error {
 // lost for good: Valid turns false and later calls to Extend return the same
 // error without asking the servers. An outage (ErrNoQuorum) leaves the lock
 // valid until its deadline.
-func (k *Lock) Extend(ctx context.Context, ttl time.Duration) error {
+func (k *Lock) Extend(ctx context.Context, ttl time.Duration) (err error) {
+	ctx, tr := k.cfg.obs.begin(ctx, OpExtend, k.key)
+	defer func() { tr.done(ctx, err) }()
 	cfg := k.cfg
 	cfg.ttl = ttl
 	if err := cfg.validate(); err != nil {
@@ -332,7 +339,7 @@ func (k *Lock) run(ctx context.Context, s *script, args []any, decode decodeFunc
 		Nodes:      len(k.l.nodes),
 		Need:       k.l.need,
 		Timeout:    timeout,
-		Start:      k.l.sender(timeout, s, k.keys, args, decode, started),
+		Start:      k.l.observeNodes(s, k.key, k.l.sender(timeout, s, k.keys, args, decode, started)),
 		Accept:     accept,
 		WaitAll:    all,
 		Background: &k.l.bg,

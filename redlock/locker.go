@@ -223,6 +223,9 @@ func (l *Locker) callConfig(key string, opts []Option) (config, error) {
 		if cfg.guard != l.cfg.guard {
 			return cfg, invalid("WithRestartGuard is a property of the cluster: give it to New")
 		}
+		if err := cfg.obs.perCall(l.cfg.obs); err != nil {
+			return cfg, err
+		}
 		if err := cfg.validate(); err != nil {
 			return cfg, err
 		}
@@ -263,7 +266,9 @@ func (l *Locker) callConfig(key string, opts []Option) (config, error) {
 // context: a wait that a deadline ends during an outage is ErrNoQuorum. A ctx
 // that has ended before the call asks no node: the error then matches only
 // ctx.Err().
-func (l *Locker) Obtain(ctx context.Context, key string, opts ...Option) (*Lock, error) {
+func (l *Locker) Obtain(ctx context.Context, key string, opts ...Option) (lock *Lock, err error) {
+	ctx, tr := l.cfg.obs.begin(ctx, OpObtain, key)
+	defer func() { tr.obtained(ctx, lock, err) }()
 	cfg, err := l.callConfig(key, opts)
 	if err != nil {
 		return nil, err
@@ -379,7 +384,9 @@ func (l *Locker) Obtain(ctx context.Context, key string, opts ...Option) (*Lock,
 			}
 			wait = left
 		} else {
+			began := tr.now()
 			lock, aerr := l.attempt(ctx, key, &cfg)
+			tr.attempted(began)
 			if errors.Is(aerr, errNotTried) && err != nil {
 				// ctx ended just before this attempt: the last round
 				// tells what kept the lock from us.
@@ -447,6 +454,7 @@ func (l *Locker) Obtain(ctx context.Context, key string, opts ...Option) (*Lock,
 			handed   handoffResult
 			got, end bool
 		)
+		slept := tr.now()
 		select {
 		case <-ctx.Done():
 			end = true
@@ -456,6 +464,7 @@ func (l *Locker) Obtain(ctx context.Context, key string, opts ...Option) (*Lock,
 		case handed = <-o.channel():
 			got = true
 		}
+		tr.waited(ctx, slept)
 		if o != nil && !got && !l.gates.withdraw(key, o) {
 			// A Release claimed the offer: its round is under way.
 			handed, got = <-o.done, true
@@ -493,12 +502,16 @@ func (l *Locker) Obtain(ctx context.Context, key string, opts ...Option) (*Lock,
 // ctx.Err(). One that ends during the attempt does not cut it short: the
 // node calls run on their own deadlines, and a lock granted by a majority
 // with validity left is returned (see attempt).
-func (l *Locker) TryObtain(ctx context.Context, key string, opts ...Option) (*Lock, error) {
+func (l *Locker) TryObtain(ctx context.Context, key string, opts ...Option) (lock *Lock, err error) {
+	ctx, tr := l.cfg.obs.begin(ctx, OpObtain, key)
+	defer func() { tr.obtained(ctx, lock, err) }()
 	cfg, err := l.callConfig(key, opts)
 	if err != nil {
 		return nil, err
 	}
-	lock, err := l.attempt(ctx, key, &cfg)
+	began := tr.now()
+	lock, err = l.attempt(ctx, key, &cfg)
+	tr.attempted(began)
 	if err != nil && ctx.Err() != nil {
 		err = withContext(ctx, err)
 	}
@@ -594,7 +607,7 @@ func (l *Locker) attempt(ctx context.Context, key string, cfg *config) (*Lock, e
 		Nodes:   len(l.nodes),
 		Need:    l.need,
 		Timeout: cfg.nodeTimeout,
-		Start:   l.sender(cfg.nodeTimeout, acquireScript, p.keys, p.args, decodeAcquire, nil),
+		Start:   l.observeNodes(acquireScript, key, l.sender(cfg.nodeTimeout, acquireScript, p.keys, p.args, decodeAcquire, nil)),
 		// Validity is taken when the majority is in: that is the moment
 		// the lock is granted, and the TTL has been running since the
 		// first request reached a server.
@@ -653,6 +666,7 @@ func (l *Locker) conclude(ctx context.Context, key string, cfg *config, p *acqui
 			fence:  fence,
 			cfg:    *cfg,
 			until:  start.Add(validity),
+			since:  cfg.obs.now(),
 		}, nil
 	}
 
