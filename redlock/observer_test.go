@@ -133,16 +133,6 @@ func (r *recorder) countNodes(op redlock.Op, o redlock.Outcome) int {
 	return n
 }
 
-func (r *recorder) countOps(op redlock.Op) int {
-	n := 0
-	for _, e := range r.ops {
-		if e.Op == op {
-			n++
-		}
-	}
-	return n
-}
-
 // An obtain, an extension and a release are each seen once, with every
 // node's answer in the operation's own context.
 func TestObserverSeesObtainExtendRelease(t *testing.T) {

@@ -342,7 +342,7 @@ func spanNames(spans []sdktrace.ReadOnlySpan) []string {
 func attrMap(kvs []attribute.KeyValue) map[string]string {
 	out := map[string]string{}
 	for _, kv := range kvs {
-		out[string(kv.Key)] = kv.Value.Emit()
+		out[string(kv.Key)] = kv.Value.String()
 	}
 	return out
 }
