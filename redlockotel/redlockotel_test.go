@@ -3,6 +3,7 @@ package redlockotel_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -198,21 +199,7 @@ func TestPrometheusScrape(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// Node events of a round may come just after its operation returned.
-	var fams map[string]*dto.MetricFamily
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		fams = tm.scrape(t)
-		if n, _, _ := sample(fams, "redlock_node_outcomes_total", map[string]string{"redlock_node": servers[2].Addr, "redlock_node_outcome": "error"}); n >= 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no error outcome of the dead node within 10s")
-		}
-		time.Sleep(10 * time.Millisecond) // nothing to await: the metric is read by scraping
-	}
-
-	for _, c := range []struct {
+	checks := []struct {
 		name   string
 		labels map[string]string
 		min    float64
@@ -228,18 +215,37 @@ func TestPrometheusScrape(t *testing.T) {
 		{"redlock_waits_seconds", nil, 1, 0.5},
 		{"redlock_hold_duration_seconds", nil, 2, 0},
 		{"redlock_losses_total", map[string]string{"redlock_loss_reason": "lost"}, 1, 0},
-		{"redlock_abstentions_total", map[string]string{"redlock_node": servers[0].Addr}, 1, 0},
-		{"redlock_node_outcomes_total", map[string]string{"redlock_op": "obtain", "redlock_node": servers[0].Addr, "redlock_node_outcome": "ok"}, 4, 0},
+		// Two abstentions decide the round; the third node may be
+		// killed below before it answers.
+		{"redlock_abstentions_total", nil, 2, 0},
+		// Node 0 granted otel:basic, otel:loss and otel:dead; otel:busy's
+		// last round may have found the holder's key still there.
+		{"redlock_node_outcomes_total", map[string]string{"redlock_op": "obtain", "redlock_node": servers[0].Addr, "redlock_node_outcome": "ok"}, 3, 0},
 		{"redlock_node_outcomes_total", map[string]string{"redlock_op": "obtain", "redlock_node_outcome": "held_by_other"}, 2, 0},
-		{"redlock_node_outcomes_total", map[string]string{"redlock_op": "obtain", "redlock_node_outcome": "abstained"}, 3, 0},
+		{"redlock_node_outcomes_total", map[string]string{"redlock_op": "obtain", "redlock_node_outcome": "abstained"}, 2, 0},
 		{"redlock_node_outcomes_total", map[string]string{"redlock_op": "release", "redlock_node_outcome": "ok"}, 2, 0},
 		{"redlock_node_outcomes_total", map[string]string{"redlock_op": "extend", "redlock_node_outcome": "ok"}, 2, 0},
 		{"redlock_node_duration_seconds", map[string]string{"redlock_op": "obtain", "redlock_node": servers[2].Addr, "redlock_node_outcome": "error"}, 1, 0},
-	} {
-		n, sum, found := sample(fams, c.name, c.labels)
-		if !found || n < c.min || sum < c.minSum {
-			t.Errorf("%s%v: count %v, sum %v; want count >= %v, sum >= %v", c.name, c.labels, n, sum, c.min, c.minSum)
+	}
+	// A node that answers after its round was decided is counted when it
+	// does: scrape until every check holds, or for 10s.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		fams := tm.scrape(t)
+		var failed []string
+		for _, c := range checks {
+			n, sum, found := sample(fams, c.name, c.labels)
+			if !found || n < c.min || sum < c.minSum {
+				failed = append(failed, fmt.Sprintf("%s%v: count %v, sum %v; want count >= %v, sum >= %v", c.name, c.labels, n, sum, c.min, c.minSum))
+			}
 		}
+		if len(failed) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("scraped for 10s:\n%s", strings.Join(failed, "\n"))
+		}
+		time.Sleep(10 * time.Millisecond) // nothing to await: metrics are read by scraping
 	}
 }
 
