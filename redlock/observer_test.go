@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/quorumlock/redlock/internal/redistest"
 	"github.com/quorumlock/redlock/redlock"
@@ -441,4 +444,81 @@ func BenchmarkObserver(b *testing.B) {
 			}
 		})
 	}
+}
+
+// A Release that hands the lock to a waiting goroutine of the same Locker
+// reports each node's part of the handoff, in the release's context; the
+// waiter's obtain counts the handoff as waiting.
+func TestObserverSeesHandoff(t *testing.T) {
+	c := newCluster(t, 3)
+	rec := newRecorder()
+	l := c.locker(t, redlock.WithObserver(rec))
+	held := mustObtain(t, l, "obs:handoff")
+	got := obtainAsync(t.Context(), l, "obs:handoff", slowRetry)
+	awaitOffer(t, l, "obs:handoff")
+	if err := held.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	r := <-got
+	if r.err != nil {
+		t.Fatalf("waiter: %v", r.err)
+	}
+	defer func() { _ = r.lock.Release(context.WithoutCancel(t.Context())) }()
+	rec.await(t, "three handoff node events", func(r *recorder) bool { return r.countNodes(redlock.OpHandoff, redlock.OutcomeOK) == 3 })
+	releases, relIDs := rec.opsOf(redlock.OpRelease)
+	if len(releases) != 1 || releases[0].Err != nil {
+		t.Fatalf("release events %+v, want the handoff's release", releases)
+	}
+	_, ids := rec.nodesOf(redlock.OpHandoff)
+	for _, id := range ids {
+		if id != relIDs[0] {
+			t.Errorf("handoff node event in context %v, want the release's %v", id, relIDs[0])
+		}
+	}
+	obtains, _ := rec.opsOf(redlock.OpObtain)
+	if len(obtains) != 2 || obtains[1].Err != nil || obtains[1].Wait <= 0 {
+		t.Errorf("obtain events %+v, want the holder's and the waiter's, which waited", obtains)
+	}
+}
+
+// printer prints what a Locker did; a real Observer would feed metrics or
+// traces (see the redlockotel module).
+type printer struct{ redlock.NopObserver }
+
+func (printer) OpDone(_ context.Context, e redlock.OpEvent) {
+	outcome := "ok"
+	if e.Err != nil {
+		outcome = e.Err.Error()
+	}
+	switch e.Op {
+	case redlock.OpObtain:
+		fmt.Printf("obtain %s: %s after %d attempt(s)\n", e.Key, outcome, e.Attempts)
+	case redlock.OpRelease:
+		fmt.Printf("release %s: %s, held %v\n", e.Key, outcome, e.Held > 0)
+	}
+}
+
+func ExampleWithObserver() {
+	var clients []redis.UniversalClient
+	for _, addr := range exampleAddrs { // three Redis masters
+		c := redis.NewClient(&redis.Options{Addr: addr})
+		defer c.Close()
+		clients = append(clients, c)
+	}
+	locker, err := redlock.New(clients, redlock.WithObserver(printer{}))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer locker.Close()
+	ctx := context.Background()
+	lock, err := locker.Obtain(ctx, "example:observer")
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := lock.Release(ctx); err != nil {
+		log.Fatal(err)
+	}
+	// Output:
+	// obtain example:observer: ok after 1 attempt(s)
+	// release example:observer: ok, held true
 }
