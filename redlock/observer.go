@@ -51,8 +51,9 @@ type Observer interface {
 	NodeDone(ctx context.Context, e NodeEvent)
 	// Lost is called when KeepAlive (and so Do) tells the work that the
 	// lock is lost, just before it cancels the work's context, in
-	// KeepAlive's background goroutine. ctx is the context given to
-	// KeepAlive (or Do).
+	// KeepAlive's background goroutine. ctx is the work's context, the
+	// one KeepAlive returns (derived from the one given to KeepAlive or
+	// Do, so it carries the caller's values), not cancelled yet.
 	Lost(ctx context.Context, e LossEvent)
 }
 
