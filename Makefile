@@ -3,14 +3,14 @@
 
 GO          ?= go
 STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
-MODULES     := . ./integration ./bench
+MODULES     := . ./integration ./bench ./redlockotel
 DURATION    ?= 10m
 
-.PHONY: test test-lib test-integration test-bench bench bench-quick chaos lint fmt
+.PHONY: test test-lib test-integration test-bench test-otel bench bench-quick chaos lint fmt
 
 ## test: the whole default suite, with -race: library, integration (short
-## chaos runs), bench harness (short).
-test: test-lib test-integration test-bench
+## chaos runs), bench harness (short), OpenTelemetry adapter.
+test: test-lib test-integration test-bench test-otel
 
 test-lib:
 	$(GO) test -race -count=1 ./...
@@ -20,6 +20,9 @@ test-integration:
 
 test-bench:
 	@if [ -f bench/go.mod ]; then cd bench && $(GO) test -race -count=1 ./...; fi
+
+test-otel:
+	@if [ -f redlockotel/go.mod ]; then cd redlockotel && $(GO) test -race -count=1 ./...; fi
 
 ## bench: the benchmark harness; starts its own redis-server processes.
 bench:

@@ -75,7 +75,7 @@ func (l *Locker) attempt(ctx context.Context, key string, cfg *config) (*Lock, e
 	start := cfg.clock.Now()
 	res := runRound(ctx, l, round[int64]{
 		timeout: cfg.nodeTimeout,
-		start:   l.sender(cfg.nodeTimeout, acquireScript, p.keys, p.args, decodeAcquire, nil),
+		start:   l.observeNodes(acquireScript, key, l.sender(cfg.nodeTimeout, acquireScript, p.keys, p.args, decodeAcquire, nil)),
 		// Validity is taken when the majority is in: that is the moment
 		// the lock is granted, and the TTL has been running since the
 		// first request reached a server.
@@ -143,6 +143,7 @@ func (l *Locker) conclude(ctx context.Context, key string, cfg *config, p *acqui
 			fence:  fence,
 			cfg:    *cfg,
 			until:  start.Add(validity),
+			since:  cfg.obs.now(),
 		}, nil
 	}
 

@@ -55,6 +55,11 @@
 // are starting work; it wakes the waiters in line; it ends the release
 // listeners; it waits for the background group; it stops the node workers.
 //
+// WithObserver hands every operation to an Observer (obtains with their
+// waits, releases, extensions, losses, each node's answer with its latency)
+// for metrics or traces; the module github.com/quorumlock/redlock/redlockotel
+// is one for OpenTelemetry.
+//
 // What Redlock guarantees, and what it cannot, is in the README's safety
 // section: mutual exclusion holds while a majority of nodes keep their keys
 // (no restart without persistence within a TTL) and while a holder stops

@@ -151,6 +151,7 @@ func (k *Lock) handoff(ctx context.Context, o *offer) error {
 		start: func(_ context.Context, i int, reply func(int, quorum.Vote, handoffReply, error)) {
 			l.nodes[i].pipe.startRaw(timeout, handoffScript, p.keys, args, cmd, func(c *redis.Cmd) {
 				v, r, err := decodeHandoff(c)
+				l.handoffNode(ctx, k.key, i, began, v, r, err)
 				reply(i, v, r, err)
 			})
 		},

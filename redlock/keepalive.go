@@ -157,6 +157,7 @@ func (k *Lock) keepAlive(ctx context.Context, quit <-chan struct{}, lose context
 			// an extension in flight cannot undo it.
 			err := &lostError{reason: ErrLockExpired}
 			k.markLost(err)
+			k.cfg.obs.lost(ctx, k, err)
 			lose(err)
 			return
 		case <-next.C:
@@ -173,6 +174,7 @@ func (k *Lock) keepAlive(ctx context.Context, quit <-chan struct{}, lose context
 				next.Reset(plan(k.Until().Add(-2 * ttl / 3).Sub(now())))
 			case errors.Is(err, ErrLockNotHeld):
 				if !k.released() {
+					k.cfg.obs.lost(ctx, k, &lostError{reason: err})
 					lose(&lostError{reason: err})
 				}
 				return

@@ -23,6 +23,9 @@ type Lock struct {
 	meta   string
 	fence  uint64
 	cfg    config
+	// since is when the acquisition ended, for an Observer's hold time
+	// (zero without one).
+	since time.Time
 
 	mu    sync.Mutex
 	until time.Time
@@ -145,7 +148,9 @@ func (k *Lock) ReleaseAfter(ctx context.Context, hold time.Duration) error {
 	return k.release(ctx, "release", serverMillis(hold))
 }
 
-func (k *Lock) release(ctx context.Context, op string, cooldownMs int64) error {
+func (k *Lock) release(ctx context.Context, op string, cooldownMs int64) (err error) {
+	ctx, tr := k.cfg.obs.begin(ctx, OpRelease, k.key)
+	defer func() { tr.released(ctx, k, err) }()
 	k.mu.Lock()
 	again := k.done
 	k.done = true
@@ -177,7 +182,7 @@ func (k *Lock) release(ctx context.Context, op string, cooldownMs int64) error {
 	timeout := k.cfg.nodeTimeout
 	res, err := k.locker.call(ctx, round[int64]{
 		timeout: timeout,
-		start:   k.locker.sender(timeout, releaseScript, k.keys, releaseArgs(k.prefix, releaseChannel(k.key), cooldownMs), decodeCompare, started),
+		start:   k.locker.observeNodes(releaseScript, k.key, k.locker.sender(timeout, releaseScript, k.keys, releaseArgs(k.prefix, releaseChannel(k.key), cooldownMs), decodeCompare, started)),
 	})
 	if err != nil {
 		return err
@@ -208,7 +213,9 @@ func (k *Lock) release(ctx context.Context, op string, cooldownMs int64) error {
 // lost for good: Valid turns false and later calls to Extend return the same
 // error without asking the servers. An outage (ErrNoQuorum) leaves the lock
 // valid until its deadline.
-func (k *Lock) Extend(ctx context.Context, ttl time.Duration) error {
+func (k *Lock) Extend(ctx context.Context, ttl time.Duration) (err error) {
+	ctx, tr := k.cfg.obs.begin(ctx, OpExtend, k.key)
+	defer func() { tr.done(ctx, err) }()
 	cfg := k.cfg
 	cfg.ttl = ttl
 	if err := cfg.validate(); err != nil {
@@ -230,7 +237,7 @@ func (k *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	start := cfg.clock.Now()
 	res, err := k.locker.call(ctx, round[int64]{
 		timeout: cfg.nodeTimeout,
-		start:   k.locker.sender(cfg.nodeTimeout, extendScript, k.keys, extendArgs(k.prefix, ttlMs), decodeCompare, nil),
+		start:   k.locker.observeNodes(extendScript, k.key, k.locker.sender(cfg.nodeTimeout, extendScript, k.keys, extendArgs(k.prefix, ttlMs), decodeCompare, nil)),
 		accept: func(*quorum.Result[int64]) bool {
 			validity = clock.Validity(ttl, cfg.clock.Since(start), cfg.driftFactor)
 			return validity > 0
@@ -277,7 +284,7 @@ func (k *Lock) TTL(ctx context.Context) (time.Duration, error) {
 	res, err := k.locker.call(ctx, round[int64]{
 		timeout: timeout,
 		waitAll: true,
-		start:   k.locker.sender(timeout, pttlScript, k.keys, []any{k.prefix}, decodePTTL, nil),
+		start:   k.locker.observeNodes(pttlScript, k.key, k.locker.sender(timeout, pttlScript, k.keys, []any{k.prefix}, decodePTTL, nil)),
 	})
 	if err != nil {
 		return 0, err

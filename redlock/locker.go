@@ -202,6 +202,9 @@ func (l *Locker) callConfig(key string, opts []Option) (config, error) {
 		if cfg.guard != l.cfg.guard {
 			return cfg, invalid("WithRestartGuard is a property of the cluster: give it to New")
 		}
+		if err := cfg.obs.perCall(l.cfg.obs); err != nil {
+			return cfg, err
+		}
 		if err := cfg.validate(); err != nil {
 			return cfg, err
 		}

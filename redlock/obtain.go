@@ -38,7 +38,9 @@ import (
 // context: a wait that a deadline ends during an outage is ErrNoQuorum. A ctx
 // that has ended before the call asks no node: the error then matches only
 // ctx.Err().
-func (l *Locker) Obtain(ctx context.Context, key string, opts ...Option) (*Lock, error) {
+func (l *Locker) Obtain(ctx context.Context, key string, opts ...Option) (lock *Lock, err error) {
+	ctx, tr := l.cfg.obs.begin(ctx, OpObtain, key)
+	defer func() { tr.obtained(ctx, lock, err) }()
 	cfg, err := l.callConfig(key, opts)
 	if err != nil {
 		return nil, err
@@ -65,7 +67,9 @@ func (l *Locker) Obtain(ctx context.Context, key string, opts ...Option) (*Lock,
 			// has not released it: asking the nodes would only be refused.
 			wait, then, last = w.behindHolder(ctx, left, last)
 		} else {
+			began := tr.now()
 			lock, err := l.attempt(ctx, key, &cfg)
+			tr.attempted(began)
 			if err == nil {
 				return w.got(lock), nil
 			}
@@ -77,7 +81,10 @@ func (l *Locker) Obtain(ctx context.Context, key string, opts ...Option) (*Lock,
 		case retryNow:
 			continue
 		}
-		if lock, err := w.sleep(ctx, wait, last); lock != nil || err != nil {
+		slept := tr.now()
+		lock, err := w.sleep(ctx, wait, last)
+		tr.waited(ctx, slept)
+		if lock != nil || err != nil {
 			return lock, err
 		}
 	}
@@ -90,12 +97,16 @@ func (l *Locker) Obtain(ctx context.Context, key string, opts ...Option) (*Lock,
 // ctx.Err(). One that ends during the attempt does not cut it short: the
 // node calls run on their own deadlines, and a lock granted by a majority
 // with validity left is returned (see attempt).
-func (l *Locker) TryObtain(ctx context.Context, key string, opts ...Option) (*Lock, error) {
+func (l *Locker) TryObtain(ctx context.Context, key string, opts ...Option) (lock *Lock, err error) {
+	ctx, tr := l.cfg.obs.begin(ctx, OpObtain, key)
+	defer func() { tr.obtained(ctx, lock, err) }()
 	cfg, err := l.callConfig(key, opts)
 	if err != nil {
 		return nil, err
 	}
-	lock, err := l.attempt(ctx, key, &cfg)
+	began := tr.now()
+	lock, err = l.attempt(ctx, key, &cfg)
+	tr.attempted(began)
 	if err != nil && ctx.Err() != nil {
 		err = withContext(ctx, err)
 	}

@@ -43,6 +43,7 @@ type config struct {
 	// fenceLife is how long a fencing counter outlives the lock key it
 	// was last written with; defaultFenceLifetime but in tests.
 	fenceLife time.Duration
+	obs       *observer // WithObserver; nil: none
 }
 
 // defaultFenceLifetime is how long a key's fencing counter stays on a node
@@ -225,6 +226,8 @@ func (c *config) validate() error {
 		return invalid("node timeout %v must be positive", c.nodeTimeout)
 	case c.clock == nil:
 		return invalid("nil clock")
+	case c.obs.invalid():
+		return invalid("nil Observer")
 	case c.tokenSet && c.token == "":
 		return invalid("empty token")
 	case len(c.token) > MaxTokenLen:

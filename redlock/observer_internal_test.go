@@ -1,0 +1,42 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"testing"
+
+	"github.com/quorumlock/redlock/quorum"
+)
+
+// Without an observer the hooks on the lock's paths build nothing and
+// allocate nothing.
+func TestNoObserverAllocatesNothing(t *testing.T) {
+	var o *observer
+	ctx := context.Background()
+	k := &Lock{key: "k"}
+	err := errors.New("e")
+	allocs := testing.AllocsPerRun(1000, func() {
+		c, tr := o.begin(ctx, OpObtain, "k")
+		began := tr.now()
+		tr.attempted(began)
+		tr.waited(c, began)
+		tr.obtained(c, k, err)
+		tr.released(c, k, err)
+		tr.done(c, err)
+		o.lost(c, k, err)
+		_ = o.now()
+	})
+	if allocs != 0 {
+		t.Errorf("%v allocations per operation without an observer, want 0", allocs)
+	}
+	if got := o.now(); !got.IsZero() {
+		t.Errorf("now without an observer read the clock: %v", got)
+	}
+	// The rounds' Start is the sender itself: no wrapper per node.
+	l := &Locker{}
+	var start startFunc[int64] = func(context.Context, int, func(int, quorum.Vote, int64, error)) {}
+	if got := l.observeNodes(acquireScript, "k", start); reflect.ValueOf(got).Pointer() != reflect.ValueOf(start).Pointer() {
+		t.Error("observeNodes wrapped a round's Start without an observer")
+	}
+}
