@@ -82,9 +82,9 @@ type badState struct {
 // no more: the key's worker replaces the connection, and once the state
 // ends the node votes again for that very key, on the same Locker. A worker
 // that kept the connection lost the node for good where go-redis marks the
-// connection bad (READONLY, I/O errors, a reply that makes no sense), and
-// kept a connection the server had put in an unknown state elsewhere
-// (LOADING, MASTERDOWN): the old connection must be gone from the server.
+// connection bad (READONLY, I/O errors, a reply that makes no sense); where
+// it does not (LOADING, MASTERDOWN), the worker must still replace it, so
+// the old connection must be gone from the server.
 func TestNodeVotesAgainAfterBadConnection(t *testing.T) {
 	for _, tc := range []badState{
 		{name: "READONLY", enter: enterReadOnly, want: "READONLY", readable: true},
@@ -108,7 +108,7 @@ func TestNodeVotesAgainAfterBadConnection(t *testing.T) {
 			}
 			l := newLocker(t, clients)
 			ctx := t.Context()
-			key := "badconn"
+			const key = "badconn"
 
 			lock := mustObtain(t, l, key) // the key's worker on node 0 now holds a connection
 			if err := lock.Release(ctx); err != nil {
