@@ -256,6 +256,12 @@ func TestDelayedReleaseSparesNewHold(t *testing.T) {
 	if err != nil {
 		t.Fatalf("obtaining again with the same token: %v", err)
 	}
+	// Every node's acquisition first (TryObtain returns at a majority, and
+	// one still on its way would land after a stale release and hide it).
+	before, err := l.Inspect(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, h := range held {
 		h.Free() // the stale releases reach their servers, or were dropped
 	}
@@ -263,8 +269,13 @@ func TestDelayedReleaseSparesNewHold(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Not one node may lose the new hold: a majority left would hide a
+	// stale release that reached one node of two.
 	holds := 0
-	for _, n := range st.Nodes {
+	for i, n := range st.Nodes {
+		if had := before.Nodes[i].Held && before.Nodes[i].Token == again.Token(); had && !(n.Held && n.Token == again.Token()) {
+			t.Fatalf("after the delayed release arrived, node %d lost the new hold", i)
+		}
 		if n.Held && n.Token == again.Token() {
 			holds++
 		}

@@ -20,6 +20,8 @@ import (
 //   - Hold holds up what clients send on the connections open at that
 //     moment, while connections opened later pass freely; Free lets it go
 //     on: a congested path that delivers a command long after it was sent.
+//   - Garble puts a line of garbage in front of the next reply: a reply
+//     that makes no sense, after which the client's stream is out of step.
 //
 // When one side of a connection ends, the forwarder ends the other, as a
 // proxy does.
@@ -30,6 +32,7 @@ type Forwarder struct {
 	target string
 	ln     net.Listener
 	delay  atomic.Int64  // nanoseconds; read per reply chunk, so it may change at any time
+	garble atomic.Bool   // the next reply chunk gets garbage in front (Garble)
 	done   chan struct{} // closed by Close: delayed replies are dropped
 	wg     sync.WaitGroup
 
@@ -78,6 +81,12 @@ func (f *Forwarder) NewClient() *redis.Client { return newClient(f.Addr) }
 // client d later; 0 forwards at once. Replies already held keep their delay,
 // and replies keep their order.
 func (f *Forwarder) SetDelay(d time.Duration) { f.delay.Store(int64(d)) }
+
+// Garble puts a line that is no RESP reply in front of the next chunk of
+// reply the server sends, on whichever connection that is. The client reads
+// it as the reply to its oldest pending command, and the real reply stays
+// unread behind it.
+func (f *Forwarder) Garble() { f.garble.Store(true) }
 
 // Hold holds up the bytes sent from now on over every connection open now;
 // connections opened later pass freely, as a replacement connection does
@@ -241,7 +250,11 @@ func (f *Forwarder) replies(l *link) {
 	for {
 		n, err := l.server.Read(buf)
 		if n > 0 {
-			d := delayed{data: append([]byte(nil), buf[:n]...), due: time.Now().Add(time.Duration(f.delay.Load()))}
+			var data []byte
+			if f.garble.CompareAndSwap(true, false) {
+				data = []byte("?garbled\r\n")
+			}
+			d := delayed{data: append(data, buf[:n]...), due: time.Now().Add(time.Duration(f.delay.Load()))}
 			select {
 			case queue <- d:
 			case <-writerDone:
