@@ -34,6 +34,18 @@ func (s Severity) String() string {
 // MarshalText writes the severity as "ok", "warning" or "error".
 func (s Severity) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 
+// UnmarshalText reads "ok", "warning" or "error"; anything else is an
+// error matching ErrInvalid.
+func (s *Severity) UnmarshalText(b []byte) error {
+	for _, v := range []Severity{SeverityOK, SeverityWarning, SeverityError} {
+		if string(b) == v.String() {
+			*s = v
+			return nil
+		}
+	}
+	return invalid("severity %q: want ok, warning or error", b)
+}
+
 // The names of the checks, in Finding.Check.
 const (
 	CheckReach       = "reach"       // the node answers; its round-trip latency
