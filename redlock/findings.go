@@ -415,8 +415,8 @@ func nodeCount(n int) string {
 
 // signed is a duration with its sign: "+1.2ms", "-30µs".
 func signedDur(d time.Duration) string {
-	if d >= 0 {
-		return "+" + roundDur(d).String()
+	if r := roundDur(d); r >= 0 {
+		return "+" + r.String()
 	}
 	return roundDur(d).String()
 }

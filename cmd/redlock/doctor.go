@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -238,7 +239,9 @@ func clockCell(n *redlock.NodeReport) string {
 	}
 	s := signedDur(n.ClockOffset)
 	if n.ClockRate > 0 {
-		s += fmt.Sprintf(" %+.2f%%", 100*(n.ClockRate-1))
+		// Rounded first: a rate that rounds to zero shows as +0.00%.
+		pct := math.Round(10000*(n.ClockRate-1)) / 100
+		s += fmt.Sprintf(" %+.2f%%", pct+0) // +0 turns -0 into 0
 	}
 	return s
 }
@@ -274,8 +277,8 @@ func roundDur(d time.Duration) time.Duration {
 }
 
 func signedDur(d time.Duration) string {
-	if d >= 0 {
-		return "+" + roundDur(d).String()
+	if r := roundDur(d); r >= 0 {
+		return "+" + r.String()
 	}
 	return roundDur(d).String()
 }
