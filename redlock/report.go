@@ -19,6 +19,7 @@ const (
 	SeverityError
 )
 
+// String returns "ok", "warning" or "error".
 func (s Severity) String() string {
 	switch s {
 	case SeverityOK:
