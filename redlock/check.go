@@ -109,7 +109,9 @@ func (l *Locker) Check(ctx context.Context, opts ...CheckOption) (*Report, error
 		case <-ctx.Done():
 		}
 		t.Stop()
-		each(func(i int) { probes[i].clockRate(ctx, l.nodes[i].pipe.own, timeout) })
+		if ctx.Err() == nil {
+			each(func(i int) { probes[i].clockRate(ctx, l.nodes[i].pipe.own, timeout) })
+		}
 	}
 	nodes := make([]NodeReport, len(probes))
 	for i := range probes {

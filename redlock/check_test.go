@@ -125,6 +125,11 @@ func TestCheckErrors(t *testing.T) {
 	if rep.Nodes[0].RunID == "" || rep.Nodes[0].ClockRate != 0 {
 		t.Errorf("report of a check cut short: %+v", rep.Nodes[0])
 	}
+	for _, f := range rep.Findings {
+		if f.Unverified {
+			t.Errorf("a check cut short in the clock window reports %s as not verified: %s", f.Check, f.Summary)
+		}
+	}
 
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
