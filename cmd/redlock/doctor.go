@@ -127,9 +127,16 @@ func writeReport(w io.Writer, rep *redlock.Report) error {
 			warns++
 		}
 	}
+	var counts []string
+	if errs > 0 {
+		counts = append(counts, plural(errs, "error"))
+	}
+	if warns > 0 {
+		counts = append(counts, plural(warns, "warning"))
+	}
 	verdict := "all is well"
-	if errs+warns > 0 {
-		verdict = fmt.Sprintf("%s, %s", plural(errs, "error"), plural(warns, "warning"))
+	if len(counts) > 0 {
+		verdict = strings.Join(counts, ", ")
 	}
 	if _, err := fmt.Fprintf(w, "redlock doctor: %s, quorum %d, clock window %v: %s\n\n",
 		plural(len(rep.Nodes), "node"), rep.Quorum, rep.ClockWindow, verdict); err != nil {
