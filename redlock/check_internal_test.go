@@ -49,6 +49,13 @@ func TestAssess(t *testing.T) {
 		{"old server", func(n *NodeReport) { n.Version = "6.2.14" }, CheckVersion, SeverityOK, "Redis 6.2.14"},
 		{"duplicate", func(n *NodeReport) { n.RunID = "b" }, CheckIdentity, SeverityError, "same server as n1"},
 		{"unreachable", func(n *NodeReport) { n.Err = errOverloaded }, CheckReach, SeverityError, "unreachable"},
+		{"INFO refused", func(n *NodeReport) {
+			*n = NodeReport{Addr: n.Addr, InfoErr: errOverloaded, MaxMemory: -1, UsedMemory: -1, EvictedKeys: -1, AppendOnly: "yes", AppendFsync: "always",
+				GuardErr: errOverloaded}
+		}, CheckRole, SeverityWarning, "role not verified"},
+		{"INFO refused, memory", func(n *NodeReport) {
+			*n = NodeReport{Addr: n.Addr, InfoErr: errOverloaded, MaxMemory: -1, UsedMemory: -1, EvictedKeys: -1}
+		}, CheckMemory, SeverityWarning, "maxmemory-policy not verified"},
 	}
 	cfg := defaultConfig()
 	cfg.ttl = 10 * time.Second
