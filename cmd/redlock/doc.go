@@ -8,6 +8,7 @@
 //	redlock inspect [flags] KEY
 //	redlock release --force --yes [flags] KEY
 //	redlock bootstrap [flags]
+//	redlock doctor [--json] [flags]
 //
 // run obtains the lock KEY, starts COMMAND, extends the lock in the
 // background while COMMAND runs, and releases it when COMMAND ends. If the
@@ -15,6 +16,12 @@
 // grace period. Signals sent to redlock (SIGINT, SIGTERM, SIGHUP, SIGQUIT,
 // SIGUSR1, SIGUSR2) are forwarded to COMMAND, and the lock is released once
 // it has exited.
+//
+// doctor checks that the nodes meet the assumptions the locks' safety rests
+// on (independent masters, persistence or the restart guard, no eviction,
+// clocks that agree, one vote per server) and says what to fix; it exits 0
+// when all is well, 1 with warnings only, 2 with errors and 69 when a node
+// could not be reached.
 //
 // The nodes are redis:// or rediss:// URLs, given with --nodes or in the
 // REDLOCK_NODES environment variable. Passwords in them never appear in

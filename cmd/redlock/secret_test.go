@@ -51,6 +51,8 @@ func TestPasswordsNeverShown(t *testing.T) {
 		{"wrong password, json", nil, []string{"inspect", "--json", "--nodes", withPass("", wrong), "k5"}, exitUnavailable, "WRONGPASS"},
 		{"wrong password, release", nil, []string{"release", "--force", "--yes", "--nodes", withPass("", wrong), "k6"}, exitUnavailable, "WRONGPASS"},
 		{"wrong password, bootstrap", nil, []string{"bootstrap", "--nodes", withPass("", wrong)}, exitUnavailable, "WRONGPASS"},
+		{"wrong password, doctor", nil, []string{"doctor", "--clock-window", "0", "--nodes", withPass("", wrong)}, exitUnavailable, ""},
+		{"ACL user, doctor", nil, []string{"doctor", "--json", "--clock-window", "0", "--nodes", withPass("locker", aclPass)}, 1, ""},
 		{"unreachable", nil, []string{"run", "--nodes", "redis://u:" + password + "@127.0.0.1:1", "k7", "--", "true"}, exitUnavailable, "127.0.0.1:1"},
 		{"help with the environment", []string{envNodes + "=" + withPass("", password)}, []string{"run", "--help"}, 0, ""},
 		{"bad port", nil, []string{"run", "--nodes", "redis://u:" + password + "@h:port", "k", "--", "true"}, exitUsage, "redis://xxxxx@h:port"},

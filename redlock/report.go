@@ -1,0 +1,202 @@
+package redlock
+
+import (
+	"fmt"
+	"time"
+)
+
+// Severity ranks a finding of Locker.Check.
+type Severity int
+
+const (
+	// SeverityOK means the assumption holds, as far as it could be seen.
+	SeverityOK Severity = iota
+	// SeverityWarning means the locks work, but an assumption of the safety
+	// model is weak or could not be verified: fix it or accept the risk.
+	SeverityWarning
+	// SeverityError means an assumption of the safety model does not hold:
+	// two clients can hold one lock, or no lock can be obtained.
+	SeverityError
+)
+
+// String returns "ok", "warning" or "error".
+func (s Severity) String() string {
+	switch s {
+	case SeverityOK:
+		return "ok"
+	case SeverityWarning:
+		return "warning"
+	case SeverityError:
+		return "error"
+	}
+	return fmt.Sprintf("Severity(%d)", int(s))
+}
+
+// MarshalText writes the severity as "ok", "warning" or "error".
+func (s Severity) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// UnmarshalText reads "ok", "warning" or "error"; anything else is an
+// error matching ErrInvalid.
+func (s *Severity) UnmarshalText(b []byte) error {
+	for _, v := range []Severity{SeverityOK, SeverityWarning, SeverityError} {
+		if string(b) == v.String() {
+			*s = v
+			return nil
+		}
+	}
+	return invalid("severity %q: want ok, warning or error", b)
+}
+
+// The names of the checks, in Finding.Check.
+const (
+	CheckReach       = "reach"       // the node answers; its round-trip latency
+	CheckVersion     = "version"     // the server's version
+	CheckScripts     = "scripts"     // the library's scripts and commands run (ACL permissions)
+	CheckIdentity    = "identity"    // one server per node (run_id)
+	CheckRole        = "role"        // an independent master: no replica, no Redis Cluster
+	CheckPersistence = "persistence" // what a restart does to the locks a node granted
+	CheckMemory      = "memory"      // maxmemory and maxmemory-policy: no eviction of lock keys
+	CheckClock       = "clock"       // clock offset and rate against this machine and the other servers
+	CheckGuard       = "guard"       // the restart guard's marker and quarantine
+	CheckNodes       = "nodes"       // how many nodes, and how many can vote
+)
+
+// Finding is one thing Locker.Check found, about one node or the whole set.
+type Finding struct {
+	// Check names what was checked (CheckReach, CheckMemory, ...).
+	Check string
+	// Node is the node's address, credentials removed; "" for a finding
+	// about the whole set of nodes.
+	Node     string
+	Severity Severity
+	// Summary says what was found, with its numbers, on one line.
+	Summary string
+	// Fix says what to do about it, on one line (the setting to change,
+	// the command to run); "" when there is nothing to do.
+	Fix string
+	// Unverified is set when the check could not be made (a refused
+	// CONFIG, say); Summary then says what could not be verified.
+	Unverified bool
+}
+
+// NodeReport is what Locker.Check learned from one node. Fields it could
+// not learn keep their zero value ("" for strings, -1 for the memory
+// figures).
+type NodeReport struct {
+	// Addr is the node's address, credentials removed.
+	Addr string
+	// Err is why the node could not be reached; nil when it answered.
+	Err error
+	// Latency is the median of a few round trips (PING), MaxLatency the
+	// slowest of them.
+	Latency, MaxLatency time.Duration
+	// InfoErr is why INFO was refused; the facts it gives (version, role,
+	// memory, the restart guard's stamp) are then unknown.
+	InfoErr error
+	// Version is the server's version (redis_version).
+	Version string
+	// RunID is the server's identity, new at every process start.
+	RunID string
+	// Role is "master" or "slave" (INFO replication); Replicas counts the
+	// replicas connected to a master.
+	Role     string
+	Replicas int
+	// MasterAddr is a replica's master, as the replica names it.
+	MasterAddr string
+	// Cluster is set when the server runs in Redis Cluster mode.
+	Cluster bool
+	// AppendOnly ("yes" or "no"), AppendFsync and Save are the persistence
+	// settings; AppendFsync and Save stay "" when CONFIG was refused, and
+	// ConfigErr then says why.
+	AppendOnly, AppendFsync, Save string
+	ConfigErr                     error
+	// MaxMemory and UsedMemory are in bytes (MaxMemory 0: no limit);
+	// EvictedKeys counts the keys evicted since the server started.
+	MaxMemory, UsedMemory, EvictedKeys int64
+	MaxMemoryPolicy                    string
+	// ScriptsErr is why the library's scripts or commands cannot run on
+	// the node; nil when they can.
+	ScriptsErr error
+	// ClockOffset is the server's clock minus this machine's, within
+	// ±ClockUncertainty (half the round trip of the best of a few TIME
+	// calls).
+	ClockOffset, ClockUncertainty time.Duration
+	// ClockRate is how many seconds the server's clock advanced per second
+	// of this machine's over the clock window, within ±ClockRateUncertainty;
+	// 0 when not measured.
+	ClockRate, ClockRateUncertainty float64
+	// ClockErr is why the server's clock could not be read (TIME).
+	ClockErr error
+	// Guard is the restart guard's state on the node; GuardErr is why it
+	// could not be read.
+	Guard    GuardState
+	GuardErr error
+}
+
+// GuardState is the restart guard's state on one node.
+type GuardState struct {
+	// Known is set when the marker and quarantine could be read.
+	Known bool
+	// Marker is set when the node has its marker; Current when the marker
+	// carries this server run's stamp (its run_id and evicted-keys count),
+	// so the node has not lost its memory since it was stamped.
+	Marker, Current bool
+	// Stale says why a marker is not current ("" when it is).
+	Stale string
+	// Abstain is how much longer the node abstains from every guarded vote
+	// (its quarantine); 0 when it votes.
+	Abstain time.Duration
+	// BootstrapNeeded is set on a node of a fresh cluster (no node has a
+	// marker yet) that Bootstrap would seed.
+	BootstrapNeeded bool
+}
+
+// Report is what Locker.Check found.
+type Report struct {
+	// Nodes holds one entry per node, in the order the clients were given.
+	Nodes []NodeReport
+	// Findings lists every finding, ok ones included: each node's in node
+	// order, then those about the whole set (Node "").
+	Findings []Finding
+	// Quorum is how many nodes a lock needs.
+	Quorum int
+	// ClockWindow is how long the clocks' rates were measured over.
+	ClockWindow time.Duration
+	// GuardInUse is set when the Locker has WithRestartGuard or some node
+	// has a marker: the guard's findings then count.
+	GuardInUse bool
+}
+
+// Severity is the worst severity among the findings.
+func (r *Report) Severity() Severity {
+	worst := SeverityOK
+	for _, f := range r.Findings {
+		worst = max(worst, f.Severity)
+	}
+	return worst
+}
+
+// Unreachable returns the addresses of the nodes that could not be reached.
+func (r *Report) Unreachable() []string {
+	var out []string
+	for _, n := range r.Nodes {
+		if n.Err != nil {
+			out = append(out, n.Addr)
+		}
+	}
+	return out
+}
+
+// Problems returns the findings that are not ok, errors first, in the
+// order they were found otherwise.
+func (r *Report) Problems() []Finding {
+	var out []Finding
+	for _, s := range []Severity{SeverityError, SeverityWarning} {
+		for _, f := range r.Findings {
+			if f.Severity == s {
+				out = append(out, f)
+			}
+		}
+	}
+	return out
+}
