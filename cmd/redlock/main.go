@@ -41,6 +41,8 @@ Commands:
   inspect    show each node's holder, metadata and TTL of a lock
   release    remove a stuck lock, whoever holds it (--force --yes)
   bootstrap  seed the restart-guard markers on a fresh cluster
+  elect      run a command while leading an election (one leader at a time)
+  leader     show who leads an election
 
 The nodes are comma-separated redis:// or rediss:// URLs, from --nodes or
 the REDLOCK_NODES environment variable. A KEY is any name of up to 4096
