@@ -787,6 +787,7 @@ type startFunc = func(context.Context, int, func(int, quorum.Vote, int64, error)
 // each node through its pipe, the command line built once for all nodes;
 // started, if set, is called once the call is queued on every node.
 func (l *Locker) sender(timeout time.Duration, s *script, keys []string, args []any, decode decodeFunc, started func()) startFunc {
+	s, args = multiCall(s, keys, args) // a multi-key lock's release, extend, pttl
 	cmd := evalSha(s, keys, args)
 	last := len(l.nodes) - 1
 	return func(_ context.Context, i int, reply func(int, quorum.Vote, int64, error)) {
