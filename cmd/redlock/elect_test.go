@@ -161,3 +161,31 @@ func TestElectUsage(t *testing.T) {
 		}
 	}
 }
+
+// A leader whose redlock is killed (no resignation) is replaced within its
+// TTL by a campaigner that waited.
+func TestElectKilledLeaderReplaced(t *testing.T) {
+	t.Parallel()
+	env, name := sharedEnv(), t.Name()
+	a := start(t, env, "elect", "--ttl", "1s", "--node-timeout", "300ms", name, "--", "sh", "-c", termScript)
+	first := termOf(t, a.stdout.await(t, "term="))
+	b := start(t, env, "elect", "--ttl", "1s", "--node-timeout", "300ms", name, "--", "sh", "-c", termScript)
+	if err := a.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	a.wait()
+	second := termOf(t, b.stdout.await(t, "term="))
+	took := time.Since(killed)
+	t.Logf("replaced %v after the kill", took)
+	if second <= first {
+		t.Errorf("term %d after %d", second, first)
+	}
+	// The TTL, plus a loaded machine's slack for the waiter's wake-up and
+	// its output reaching the test.
+	if took > 2500*time.Millisecond {
+		t.Errorf("replaced %v after the leader was killed, TTL 1s", took)
+	}
+	b.release()
+	b.expect(0)
+}
