@@ -8,6 +8,8 @@
 //	redlock inspect [flags] KEY
 //	redlock release --force --yes [flags] KEY
 //	redlock bootstrap [flags]
+//	redlock elect [--restart] [flags] NAME -- COMMAND [ARGS...]
+//	redlock leader [flags] NAME
 //
 // run obtains the lock KEY, starts COMMAND, extends the lock in the
 // background while COMMAND runs, and releases it when COMMAND ends. If the
@@ -15,6 +17,11 @@
 // grace period. Signals sent to redlock (SIGINT, SIGTERM, SIGHUP, SIGQUIT,
 // SIGUSR1, SIGUSR2) are forwarded to COMMAND, and the lock is released once
 // it has exited.
+//
+// elect campaigns in the election NAME and runs COMMAND while leading, with
+// the leader's term in REDLOCK_TERM; it resigns when COMMAND ends, so that
+// another campaigner leads at once (with --restart it then campaigns
+// again). leader prints who leads.
 //
 // The nodes are redis:// or rediss:// URLs, given with --nodes or in the
 // REDLOCK_NODES environment variable. Passwords in them never appear in
