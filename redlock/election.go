@@ -84,8 +84,8 @@ func (l *Locker) Campaign(ctx context.Context, name string, opts ...Option) (*Le
 	}
 	held, stop := lock.KeepAlive(context.WithoutCancel(ctx))
 	if cause := context.Cause(held); cause != nil {
-		// The acquisition left less validity than the warning needs:
-		// such a leadership would end before its leader heard of it.
+		// KeepAlive refused the lock's TTL (checked above, so this does
+		// not happen): give the lock back rather than lead unkept.
 		stop()
 		return nil, errors.Join(cause, lock.Release(context.WithoutCancel(ctx)))
 	}
@@ -95,6 +95,8 @@ func (l *Locker) Campaign(ctx context.Context, name string, opts ...Option) (*Le
 
 // announce tells every node's subscribers of name's release channel that
 // its holder changed, in the background (best effort: Observe polls too).
+// Campaigners still waiting wake as well: each tries once, is refused with
+// the new leader's TTL, and waits again; one round per change of leader.
 func (l *Locker) announce(name string) {
 	if err := l.enter(); err != nil {
 		return
