@@ -219,6 +219,7 @@ func (l *Locker) Leader(ctx context.Context, name string) (LeaderInfo, error) {
 // and by the announcement of every won Campaign, and asks the nodes at
 // least every ObservePoll and when the current leader's keys are due to
 // expire, so that a lost notification or a leader that died is seen too.
+// A Locker made WithPollingOnly observes by polling alone.
 // While a majority of nodes cannot be reached it reports nothing.
 //
 // The channel keeps the latest state only: a reader that falls behind
@@ -234,7 +235,13 @@ func (l *Locker) Observe(ctx context.Context, name string) (<-chan LeaderInfo, e
 		return nil, err
 	}
 	// Listen before the first look, so that no change falls in between.
-	wake, leave := l.notify.wait(ctx, name, l.cfg.nodeTimeout)
+	var (
+		wake  <-chan struct{}
+		leave = func() {}
+	)
+	if !l.cfg.pollingOnly {
+		wake, leave = l.notify.wait(ctx, name, l.cfg.nodeTimeout)
+	}
 	out := make(chan LeaderInfo, 1)
 	go func() {
 		defer close(out)
