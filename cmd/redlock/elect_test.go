@@ -53,6 +53,30 @@ func (l *lines) awaitN(t *testing.T, want string, n int) []string {
 	}
 }
 
+// campaigning waits until p listens for the release of name on every
+// server: it campaigns, and waits for the leader to go.
+func campaigning(t *testing.T, servers []*redistest.Server, name string, p *proc) {
+	t.Helper()
+	for _, srv := range servers {
+		c := srv.NewClient()
+		for {
+			n, err := c.PubSubNumSub(t.Context(), "redlock:released:"+name).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n["redlock:released:"+name] > 0 {
+				break
+			}
+			select {
+			case <-p.done:
+				t.Fatalf("the campaigner exited: %d\n%s", p.code, p.stderr)
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+		_ = c.Close()
+	}
+}
+
 // Two campaigners: the second runs its command only once the first's has
 // ended, with a higher term; leader shows each in turn, then nobody.
 func TestElectOneLeaderAtATime(t *testing.T) {
@@ -67,24 +91,7 @@ func TestElectOneLeaderAtATime(t *testing.T) {
 	b := start(t, env, "elect", "--metadata", "second", name, "--", "sh", "-c", termScript)
 	// Once b campaigns (it listens for a's release on every node), it
 	// must not lead while a does.
-	for _, srv := range sharedNodes {
-		c := srv.NewClient()
-		for {
-			n, err := c.PubSubNumSub(t.Context(), "redlock:released:"+name).Result()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if n["redlock:released:"+name] > 0 {
-				break
-			}
-			select {
-			case <-b.done:
-				t.Fatalf("the second campaigner exited: %d\n%s", b.code, b.stderr)
-			case <-time.After(10 * time.Millisecond):
-			}
-		}
-		_ = c.Close()
-	}
+	campaigning(t, sharedNodes, name, b)
 	if strings.Contains(b.stdout.String(), "term=") {
 		t.Fatalf("the second campaigner leads while the first does: %s", b.stdout)
 	}
@@ -170,6 +177,7 @@ func TestElectKilledLeaderReplaced(t *testing.T) {
 	a := start(t, env, "elect", "--ttl", "1s", "--node-timeout", "300ms", name, "--", "sh", "-c", termScript)
 	first := termOf(t, a.stdout.await(t, "term="))
 	b := start(t, env, "elect", "--ttl", "1s", "--node-timeout", "300ms", name, "--", "sh", "-c", termScript)
+	campaigning(t, sharedNodes, name, b)
 	if err := a.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
@@ -181,9 +189,9 @@ func TestElectKilledLeaderReplaced(t *testing.T) {
 	if second <= first {
 		t.Errorf("term %d after %d", second, first)
 	}
-	// The TTL, plus a loaded machine's slack for the waiter's wake-up and
-	// its output reaching the test.
-	if took > 2500*time.Millisecond {
+	// The TTL, plus a loaded machine's slack for the waiter's wake-up, its
+	// round trips and its output reaching the test.
+	if took > 3*time.Second {
 		t.Errorf("replaced %v after the leader was killed, TTL 1s", took)
 	}
 	b.release()
