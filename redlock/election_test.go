@@ -145,7 +145,9 @@ func TestCampaignReplacesDeadLeaderWithinTTL(t *testing.T) {
 	if cause := context.Cause(a.Context()); !errors.Is(cause, redlock.ErrLockLost) {
 		t.Errorf("the new leader leads while the old one's context says %v", cause)
 	}
-	if after > 2*time.Second+200*time.Millisecond {
+	// The TTL from the last extension (before the close), plus slack for
+	// the waiter's wake-up and round trips on a loaded machine.
+	if after > 2*time.Second+500*time.Millisecond {
 		t.Errorf("new leader after %v, want within the TTL 2s", after)
 	}
 	if ld.Term() <= a.Term() {
