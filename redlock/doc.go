@@ -19,6 +19,11 @@
 //	}
 //	defer lock.Release(context.WithoutCancel(ctx))
 //
+// Two things are built on the same locks: leader election (Campaign, with
+// Leader and Observe to follow who leads; the leader's term is a fencing
+// token) and multi-key locks (ObtainMulti: several keys at once, all or
+// none, without deadlock whatever the order).
+//
 // Lock keys are the caller's, with one exception: keys that start with
 // ReservedPrefix ("redlock:") are the library's own (the restart guard's
 // markers, fencing counters, release channels), and every call that takes

@@ -35,7 +35,8 @@ type Lock struct {
 	lost error
 }
 
-// Key returns the lock's key.
+// Key returns the lock's key; for a multi-key lock (ObtainMulti), its keys
+// joined by commas, as messages name it (Keys lists them).
 func (k *Lock) Key() string { return k.key }
 
 // Token returns the owner token stored on the nodes. Passing it to
@@ -161,7 +162,8 @@ func (k *Lock) release(ctx context.Context, op string, cooldownMs int64) (err er
 		return k.releasedErr(op)
 	}
 	var started func()
-	if cooldownMs == 0 {
+	// A multi-key lock is never handed over: the handoff takes one key.
+	if cooldownMs == 0 && !k.multi() {
 		o, fair := k.locker.gates.claim(k.key)
 		if o != nil {
 			return k.handoff(ctx, o)

@@ -92,6 +92,7 @@ func (l *Locker) call(ctx context.Context, rd round[int64]) (quorum.Result[int64
 // each node through its pipe, the command line built once for all nodes;
 // started, if set, is called once the call is queued on every node.
 func (l *Locker) sender(timeout time.Duration, s *script, keys []string, args []any, decode decodeFunc, started func()) startFunc[int64] {
+	s, args = multiCall(s, keys, args) // a multi-key lock's release, extend, pttl
 	cmd := evalSha(s, keys, args)
 	last := len(l.nodes) - 1
 	return func(_ context.Context, i int, reply func(int, quorum.Vote, int64, error)) {

@@ -9,6 +9,8 @@
 //	redlock release --force --yes [flags] KEY
 //	redlock bootstrap [flags]
 //	redlock doctor [--json] [flags]
+//	redlock elect [--restart] [flags] NAME -- COMMAND [ARGS...]
+//	redlock leader [flags] NAME
 //
 // run obtains the lock KEY, starts COMMAND, extends the lock in the
 // background while COMMAND runs, and releases it when COMMAND ends. If the
@@ -22,6 +24,10 @@
 // clocks that agree, one vote per server) and says what to fix; it exits 0
 // when all is well, 1 with warnings only, 2 with errors and 69 when a node
 // could not be reached.
+// elect campaigns in the election NAME and runs COMMAND while leading, with
+// the leader's term in REDLOCK_TERM; it resigns when COMMAND ends, so that
+// another campaigner leads at once (with --restart it then campaigns
+// again). leader prints who leads.
 //
 // The nodes are redis:// or rediss:// URLs, given with --nodes or in the
 // REDLOCK_NODES environment variable. Passwords in them never appear in

@@ -42,6 +42,8 @@ Commands:
   release    remove a stuck lock, whoever holds it (--force --yes)
   bootstrap  seed the restart-guard markers on a fresh cluster
   doctor     check that the nodes meet the safety model's assumptions
+  elect      run a command while leading an election (one leader at a time)
+  leader     show who leads an election
 
 The nodes are comma-separated redis:// or rediss:// URLs, from --nodes or
 the REDLOCK_NODES environment variable. A KEY is any name of up to 4096

@@ -156,6 +156,10 @@ func withLocker(addrs []string, cfg *Config, f func(*redlock.Locker) error) (err
 // and holds them, until ctx ends. With Config.Behaviours it uses the lock in
 // the ways real programs do (behaviour.go).
 func (w *Workload) loop(ctx context.Context, i int, rng *rand.Rand, locker *redlock.Locker) {
+	if w.cfg.Workload != "" {
+		w.loopWorkload(ctx, i, rng, locker)
+		return
+	}
 	for ctx.Err() == nil {
 		key := w.keys[rng.IntN(len(w.keys))]
 		if w.cfg.Behaviours {

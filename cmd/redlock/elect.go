@@ -1,0 +1,346 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/quorumlock/redlock/redlock"
+)
+
+// envTerm names the variable that passes the leader's term to the command.
+const envTerm = "REDLOCK_TERM"
+
+// Defaults of elect's flags.
+const (
+	defaultElectTTL     = 10 * time.Second
+	defaultRestartDelay = time.Second
+)
+
+// exitNoLeader is leader's exit code when nobody leads.
+const exitNoLeader = 1
+
+var _ = register(&command{
+	name:     "elect",
+	synopsis: "[flags] NAME -- COMMAND [ARGS...]",
+	help: `Campaign in the election NAME and run COMMAND while leading: one process at
+a time, among all that campaign for NAME on these nodes, runs its COMMAND.
+redlock waits until it leads (or --wait runs out), runs COMMAND with the
+leader's term in $` + envTerm + `, keeps the leadership extended while it runs, and
+resigns when COMMAND ends, so that another campaigner leads at once. A
+leader that dies without resigning is replaced within --ttl.
+
+If leadership is lost while COMMAND runs (an extension finds another leader,
+or none reaches a majority of nodes in time), COMMAND's process group gets
+SIGTERM before the leadership's validity ends, and SIGKILL --grace later;
+redlock exits with 76. Signals sent to redlock are forwarded to COMMAND as
+with "redlock run"; while campaigning, a signal ends the campaign.
+
+With --restart, redlock campaigns again --restart-delay after COMMAND exits
+or leadership is lost, and goes on until a signal: a standby that takes over
+whenever the leader goes away. It then exits with COMMAND's code (or 128+N
+for a signal N that came while it campaigned).
+
+Exit codes:
+  COMMAND's own  when it ran; 128+N when signal N ended it
+  64             usage error
+  69             a majority of nodes could not be reached
+  70             other failure of redlock
+  75             --wait ran out while another campaigner led
+  76             leadership was lost while COMMAND ran
+  126, 127       COMMAND could not be started, or was not found
+
+Environment:
+  REDLOCK_NODES  the default of --nodes
+  REDLOCK_TERM   set for COMMAND: the leader's term, which grows from one
+                 leader to the next (a fencing token)
+`,
+	define: defineElect,
+})
+
+var _ = register(&command{
+	name:     "leader",
+	synopsis: "[flags] NAME",
+	help: `Print who leads the election NAME: the metadata the leader published, its
+term and the time its keys have left on a majority of nodes.
+
+Exit codes: 0 someone leads, 1 nobody leads, 64 usage error, 69 fewer than a
+majority of nodes answered, 70 other failure.
+`,
+	define: func(fs *flagSet) action {
+		f := &nodeFlags{}
+		f.register(fs)
+		return func(a *app, fs *flagSet, args []string) int { return a.leader(fs, f, args) }
+	},
+})
+
+type electFlags struct {
+	nodeFlags
+	ttl          time.Duration
+	wait         time.Duration
+	grace        time.Duration
+	metadata     string
+	restartGuard time.Duration
+	restart      bool
+	restartDelay time.Duration
+	verbose      bool
+}
+
+func defineElect(fs *flagSet) action {
+	f := &electFlags{}
+	f.register(fs)
+	fs.DurationVar(&f.ttl, "ttl", defaultElectTTL, "the leadership's TTL: how long the election stays without a leader\n"+
+		"after a leader died; it is extended every third of it, and must exceed\n"+
+		"twice --node-timeout plus a twentieth of itself")
+	fs.DurationVar(&f.wait, "wait", 0, "how long to campaign; 0 campaigns until a signal")
+	fs.DurationVar(&f.grace, "grace", defaultGrace, "after lost leadership, the time between SIGTERM and SIGKILL")
+	fs.StringVar(&f.metadata, "metadata", "", "what the leader publishes, shown by \"redlock leader\"\n(default \"host=HOSTNAME pid=PID\")")
+	fs.DurationVar(&f.restartGuard, "restart-guard", 0, "as for \"redlock run\": keep a node that lost its memory out of\nevery vote this long (at least --ttl); 0 turns the guard off")
+	fs.BoolVar(&f.restart, "restart", false, "campaign again when COMMAND exits or leadership is lost,\nuntil a signal")
+	fs.DurationVar(&f.restartDelay, "restart-delay", defaultRestartDelay, "with --restart, the pause before campaigning again")
+	fs.BoolVar(&f.verbose, "verbose", false, "report campaigning, leading and resigning on standard error")
+	return func(a *app, fs *flagSet, args []string) int { return a.elect(fs, f, args) }
+}
+
+func (a *app) elect(fs *flagSet, f *electFlags, args []string) int {
+	sep := slices.Index(args, "--")
+	before, argv := args, []string(nil)
+	if sep >= 0 {
+		before, argv = args[:sep], args[sep+1:]
+	}
+	pos, code, ok := fs.parse(a, before)
+	if !ok {
+		return code
+	}
+	switch {
+	case sep < 0 && len(pos) > 1:
+		return a.usageError(fs.cmd, fmt.Sprintf("missing \"--\" between NAME and COMMAND (NAME %q, then %q)", pos[0], pos[1]))
+	case sep < 0:
+		return a.usageError(fs.cmd, "missing \"-- COMMAND\" after NAME")
+	case len(pos) == 0:
+		return a.usageError(fs.cmd, "missing NAME before \"--\"")
+	case len(pos) > 1:
+		return a.usageError(fs.cmd, fmt.Sprintf("one NAME before \"--\", got %d arguments (%s)", len(pos), strings.Join(quoteAll(pos), " ")))
+	case pos[0] == "":
+		return a.usageError(fs.cmd, "empty NAME")
+	case len(argv) == 0:
+		return a.usageError(fs.cmd, "missing COMMAND after \"--\"")
+	case f.wait < 0:
+		return a.usageError(fs.cmd, fmt.Sprintf("--wait %v must not be negative", f.wait))
+	case f.grace < 0:
+		return a.usageError(fs.cmd, fmt.Sprintf("--grace %v must not be negative", f.grace))
+	case f.restartGuard < 0:
+		return a.usageError(fs.cmd, fmt.Sprintf("--restart-guard %v must not be negative", f.restartGuard))
+	case f.restartDelay < 0:
+		return a.usageError(fs.cmd, fmt.Sprintf("--restart-delay %v must not be negative", f.restartDelay))
+	}
+	name := pos[0]
+	if _, err := exec.LookPath(argv[0]); err != nil {
+		return a.cannotRun(fs.cmd, argv[0], err)
+	}
+	if !fs.isSet("metadata") {
+		f.metadata = defaultMetadata()
+	}
+	opts := []redlock.Option{redlock.WithTTL(f.ttl), redlock.WithMetadata(f.metadata)}
+	if f.restartGuard > 0 {
+		opts = append(opts, redlock.WithRestartGuard(f.restartGuard))
+	}
+	l, closeAll, code, ok := a.locker(fs, &f.nodeFlags, opts...)
+	if !ok {
+		return code
+	}
+	defer closeAll()
+
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, forwardedSignals...)
+	defer signal.Stop(sigs)
+	for {
+		lead, code := a.campaign(fs.cmd, l, name, f, sigs)
+		if lead == nil {
+			return code
+		}
+		code, signalled := a.lead(fs.cmd, lead, argv, f, sigs)
+		if !f.restart || signalled {
+			return code
+		}
+		if f.verbose {
+			a.errorf(fs.cmd, "campaigning again for %q in %v", name, f.restartDelay)
+		}
+		t := time.NewTimer(f.restartDelay)
+		select {
+		case s := <-sigs:
+			t.Stop()
+			return signalExitCode(s)
+		case <-t.C:
+		}
+	}
+}
+
+// campaign waits until we lead name, --wait runs out, or a signal arrives.
+// It returns the leadership, or nil and the exit code.
+func (a *app) campaign(c *command, l *redlock.Locker, name string, f *electFlags, sigs <-chan os.Signal) (*redlock.Leadership, int) {
+	// ctx ends the campaign only: the leadership outlives it.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if f.wait > 0 {
+		ctx, cancel = context.WithTimeout(ctx, f.wait)
+		defer cancel()
+	}
+	if f.verbose {
+		a.errorf(c, "campaigning for %q", name)
+	}
+	type result struct {
+		lead *redlock.Leadership
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		lead, err := l.Campaign(ctx, name)
+		done <- result{lead, err}
+	}()
+	var sig os.Signal
+	for {
+		select {
+		case s := <-sigs:
+			if sig == nil {
+				sig = s
+				cancel()
+			}
+		case r := <-done:
+			switch {
+			case sig != nil:
+				if r.lead != nil {
+					a.resign(c, r.lead, f.verbose)
+				}
+				a.errorf(c, "%v while campaigning for %q: the command did not run", sig, name)
+				return nil, signalExitCode(sig)
+			case r.err == nil:
+				if f.verbose {
+					a.errorf(c, "leading %q (term %d, valid until %s)", name, r.lead.Term(), r.lead.Until().Format(time.RFC3339Nano))
+				}
+				return r.lead, exitOK
+			}
+			return nil, a.fail(c, fmt.Sprintf("election %q", name), r.err)
+		}
+	}
+}
+
+// lead runs the command while leading, and resigns when it has exited. It
+// returns the exit code, and whether a signal came for the command.
+func (a *app) lead(c *command, lead *redlock.Leadership, argv []string, f *electFlags, sigs <-chan os.Signal) (code int, signalled bool) {
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = a.stdin, a.stdout, a.stderr
+	cmd.Env = electEnv(a.environ(), lead.Term())
+	setProcessGroup(cmd)
+	if err := cmd.Start(); err != nil {
+		a.resign(c, lead, f.verbose)
+		return a.cannotRun(c, argv[0], err), false
+	}
+	exited := make(chan struct{})
+	var waitErr error
+	go func() {
+		defer close(exited)
+		waitErr = cmd.Wait()
+	}()
+	var (
+		lost      error
+		lostC     = lead.Context().Done()
+		killTimer *time.Timer
+		killC     <-chan time.Time
+	)
+wait:
+	for {
+		select {
+		case <-exited:
+			break wait
+		case s := <-sigs:
+			signalled = true
+			a.signal(c, cmd, s)
+		case <-lostC:
+			lostC = nil
+			lost = context.Cause(lead.Context())
+			a.errorf(c, "leadership of %q lost while the command ran: %s; sending SIGTERM", lead.Name(), lossReason(lost))
+			a.signal(c, cmd, sigTerm)
+			killTimer = time.NewTimer(f.grace)
+			killC = killTimer.C
+		case <-killC:
+			killC = nil
+			a.errorf(c, "command still running %v after SIGTERM; sending SIGKILL", f.grace)
+			a.signal(c, cmd, sigKill)
+		}
+	}
+	if killTimer != nil {
+		killTimer.Stop()
+	}
+	var exitErr *exec.ExitError
+	if waitErr != nil && !errors.As(waitErr, &exitErr) {
+		a.errorf(c, "waiting for the command: %v", waitErr)
+	}
+	if lost != nil {
+		// What is left of our keys goes, so that the next leader need
+		// not wait for them to expire.
+		if err := lead.Resign(context.Background()); err != nil && f.verbose {
+			a.errorf(c, "cleaning up the lost leadership: %s", errMsg(err))
+		}
+		return exitLost, signalled
+	}
+	a.resign(c, lead, f.verbose)
+	return commandExitCode(cmd.ProcessState), signalled
+}
+
+// resign gives up the leadership. A failure is reported but does not change
+// the exit code: the keys expire by their TTL.
+func (a *app) resign(c *command, lead *redlock.Leadership, verbose bool) {
+	err := lead.Resign(context.Background())
+	switch {
+	case err != nil:
+		a.errorf(c, "warning: resigning %q: %s (its keys expire by their TTL)", lead.Name(), errMsg(err))
+	case verbose:
+		a.errorf(c, "resigned %q", lead.Name())
+	}
+}
+
+// electEnv is the command's environment: redlock's, with REDLOCK_TERM set
+// to the term, and no REDLOCK_FENCE of an outer redlock.
+func electEnv(env []string, term uint64) []string {
+	env = slices.DeleteFunc(slices.Clone(env), func(kv string) bool {
+		return strings.HasPrefix(kv, envTerm+"=") || strings.HasPrefix(kv, envFence+"=")
+	})
+	return append(env, envTerm+"="+strconv.FormatUint(term, 10))
+}
+
+func (a *app) leader(fs *flagSet, f *nodeFlags, args []string) int {
+	name, code, ok := a.oneKey(fs, args)
+	if !ok {
+		return code
+	}
+	l, closeAll, code, ok := a.locker(fs, f)
+	if !ok {
+		return code
+	}
+	defer closeAll()
+	info, err := l.Leader(context.Background(), name)
+	if err != nil {
+		return a.fail(fs.cmd, fmt.Sprintf("leader of %q", name), err)
+	}
+	if !info.Leading {
+		fmt.Fprintf(a.stdout, "election %s: no leader\n", strconv.Quote(name))
+		return exitNoLeader
+	}
+	ttl := "no expiry"
+	if info.TTL >= 0 {
+		ttl = info.TTL.String() + " left"
+	}
+	if _, err := fmt.Fprintf(a.stdout, "election %s: led by %s, term %d, %s\n", strconv.Quote(name), strconv.Quote(info.Metadata), info.Term, ttl); err != nil {
+		a.errorf(fs.cmd, "writing the leader: %v", err)
+		return exitFailure
+	}
+	return exitOK
+}
