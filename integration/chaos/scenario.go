@@ -245,6 +245,9 @@ type Config struct {
 	Duration time.Duration
 	// Seed makes the run replayable.
 	Seed uint64
+	// ProfileDir, if set, is where client processes write their CPU
+	// profiles (clientN-PID.prof).
+	ProfileDir string
 	// Logf receives a line per fault.
 	Logf func(format string, args ...any) `json:"-"`
 }
@@ -361,6 +364,7 @@ func Run(ctx context.Context, c *cluster.Cluster, sc Scenario, cfg Config) (*che
 		r := checker.Check(hist)
 		err = fmt.Errorf("%w: %d acquisitions in 30s without faults (failures %v): %w", ErrNoBaseline, r.Acquisitions, r.Failures, err)
 	} else {
+		hist.ClientsRunning(time.Now())
 		// A long run measures its baseline for longer, so that the
 		// availability figures compare against more than a moment.
 		sleep(ctx, cfg.Duration/20)

@@ -76,6 +76,7 @@ type History struct {
 	mu        sync.Mutex
 	start     time.Time
 	end       time.Time
+	running   time.Time // when the clients were running; zero if unknown
 	holds     []Hold
 	anomalies []Anomaly
 	failures  []Failure
@@ -99,6 +100,15 @@ func NewHistory(start time.Time) *History { return &History{start: start} }
 func (h *History) Finish(end time.Time) {
 	h.mu.Lock()
 	h.end = end
+	h.mu.Unlock()
+}
+
+// ClientsRunning marks the moment the clients were up and running: the
+// availability before the first fault is measured from then, not from
+// the start of the run, which includes their start-up.
+func (h *History) ClientsRunning(at time.Time) {
+	h.mu.Lock()
+	h.running = at
 	h.mu.Unlock()
 }
 
@@ -195,6 +205,7 @@ func (h *History) snapshot() History {
 	return History{
 		start:     h.start,
 		end:       end,
+		running:   h.running,
 		holds:     slices.Clone(h.holds),
 		anomalies: slices.Clone(h.anomalies),
 		failures:  slices.Clone(h.failures),

@@ -33,6 +33,8 @@ var (
 	Keys = flag.Int("chaos.keys", 3, "lock keys the clients contend on")
 	// LongHolds is the share of holds that last a quarter to half the TTL.
 	LongHolds = flag.Float64("chaos.longholds", 0, "share of holds that last a quarter to half the TTL, whatever -chaos.maxhold says (in [0, 1])")
+	// ClientProfiles is where client processes write CPU profiles.
+	ClientProfiles = flag.String("chaos.clientprofiles", "", "directory where each client process writes its CPU profile (none when empty)")
 	// Processes is the number of client processes.
 	Processes = flag.Int("chaos.processes", 2, "client processes on top of the in-process clients (each one Locker; the client-stop fault freezes them)")
 )
