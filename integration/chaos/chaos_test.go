@@ -158,12 +158,7 @@ func TestChaosContainers(t *testing.T) {
 		if sc.ProcessesOnly() {
 			continue
 		}
-		// Nor, in a short run, the scenarios that draw their faults at
-		// random (Sample): on persistent containers (every write fsynced
-		// on the container's filesystem) their clients sometimes got no
-		// acquisition at all in their first 30 s, even after a reset;
-		// the long run keeps them.
-		if *flags.Duration < longRun && !(sc.Asserted && sc.Pending() == "" && sc.TouchesServers() && !sc.HasDataFaults() && !sc.Sample) {
+		if *flags.Duration < longRun && !(sc.Asserted && sc.Pending() == "" && sc.TouchesServers() && !sc.HasDataFaults()) {
 			continue
 		}
 		scenarios = append(scenarios, sc)

@@ -204,8 +204,9 @@ type Config struct {
 	// which the client-stop fault freezes with SIGSTOP. Keys is the number
 	// of keys they contend on.
 	Clients, Processes, Keys int
-	// Goroutines is how many goroutines of each in-process client share
-	// its Locker, taking locks in turn (and passing them by handoff).
+	// Goroutines is how many goroutines of each client (in this process
+	// or a client process) share its Locker, taking locks in turn (and
+	// passing them by handoff).
 	Goroutines int
 	// TTL and NodeTimeout are the lock options of every client.
 	TTL, NodeTimeout time.Duration
@@ -256,13 +257,13 @@ type Config struct {
 // can fail.
 const Nodes = 5
 
-// DefaultConfig returns the suite's settings: eight clients in this process
-// (two goroutines each) and two client processes on three keys, 500ms locks with a 100ms node
-// timeout.
+// DefaultConfig returns the suite's settings: four clients in this process
+// and two client processes, four goroutines each, on three keys, 500ms
+// locks with a 100ms node timeout.
 func DefaultConfig() Config {
 	return Config{
-		Clients:     8,
-		Goroutines:  2,
+		Clients:     4,
+		Goroutines:  4,
 		Processes:   2,
 		Keys:        3,
 		TTL:         500 * time.Millisecond,
@@ -356,18 +357,19 @@ func Run(ctx context.Context, c *cluster.Cluster, sc Scenario, cfg Config) (*che
 	go func() { done <- w.Run(wctx, hist, res) }()
 
 	// The baseline: the clients show what they do without faults before
-	// the nemesis starts.
+	// the nemesis starts, once every one of them (the processes too) is
+	// running.
 	wait, cancel := context.WithTimeout(ctx, 30*time.Second)
-	err := hist.WaitAcquisitions(wait, max(cfg.Clients+cfg.Processes, 1))
+	err := hist.WaitClients(wait, max(cfg.Clients+cfg.Processes, 1))
 	cancel()
 	if err != nil {
 		r := checker.Check(hist)
-		err = fmt.Errorf("%w: %d acquisitions in 30s without faults (failures %v): %w", ErrNoBaseline, r.Acquisitions, r.Failures, err)
+		err = fmt.Errorf("%w: %d acquisitions in 30s without faults, not every client got one (failures %v): %w", ErrNoBaseline, r.Acquisitions, r.Failures, err)
 	} else {
 		hist.ClientsRunning(time.Now())
 		// A long run measures its baseline for longer, so that the
 		// availability figures compare against more than a moment.
-		sleep(ctx, cfg.Duration/20)
+		sleep(ctx, cfg.Duration/10)
 		n := &nemesis{
 			cluster: c, workload: w, cfg: &cfg, faults: faults, sample: sc.Sample, history: hist, logf: cfg.Logf,
 			rng: rand.New(rand.NewPCG(cfg.Seed, stream)),

@@ -312,6 +312,24 @@ func TestAvailabilityFromClientsRunning(t *testing.T) {
 	}
 }
 
+func TestWaitClients(t *testing.T) {
+	h := checker.NewHistory(time.Now())
+	h.AddHold(hold(1, "k", "a", 0, 1))
+	h.AddHold(hold(1, "k", "b", 2, 3))
+	cancelled, cancel := context.WithCancel(t.Context())
+	cancel()
+	// Two locks, one client.
+	if err := h.WaitClients(cancelled, 2); !errors.Is(err, context.Canceled) {
+		t.Fatalf("WaitClients(2) after two locks of one client: %v, want context.Canceled", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- h.WaitClients(t.Context(), 2) }()
+	h.AddHold(hold(2, "k", "c", 4, 5))
+	if err := <-done; err != nil {
+		t.Fatalf("WaitClients(2) after a second client acquired: %v", err)
+	}
+}
+
 func TestWaitAcquisitions(t *testing.T) {
 	h := checker.NewHistory(time.Now())
 	h.AddHold(hold(1, "k", "a", 0, 1))
