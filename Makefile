@@ -36,7 +36,7 @@ bench-quick:
 ## keys, short holds, client processes, and no -race (the short runs in
 ## `make test` keep it). CHAOSFLAGS overrides the rate settings; add
 ## -chaos.seed=S to replay a run.
-CHAOSFLAGS ?= -chaos.keys=64 -chaos.maxhold=3ms -chaos.longholds=0.02 -chaos.goroutines=4 -chaos.processes=4
+CHAOSFLAGS ?= -chaos.keys=128 -chaos.maxhold=3ms -chaos.longholds=0.02 -chaos.clients=2 -chaos.goroutines=32 -chaos.processes=2
 chaos:
 	cd integration && $(GO) test -count=1 -run 'TestChaos' -timeout 0 -v ./... -args -chaos.duration=$(DURATION) $(CHAOSFLAGS)
 

@@ -98,9 +98,9 @@ func restart(ctx context.Context, n *cluster.Node) error     { return n.Restart(
 func pause(ctx context.Context, n *cluster.Node, _ Arg) error {
 	return n.Pause(ctx)
 }
-func resume(ctx context.Context, n *cluster.Node) error      { return n.Resume(ctx) }
-func clearToxics(ctx context.Context, n *cluster.Node) error { return n.ClearToxics(ctx) }
-func heal(ctx context.Context, n *cluster.Node) error        { return n.Heal(ctx) }
+func resume(ctx context.Context, n *cluster.Node) error     { return n.Resume(ctx) }
+func clearNetwork(_ context.Context, n *cluster.Node) error { n.ClearNetwork(); return nil }
+func heal(ctx context.Context, n *cluster.Node) error       { return n.Heal(ctx) }
 
 // crashRestart kills the server and starts it again at once.
 func crashRestart(ctx context.Context, n *cluster.Node, _ Arg) error {
@@ -123,31 +123,31 @@ var Faults = map[string]Fault{
 	"pause-short": {Name: "pause-short", Server: true, Duration: ttlTimes(0.1, 0.8), Inject: pause, Heal: resume},
 	"pause-long":  {Name: "pause-long", Server: true, Duration: ttlTimes(1.2, 2.5), Inject: pause, Heal: resume},
 	// A partition: every byte dropped both ways, connections left open.
-	"blackhole": {Name: "blackhole", Duration: ttlTimes(0.2, 2), Heal: clearToxics,
+	"blackhole": {Name: "blackhole", Duration: ttlTimes(0.2, 2), Heal: clearNetwork,
 		Inject: func(_ context.Context, n *cluster.Node, _ Arg) error { return n.Blackhole() }},
 	// Requests reach the server, replies are lost: the server grants
 	// locks the client never hears of.
-	"drop-replies": {Name: "drop-replies", Duration: ttlTimes(0.2, 1.5), Heal: clearToxics,
+	"drop-replies": {Name: "drop-replies", Duration: ttlTimes(0.2, 1.5), Heal: clearNetwork,
 		Inject: func(_ context.Context, n *cluster.Node, _ Arg) error { return n.DropReplies() }},
 	// The proxy disabled: connections closed, new ones refused.
 	"isolate": {Name: "isolate", Duration: ttlTimes(0.2, 1.5),
 		Inject: func(_ context.Context, n *cluster.Node, _ Arg) error { n.Isolate(); return nil },
 		Heal:   func(_ context.Context, n *cluster.Node) error { return n.Reconnect() }},
 	// Latency spikes around the node timeout, on a minority.
-	"latency": {Name: "latency", Duration: ttlTimes(0.3, 2), Heal: clearToxics,
+	"latency": {Name: "latency", Duration: ttlTimes(0.3, 2), Heal: clearNetwork,
 		Arg: func(rng *rand.Rand, cfg *Config) Arg {
 			return Arg{Latency: between(rng, cfg.NodeTimeout/4, 2*cfg.NodeTimeout)}
 		},
 		Inject: func(_ context.Context, n *cluster.Node, a Arg) error { return n.Latency(a.Latency, a.Latency/4) }},
 	// Latency on every node, some of it below the node timeout: locks
 	// are granted slowly, with little validity left.
-	"latency-all": {Name: "latency-all", Targets: All, Duration: ttlTimes(0.3, 1.5), Heal: clearToxics,
+	"latency-all": {Name: "latency-all", Targets: All, Duration: ttlTimes(0.3, 1.5), Heal: clearNetwork,
 		Arg: func(rng *rand.Rand, cfg *Config) Arg {
 			return Arg{Latency: between(rng, cfg.NodeTimeout/8, cfg.NodeTimeout/2)}
 		},
 		Inject: func(_ context.Context, n *cluster.Node, a Arg) error { return n.Latency(a.Latency, a.Latency/2) }},
 	// Every connection reset (TCP RST) as soon as it carries data.
-	"reset": {Name: "reset", Duration: ttlTimes(0.1, 1), Heal: clearToxics,
+	"reset": {Name: "reset", Duration: ttlTimes(0.1, 1), Heal: clearNetwork,
 		Inject: func(_ context.Context, n *cluster.Node, _ Arg) error { return n.ResetPeer() }},
 	// A client stops for longer than the TTL while it holds a lock.
 	"client-pause": {Name: "client-pause", Client: true, Duration: ttlTimes(1.2, 2.5)},

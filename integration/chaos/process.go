@@ -9,6 +9,8 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"runtime/pprof"
 	"sync"
 	"syscall"
 	"time"
@@ -51,6 +53,8 @@ type clientSpec struct {
 	Seed   [2]uint64
 	// Store is the effects store's address, "" without one.
 	Store string
+	// CPUProfile, if set, is where the process writes its CPU profile.
+	CPUProfile string `json:",omitempty"`
 }
 
 // event is one line from a client process.
@@ -80,6 +84,19 @@ func serveClient(specJSON string) error {
 		_, _ = io.Copy(io.Discard, os.Stdin)
 		cancel()
 	}()
+	if spec.CPUProfile != "" {
+		f, err := os.Create(spec.CPUProfile)
+		if err != nil {
+			return err
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return errors.Join(err, f.Close())
+		}
+		defer func() {
+			pprof.StopCPUProfile()
+			_ = f.Close() // a profile cut short only loses its tail
+		}()
+	}
 	out := &pipeRecorder{enc: json.NewEncoder(os.Stdout)}
 	w := &Workload{addrs: spec.Addrs, cfg: &spec.Config, keys: keys(spec.Config.Keys), rec: out, seed: spec.Seed}
 	if spec.Config.Fencing {
@@ -137,7 +154,11 @@ type clientProcess struct {
 
 // startProcess starts client process id, running this executable again.
 func (w *Workload) startProcess(id int) (*clientProcess, error) {
-	spec, err := json.Marshal(clientSpec{Client: id, Addrs: w.addrs, Config: *w.cfg, Seed: w.seed, Store: w.storeAddr})
+	cs := clientSpec{Client: id, Addrs: w.addrs, Config: *w.cfg, Seed: w.seed, Store: w.storeAddr}
+	if w.cfg.ProfileDir != "" {
+		cs.CPUProfile = filepath.Join(w.cfg.ProfileDir, fmt.Sprintf("client%d-%d.prof", id, os.Getpid()))
+	}
+	spec, err := json.Marshal(cs)
 	if err != nil {
 		return nil, err
 	}

@@ -220,8 +220,9 @@ type Config struct {
 	// which the client-stop fault freezes with SIGSTOP. Keys is the number
 	// of keys they contend on.
 	Clients, Processes, Keys int
-	// Goroutines is how many goroutines of each in-process client share
-	// its Locker, taking locks in turn (and passing them by handoff).
+	// Goroutines is how many goroutines of each client (in this process
+	// or a client process) share its Locker, taking locks in turn (and
+	// passing them by handoff).
 	Goroutines int
 	// TTL and NodeTimeout are the lock options of every client.
 	TTL, NodeTimeout time.Duration
@@ -263,6 +264,9 @@ type Config struct {
 	Duration time.Duration
 	// Seed makes the run replayable.
 	Seed uint64
+	// ProfileDir, if set, is where client processes write their CPU
+	// profiles (clientN-PID.prof).
+	ProfileDir string
 	// Logf receives a line per fault.
 	Logf func(format string, args ...any) `json:"-"`
 }
@@ -271,13 +275,13 @@ type Config struct {
 // can fail.
 const Nodes = 5
 
-// DefaultConfig returns the suite's settings: eight clients in this process
-// (two goroutines each) and two client processes on three keys, 500ms locks with a 100ms node
-// timeout.
+// DefaultConfig returns the suite's settings: four clients in this process
+// and two client processes, four goroutines each, on three keys, 500ms
+// locks with a 100ms node timeout.
 func DefaultConfig() Config {
 	return Config{
-		Clients:     8,
-		Goroutines:  2,
+		Clients:     4,
+		Goroutines:  4,
 		Processes:   2,
 		Keys:        3,
 		TTL:         500 * time.Millisecond,
@@ -372,17 +376,25 @@ func Run(ctx context.Context, c *cluster.Cluster, sc Scenario, cfg Config) (*che
 	go func() { done <- w.Run(wctx, hist, res) }()
 
 	// The baseline: the clients show what they do without faults before
-	// the nemesis starts.
+	// the nemesis starts, once they are running: once they have made a
+	// lock each on average, and (for up to ten seconds more, which a busy
+	// machine may need to start the client processes) every one of them
+	// has acquired one.
+	clients := max(cfg.Clients+cfg.Processes, 1)
 	wait, cancel := context.WithTimeout(ctx, 30*time.Second)
-	err := hist.WaitAcquisitions(wait, max(cfg.Clients+cfg.Processes, 1))
+	err := hist.WaitAcquisitions(wait, clients)
 	cancel()
 	if err != nil {
 		r := checker.Check(hist)
 		err = fmt.Errorf("%w: %d acquisitions in 30s without faults (failures %v): %w", ErrNoBaseline, r.Acquisitions, r.Failures, err)
 	} else {
+		wait, cancel := context.WithTimeout(ctx, 10*time.Second)
+		_ = hist.WaitClients(wait, clients) // a client still starting only blurs the baseline
+		cancel()
+		hist.ClientsRunning(time.Now())
 		// A long run measures its baseline for longer, so that the
 		// availability figures compare against more than a moment.
-		sleep(ctx, cfg.Duration/20)
+		sleep(ctx, cfg.Duration/10)
 		n := &nemesis{
 			cluster: c, workload: w, cfg: &cfg, faults: faults, sample: sc.Sample, history: hist, logf: cfg.Logf,
 			rng: rand.New(rand.NewPCG(cfg.Seed, stream)),

@@ -124,9 +124,15 @@ func (r Rate) String() string {
 }
 
 // Availability compares the acquisition rate before the first fault, while
-// a fault was active, and in the calm stretches between faults.
+// a fault was active, and in the calm stretches between faults. Before
+// starts when the clients were running (History.ClientsRunning), so that
+// their start-up does not count as slowness.
 type Availability struct {
 	Before, During, Between Rate
+	// ByKind is the rate while a fault of each kind was active (the
+	// windows of one kind merged; an acquisition under two kinds at once
+	// counts for both).
+	ByKind map[string]Rate
 }
 
 // Ratio returns the rate during faults as a share of the rate before them,
@@ -266,15 +272,9 @@ func checkWrites(f *Fencing, holds []Hold, writes []Write) {
 	}
 }
 
-// availability splits the run into the time before the first fault, the
-// time under at least one fault, and the rest.
-func availability(s *History) Availability {
-	windows := make([][2]time.Time, 0, len(s.faults))
-	for _, f := range s.faults {
-		windows = append(windows, [2]time.Time{f.Start, f.End})
-	}
+// merge sorts windows and merges those that overlap or touch.
+func merge(windows [][2]time.Time) [][2]time.Time {
 	slices.SortFunc(windows, func(a, b [2]time.Time) int { return a[0].Compare(b[0]) })
-	// Merge overlapping windows.
 	var merged [][2]time.Time
 	for _, w := range windows {
 		if n := len(merged); n > 0 && !w[0].After(merged[n-1][1]) {
@@ -285,35 +285,86 @@ func availability(s *History) Availability {
 		}
 		merged = append(merged, w)
 	}
+	return merged
+}
+
+// within reports whether t falls in one of the merged windows (ends
+// included).
+func within(merged [][2]time.Time, t time.Time) bool {
+	_, in := slices.BinarySearchFunc(merged, t, func(w [2]time.Time, t time.Time) int {
+		switch {
+		case w[1].Before(t):
+			return -1
+		case w[0].After(t):
+			return 1
+		}
+		return 0
+	})
+	return in
+}
+
+// length is the total time of merged windows.
+func length(merged [][2]time.Time) time.Duration {
+	var d time.Duration
+	for _, w := range merged {
+		d += w[1].Sub(w[0])
+	}
+	return d
+}
+
+// availability splits the run into the time before the first fault (from
+// when the clients were running), the time under at least one fault, and
+// the rest; and measures the time under each kind of fault.
+func availability(s *History) Availability {
+	windows := make([][2]time.Time, 0, len(s.faults))
+	byKind := make(map[string][][2]time.Time)
+	for _, f := range s.faults {
+		w := [2]time.Time{f.Start, f.End}
+		windows = append(windows, w)
+		byKind[f.Kind] = append(byKind[f.Kind], w)
+	}
+	merged := merge(windows)
+	for k, ws := range byKind {
+		byKind[k] = merge(ws)
+	}
 	var a Availability
+	begin := s.start
+	if !s.running.IsZero() {
+		begin = s.running
+	}
 	firstFault := s.end
 	if len(merged) > 0 {
 		firstFault = merged[0][0]
 	}
-	a.Before.Time = firstFault.Sub(s.start)
-	for _, w := range merged {
-		a.During.Time += w[1].Sub(w[0])
-	}
+	a.Before.Time = max(firstFault.Sub(begin), 0)
+	a.During.Time = length(merged)
 	a.Between.Time = s.end.Sub(firstFault) - a.During.Time
+	if len(byKind) > 0 {
+		a.ByKind = make(map[string]Rate, len(byKind))
+		for k, ws := range byKind {
+			a.ByKind[k] = Rate{Time: length(ws)}
+		}
+	}
 	for _, h := range s.holds {
 		if h.Segment != 0 {
 			continue
 		}
-		switch _, in := slices.BinarySearchFunc(merged, h.Start, func(w [2]time.Time, t time.Time) int {
-			switch {
-			case w[1].Before(t):
-				return -1
-			case w[0].After(t):
-				return 1
-			}
-			return 0
-		}); {
+		switch {
+		case h.Start.Before(begin):
+			// The clients' start-up: no stretch counts it.
 		case h.Start.Before(firstFault):
 			a.Before.Acquisitions++
-		case in:
+		case within(merged, h.Start):
 			a.During.Acquisitions++
 		default:
 			a.Between.Acquisitions++
+		}
+		for k, ws := range byKind {
+			if within(ws, h.Start) {
+				r := a.ByKind[k]
+				r.Acquisitions++
+				a.ByKind[k] = r
+			}
 		}
 	}
 	return a
@@ -351,6 +402,16 @@ func (r *Report) String() string {
 		fmt.Fprintf(&b, " = %.0f%% of before", 100*ratio)
 	}
 	fmt.Fprintf(&b, ", between faults %v", a.Between)
+	if len(a.ByKind) > 0 {
+		b.WriteString("\n  availability by fault:")
+		for _, k := range slices.Sorted(maps.Keys(a.ByKind)) {
+			fmt.Fprintf(&b, " %s %v", k, a.ByKind[k])
+			if before := a.Before.PerSecond(); before > 0 {
+				fmt.Fprintf(&b, " = %.0f%%", 100*a.ByKind[k].PerSecond()/before)
+			}
+			b.WriteString(";")
+		}
+	}
 	f := &r.Fencing
 	if f.Checked {
 		fmt.Fprintf(&b, "\n  fencing: %d out of order, %d writes (%d rejected), %d stale writes accepted, %d valid writes rejected",

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -276,12 +277,56 @@ func TestAvailability(t *testing.T) {
 		Before:  checker.Rate{Acquisitions: 10, Time: time.Second},
 		During:  checker.Rate{Acquisitions: 3, Time: 1500 * time.Millisecond},
 		Between: checker.Rate{Acquisitions: 5, Time: 500 * time.Millisecond},
+		// The acquisitions at 1s, 1.5s and 2s: all three under a, the
+		// last two under b.
+		ByKind: map[string]checker.Rate{
+			"a": {Acquisitions: 3, Time: time.Second},
+			"b": {Acquisitions: 2, Time: time.Second},
+		},
 	}
-	if a != want {
+	if !reflect.DeepEqual(a, want) {
 		t.Errorf("availability %+v, want %+v", a, want)
 	}
 	if got := a.Ratio(); got != 0.2 {
 		t.Errorf("ratio %v, want 0.2", got)
+	}
+}
+
+// TestAvailabilityFromClientsRunning: the clients' start-up is not counted
+// as slowness before the faults.
+func TestAvailabilityFromClientsRunning(t *testing.T) {
+	h := checker.NewHistory(t0)
+	// Two acquisitions in the first 900ms, while the clients start; ten in
+	// the 100ms from when they were running to the first fault.
+	h.AddHold(hold(0, "k", "slow0", 100, 110))
+	h.AddHold(hold(0, "k", "slow1", 800, 810))
+	h.ClientsRunning(at(900))
+	for i := range 10 {
+		h.AddHold(hold(i, "k", fmt.Sprint("fast", i), 900+i*10, 900+i*10+5))
+	}
+	h.AddFault(checker.Fault{Kind: "a", Start: at(1000), End: at(1100)})
+	h.Finish(at(1100))
+	a := checker.Check(h).Availability
+	if want := (checker.Rate{Acquisitions: 10, Time: 100 * time.Millisecond}); a.Before != want {
+		t.Errorf("before faults %+v, want %+v", a.Before, want)
+	}
+}
+
+func TestWaitClients(t *testing.T) {
+	h := checker.NewHistory(time.Now())
+	h.AddHold(hold(1, "k", "a", 0, 1))
+	h.AddHold(hold(1, "k", "b", 2, 3))
+	cancelled, cancel := context.WithCancel(t.Context())
+	cancel()
+	// Two locks, one client.
+	if err := h.WaitClients(cancelled, 2); !errors.Is(err, context.Canceled) {
+		t.Fatalf("WaitClients(2) after two locks of one client: %v, want context.Canceled", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- h.WaitClients(t.Context(), 2) }()
+	h.AddHold(hold(2, "k", "c", 4, 5))
+	if err := <-done; err != nil {
+		t.Fatalf("WaitClients(2) after a second client acquired: %v", err)
 	}
 }
 

@@ -76,18 +76,32 @@ type History struct {
 	mu        sync.Mutex
 	start     time.Time
 	end       time.Time
+	running   time.Time // when the clients were running; zero if unknown
 	holds     []Hold
 	anomalies []Anomaly
 	failures  []Failure
 	faults    []Fault
 	writes    []Write
 	acquired  int
+	// acquirers are the clients that have acquired a lock.
+	acquirers map[int]struct{}
 	waiters   []waiter
 }
 
 type waiter struct {
-	n    int
-	done chan struct{}
+	n int
+	// clients counts distinct clients that acquired, not locks.
+	clients bool
+	done    chan struct{}
+}
+
+// reached reports whether the waiter's count has been reached; h.mu is
+// held.
+func (h *History) reached(w waiter) bool {
+	if w.clients {
+		return len(h.acquirers) >= w.n
+	}
+	return h.acquired >= w.n
 }
 
 // NewHistory returns an empty history of a run that started at start
@@ -102,6 +116,15 @@ func (h *History) Finish(end time.Time) {
 	h.mu.Unlock()
 }
 
+// ClientsRunning marks the moment the clients were up and running: the
+// availability before the first fault is measured from then, not from
+// the start of the run, which includes their start-up.
+func (h *History) ClientsRunning(at time.Time) {
+	h.mu.Lock()
+	h.running = at
+	h.mu.Unlock()
+}
+
 // AddHold records a belief interval. Segment 0 of a lock counts as an
 // acquisition.
 func (h *History) AddHold(hold Hold) {
@@ -112,9 +135,13 @@ func (h *History) AddHold(hold Hold) {
 		return
 	}
 	h.acquired++
+	if h.acquirers == nil {
+		h.acquirers = make(map[int]struct{})
+	}
+	h.acquirers[hold.Client] = struct{}{}
 	keep := h.waiters[:0]
 	for _, w := range h.waiters {
-		if h.acquired >= w.n {
+		if h.reached(w) {
 			close(w.done)
 		} else {
 			keep = append(keep, w)
@@ -168,12 +195,22 @@ func (h *History) Faults() int {
 // WaitAcquisitions blocks until n locks have been acquired (their first
 // interval recorded) or ctx ends.
 func (h *History) WaitAcquisitions(ctx context.Context, n int) error {
+	return h.wait(ctx, waiter{n: n})
+}
+
+// WaitClients blocks until n distinct clients have each acquired a lock,
+// or ctx ends: until every client is up and running.
+func (h *History) WaitClients(ctx context.Context, n int) error {
+	return h.wait(ctx, waiter{n: n, clients: true})
+}
+
+func (h *History) wait(ctx context.Context, w waiter) error {
 	h.mu.Lock()
-	if h.acquired >= n {
+	if h.reached(w) {
 		h.mu.Unlock()
 		return nil
 	}
-	w := waiter{n: n, done: make(chan struct{})}
+	w.done = make(chan struct{})
 	h.waiters = append(h.waiters, w)
 	h.mu.Unlock()
 	select {
@@ -195,6 +232,7 @@ func (h *History) snapshot() History {
 	return History{
 		start:     h.start,
 		end:       end,
+		running:   h.running,
 		holds:     slices.Clone(h.holds),
 		anomalies: slices.Clone(h.anomalies),
 		failures:  slices.Clone(h.failures),

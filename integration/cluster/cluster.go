@@ -1,5 +1,5 @@
 // Package cluster runs a set of independent Redis masters for the chaos
-// suite, each behind its own toxiproxy proxy embedded in the test process, and
+// suite, each behind its own TCP proxy in the test process (proxy.go), and
 // gives the nemesis its faults: kill, restart, pause, blackhole, lost replies,
 // isolation, latency and connection resets.
 //
@@ -11,16 +11,13 @@ package cluster
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"sync"
 	"time"
 
-	toxiproxy "github.com/Shopify/toxiproxy/v2"
 	"github.com/redis/go-redis/v9"
-	"github.com/rs/zerolog"
 )
 
 // Backend starts Redis servers.
@@ -133,7 +130,6 @@ type Cluster struct {
 
 	backend Backend
 	opts    Options
-	api     *toxiproxy.ApiServer
 }
 
 // Node is one server with its proxy. Its methods inject and heal faults;
@@ -143,7 +139,7 @@ type Node struct {
 	// Index is the node's position in Cluster.Nodes.
 	Index int
 
-	proxy *toxiproxy.Proxy
+	proxy *proxy
 	addr  string // the proxy's listen address
 
 	mu     sync.Mutex
@@ -151,11 +147,10 @@ type Node struct {
 	// replica replicates from server through replLink; nil without
 	// Options.Replicas.
 	replica  Server
-	replLink *toxiproxy.Proxy
+	replLink *proxy
 	killed   bool
 	paused   bool
 	cut      bool // proxy disabled
-	toxics   []string
 	// The state of the data faults (faults.go), undone by Heal.
 	readonly       bool
 	filled         int // filler keys written by Fill
@@ -173,7 +168,6 @@ func Start(ctx context.Context, backend Backend, n int, opts Options) (*Cluster,
 	c := &Cluster{
 		backend: backend,
 		opts:    opts,
-		api:     toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop()),
 		Nodes:   make([]*Node, n),
 	}
 	servers := make([]Server, n)
@@ -192,8 +186,8 @@ func Start(ctx context.Context, backend Backend, n int, opts Options) (*Cluster,
 		return nil, fmt.Errorf("starting %d %s: %w", n, backend.Name(), err)
 	}
 	for i, s := range servers {
-		p := toxiproxy.NewProxy(c.api, fmt.Sprintf("node%d", i), "127.0.0.1:0", s.Addr())
-		if err := p.Start(); err != nil {
+		p, err := newProxy(s.Addr())
+		if err != nil {
 			err = fmt.Errorf("starting proxy for node %d: %w", i, err)
 			// Close the nodes with proxies, then the servers without.
 			err = errors.Join(err, c.Close(ctx))
@@ -202,9 +196,9 @@ func Start(ctx context.Context, backend Backend, n int, opts Options) (*Cluster,
 			}
 			return nil, err
 		}
-		// Start has returned, so the listener is bound and Listen holds
-		// the real port; a later re-enable binds the same one.
-		c.Nodes[i] = &Node{Index: i, server: s, proxy: p, addr: p.Listen}
+		// The listener is bound, so Addr holds the real port; a later
+		// re-enable binds the same one.
+		c.Nodes[i] = &Node{Index: i, server: s, proxy: p, addr: p.Addr()}
 	}
 	if opts.Replicas {
 		if err := c.startReplicas(ctx); err != nil {
@@ -299,7 +293,7 @@ func NewClient(addr string) *redis.Client {
 }
 
 // Heal undoes every fault on every node: resumes, restarts, reconnects and
-// removes the toxics.
+// clears the network faults.
 func (c *Cluster) Heal(ctx context.Context) error {
 	errs := make([]error, len(c.Nodes))
 	var wg sync.WaitGroup
@@ -317,11 +311,11 @@ func (c *Cluster) Close(ctx context.Context) error {
 		if n == nil {
 			continue
 		}
-		n.proxy.Stop()
+		n.proxy.close()
 		errs = append(errs, n.Resume(ctx))
 		errs = append(errs, n.server.Close(ctx))
 		if n.replica != nil {
-			n.replLink.Stop()
+			n.replLink.close()
 			errs = append(errs, n.replica.Close(ctx))
 		}
 	}
@@ -405,32 +399,32 @@ func (n *Node) Resume(ctx context.Context) error {
 // Blackhole drops every byte in both directions on the node's connections,
 // existing and new, without closing them: a network partition.
 func (n *Node) Blackhole() error {
-	return errors.Join(
-		n.addToxic("blackhole_up", "timeout", "upstream", map[string]any{"timeout": 0}),
-		n.addToxic("blackhole_down", "timeout", "downstream", map[string]any{"timeout": 0}),
-	)
+	n.proxy.update(func(f *netFaults) { f.blackhole = true })
+	return nil
 }
 
 // DropReplies lets requests through but drops the replies: the server does
 // what it is asked and the client never learns it.
 func (n *Node) DropReplies() error {
-	return n.addToxic("drop_replies", "timeout", "downstream", map[string]any{"timeout": 0})
+	n.proxy.update(func(f *netFaults) { f.dropReplies = true })
+	return nil
 }
 
 // Latency delays every chunk of data in both directions by latency ±
-// jitter.
+// jitter. A negative latency or jitter is an error.
 func (n *Node) Latency(latency, jitter time.Duration) error {
-	attrs := map[string]any{"latency": latency.Milliseconds(), "jitter": jitter.Milliseconds()}
-	return errors.Join(
-		n.addToxic("latency_up", "latency", "upstream", attrs),
-		n.addToxic("latency_down", "latency", "downstream", attrs),
-	)
+	if latency < 0 || jitter < 0 || jitter > latency {
+		return fmt.Errorf("latency %v ± %v: want 0 <= jitter <= latency", latency, jitter)
+	}
+	n.proxy.update(func(f *netFaults) { f.latency, f.jitter = latency, jitter })
+	return nil
 }
 
-// ResetPeer resets (TCP RST) every connection of the node as soon as it
-// carries data, until healed.
+// ResetPeer resets (TCP RST) every connection of the node as soon as the
+// client sends data, until healed.
 func (n *Node) ResetPeer() error {
-	return n.addToxic("reset_peer", "reset_peer", "upstream", map[string]any{"timeout": 0})
+	n.proxy.update(func(f *netFaults) { f.reset = true })
+	return nil
 }
 
 // Isolate disables the proxy: it closes every connection and refuses new
@@ -438,7 +432,7 @@ func (n *Node) ResetPeer() error {
 func (n *Node) Isolate() {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.proxy.Stop()
+	n.proxy.stop()
 	n.cut = true
 }
 
@@ -449,31 +443,23 @@ func (n *Node) Reconnect() error {
 	if !n.cut {
 		return nil
 	}
-	if err := n.proxy.Start(); err != nil && !errors.Is(err, toxiproxy.ErrProxyAlreadyStarted) {
+	if err := n.proxy.start(); err != nil {
 		return fmt.Errorf("re-enabling proxy %s: %w", n.addr, err)
 	}
 	n.cut = false
 	return nil
 }
 
-// ClearToxics removes every toxic added to the node.
-func (n *Node) ClearToxics(ctx context.Context) error {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	var errs []error
-	for _, name := range n.toxics {
-		errs = append(errs, n.proxy.Toxics.RemoveToxic(ctx, name))
-	}
-	n.toxics = nil
-	return errors.Join(errs...)
+// ClearNetwork removes the network faults of the node's proxy (blackhole,
+// lost replies, latency, resets); Reconnect undoes Isolate.
+func (n *Node) ClearNetwork() {
+	n.proxy.update(func(f *netFaults) { *f = netFaults{} })
 }
 
 // Heal undoes every fault on the node.
 func (n *Node) Heal(ctx context.Context) error {
-	err := n.ClearToxics(ctx)
-	if rerr := n.Reconnect(); rerr != nil {
-		err = errors.Join(err, rerr)
-	}
+	n.ClearNetwork()
+	err := n.Reconnect()
 	if rerr := n.Resume(ctx); rerr != nil {
 		err = errors.Join(err, rerr)
 	}
@@ -484,22 +470,6 @@ func (n *Node) Heal(ctx context.Context) error {
 		err = errors.Join(err, n.Restart(ctx))
 	}
 	return errors.Join(err, n.healData(ctx))
-}
-
-func (n *Node) addToxic(name, typ, stream string, attrs map[string]any) error {
-	body, err := json.Marshal(map[string]any{
-		"name": name, "type": typ, "stream": stream, "toxicity": 1.0, "attributes": attrs,
-	})
-	if err != nil {
-		return err
-	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if _, err := n.proxy.Toxics.AddToxicJson(strings.NewReader(string(body))); err != nil {
-		return fmt.Errorf("adding toxic %s to %s: %w", name, n.addr, err)
-	}
-	n.toxics = append(n.toxics, name)
-	return nil
 }
 
 // WaitReady returns when the Redis server at addr answers PING (a server

@@ -24,10 +24,7 @@ func TestMain(m *testing.M) {
 	redis.SetLogger(quietLogger{}) // dial errors to nodes the tests took down on purpose
 	code := m.Run()
 	if code == 0 {
-		// toxiproxy's own link goroutines can stay blocked on a channel
-		// send after their connection broke (the writer stops reading
-		// when a write fails); they are the proxy library's, not ours.
-		if err := goleak.Find(goleak.IgnoreAnyFunction("github.com/Shopify/toxiproxy/v2/toxics.(*ToxicStub).Run")); err != nil {
+		if err := goleak.Find(); err != nil {
 			fmt.Fprintln(os.Stderr, "goleak:", err)
 			code = 1
 		}

@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	toxiproxy "github.com/Shopify/toxiproxy/v2"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/quorumlock/redlock/internal/redistest"
@@ -224,14 +223,14 @@ func (c *Cluster) startReplicas(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		link := toxiproxy.NewProxy(c.api, fmt.Sprintf("replication%d", n.Index), "127.0.0.1:0", n.server.Addr())
-		if err := link.Start(); err != nil {
+		link, err := newProxy(n.server.Addr())
+		if err != nil {
 			return errors.Join(err, r.Close(ctx))
 		}
 		n.mu.Lock()
 		n.replica, n.replLink = r, link
 		n.mu.Unlock()
-		if err := attach(ctx, r, link.Listen); err != nil {
+		if err := attach(ctx, r, link.Addr()); err != nil {
 			return err
 		}
 	}
@@ -275,24 +274,19 @@ func (n *Node) StallReplica(_ context.Context) error {
 	if n.replica == nil {
 		return errors.New("failover: the node has no replica (cluster Options.Replicas)")
 	}
-	body := `{"name":"stall","type":"timeout","stream":"downstream","toxicity":1,"attributes":{"timeout":0}}`
-	if _, err := n.replLink.Toxics.AddToxicJson(strings.NewReader(body)); err != nil {
-		return fmt.Errorf("stalling the replication link: %w", err)
-	}
+	// The replica is the link's client: the stream is the replies.
+	n.replLink.update(func(f *netFaults) { f.dropReplies = true })
 	n.replicaStalled = true
 	return nil
 }
 
 // unstall lets the replication stream flow again; n.mu is held.
-func (n *Node) unstallLocked(ctx context.Context) error {
+func (n *Node) unstallLocked() {
 	if !n.replicaStalled {
-		return nil
+		return
 	}
-	if err := n.replLink.Toxics.RemoveToxic(ctx, "stall"); err != nil {
-		return err
-	}
+	n.replLink.update(func(f *netFaults) { f.dropReplies = false })
 	n.replicaStalled = false
-	return nil
 }
 
 // Failover kills the node's master (SIGKILL), promotes its replica
@@ -311,28 +305,25 @@ func (n *Node) Failover(ctx context.Context) error {
 	}
 	// Closing the link drops what it held back: the replica promotes with
 	// what it had.
-	n.replLink.Stop()
-	if err := n.unstallLocked(ctx); err != nil {
-		return err
-	}
+	n.replLink.stop()
+	n.unstallLocked()
 	rc := NewClient(promoted.Addr())
 	err := rc.ReplicaOf(ctx, "NO", "ONE").Err()
 	err = errors.Join(err, rc.Close())
 	if err != nil {
 		return fmt.Errorf("promoting the replica: %w", err)
 	}
-	if err := n.proxy.Update(&toxiproxy.Proxy{Listen: n.addr, Upstream: promoted.Addr(), Enabled: !n.cut}); err != nil {
-		return fmt.Errorf("pointing proxy %s at the promoted replica: %w", n.addr, err)
-	}
+	n.proxy.setUpstream(promoted.Addr())
 	n.server, n.replica = promoted, old
 	if err := old.Start(ctx); err != nil {
 		return err
 	}
 	n.killed = false
-	if err := n.replLink.Update(&toxiproxy.Proxy{Listen: n.replLink.Listen, Upstream: promoted.Addr(), Enabled: true}); err != nil {
+	n.replLink.setUpstream(promoted.Addr())
+	if err := n.replLink.start(); err != nil {
 		return fmt.Errorf("pointing the replication link at the promoted replica: %w", err)
 	}
-	return attach(ctx, old, n.replLink.Listen)
+	return attach(ctx, old, n.replLink.Addr())
 }
 
 // clocked is a server started under the clock shim.
@@ -375,7 +366,7 @@ func (n *Node) healData(ctx context.Context) error {
 	}
 	if stalled {
 		n.mu.Lock()
-		errs = append(errs, n.unstallLocked(ctx))
+		n.unstallLocked()
 		n.mu.Unlock()
 	}
 	return errors.Join(errs...)

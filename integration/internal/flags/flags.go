@@ -20,9 +20,9 @@ var (
 	// derive from it. 0 picks a fresh one.
 	Seed = flag.Uint64("chaos.seed", 0, "seed to replay a chaos run; 0 picks a fresh one")
 	// Clients is the number of concurrent lockers.
-	Clients = flag.Int("chaos.clients", 8, "concurrent lockers, each with its own Locker and connections")
+	Clients = flag.Int("chaos.clients", 4, "concurrent lockers, each with its own Locker and connections")
 	// Goroutines is how many goroutines share each client's Locker.
-	Goroutines = flag.Int("chaos.goroutines", 2, "goroutines per in-process client, sharing its Locker (locks pass between them by handoff)")
+	Goroutines = flag.Int("chaos.goroutines", 4, "goroutines per client, sharing its Locker (locks pass between them by handoff)")
 	// TTL is the lock TTL; fault durations and gaps scale with it.
 	TTL = flag.Duration("chaos.ttl", 500*time.Millisecond,
 		"lock TTL of the chaos clients; fault durations and gaps scale with it")
@@ -33,6 +33,8 @@ var (
 	Keys = flag.Int("chaos.keys", 3, "lock keys the clients contend on")
 	// LongHolds is the share of holds that last a quarter to half the TTL.
 	LongHolds = flag.Float64("chaos.longholds", 0, "share of holds that last a quarter to half the TTL, whatever -chaos.maxhold says (in [0, 1])")
+	// ClientProfiles is where client processes write CPU profiles.
+	ClientProfiles = flag.String("chaos.clientprofiles", "", "directory where each client process writes its CPU profile (none when empty)")
 	// Processes is the number of client processes.
 	Processes = flag.Int("chaos.processes", 2, "client processes on top of the in-process clients (each one Locker; the client-stop fault freezes them)")
 )
