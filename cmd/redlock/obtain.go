@@ -183,9 +183,13 @@ func (a *app) obtain(ctx context.Context, cancel context.CancelFunc, c *command,
 				}
 				return nil, f.conflictCode
 			}
-			code := a.fail(c, fmt.Sprintf("lock %q", key), r.err)
+			var code int
 			if abstaining(r.err) {
-				a.errorf(c, "the nodes that abstain lost their memory, or were never seeded: run \"redlock bootstrap\" once on a new cluster, before its first run with --restart-guard; a node that abstains already votes again when its wait ends")
+				a.errorf(c, "lock %q: nodes abstain under the restart guard: %s", key, errMsg(r.err))
+				a.errorf(c, "a node abstains when it lost its memory, and a cluster that was never bootstrapped looks the same: run \"redlock bootstrap\" once on a new cluster, before its first run with --restart-guard; nodes that abstain now vote again when their wait ends")
+				code = exitUnavailable
+			} else {
+				code = a.fail(c, fmt.Sprintf("lock %q", key), r.err)
 			}
 			if code == exitUnavailable {
 				code = f.outageCode
