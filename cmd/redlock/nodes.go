@@ -29,7 +29,7 @@ func (n *nodeFlags) register(fs *flagSet) {
 	fs.StringVar(&n.nodes, "nodes", "", "comma-separated redis:// or rediss:// `URLs` of the Redis masters,\n"+
 		"redis[s]://[[user]:password@]host[:port][/db][?option=value...];\n"+
 		"percent-encode , / ? # @ in a password (default $"+envNodes+")")
-	fs.DurationVar(&n.nodeTimeout, "node-timeout", defaultNodeTimeout, "bound on each call to one node; a slower node counts\nas failed")
+	fs.durationVar(&n.nodeTimeout, "node-timeout", defaultNodeTimeout, "bound on each call to one node; a slower node counts\nas failed")
 }
 
 // locker connects to the nodes and returns a Locker over them with opts as

@@ -132,24 +132,24 @@ func (a *app) withLock(fs *flagSet, f *lockFlags, key string, use func(lock *red
 	signal.Notify(sigs, forwardedSignals...)
 	defer signal.Stop(sigs)
 
-	lock, code := a.obtain(waitCtx, cancel, fs.cmd, l, key, f, sigs)
+	lock, code := a.obtain(ctx, waitCtx, cancel, fs.cmd, l, key, f, sigs)
 	if lock == nil {
 		return code
 	}
 	return use(lock, sigs)
 }
 
-// obtain gets the lock, waiting until ctx ends (--wait), or until a signal
-// arrives; then it calls cancel. It returns the lock, or nil and the exit
-// code.
-func (a *app) obtain(ctx context.Context, cancel context.CancelFunc, c *command, l *redlock.Locker, key string, f *lockFlags, sigs <-chan os.Signal) (*redlock.Lock, int) {
+// obtain gets the lock, waiting until waitCtx ends (--wait), or until a
+// signal arrives; then it calls cancel, which ends ctx. It returns the lock,
+// or nil and the exit code.
+func (a *app) obtain(ctx, waitCtx context.Context, cancel context.CancelFunc, c *command, l *redlock.Locker, key string, f *lockFlags, sigs <-chan os.Signal) (*redlock.Lock, int) {
 	type result struct {
 		lock *redlock.Lock
 		err  error
 	}
 	done := make(chan result, 1)
 	go func() {
-		lock, err := a.tryThenWait(ctx, c, l, key, f)
+		lock, err := a.tryThenWait(ctx, waitCtx, c, l, key, f)
 		done <- result{lock, err}
 	}()
 	var sig os.Signal
@@ -200,10 +200,12 @@ func (a *app) obtain(ctx context.Context, cancel context.CancelFunc, c *command,
 }
 
 // tryThenWait tries once, and when the lock is busy or the nodes are out of
-// reach and --wait allows, waits for it until ctx ends.
-func (a *app) tryThenWait(ctx context.Context, c *command, l *redlock.Locker, key string, f *lockFlags) (*redlock.Lock, error) {
+// reach and --wait allows, waits for it until waitCtx ends. The attempt is
+// made whatever --wait: it is not waiting, and each of its node calls is
+// bounded by --node-timeout.
+func (a *app) tryThenWait(ctx, waitCtx context.Context, c *command, l *redlock.Locker, key string, f *lockFlags) (*redlock.Lock, error) {
 	lock, err := l.TryObtain(ctx, key)
-	if err == nil || !f.wait.waits() || ctx.Err() != nil ||
+	if err == nil || !f.wait.waits() || waitCtx.Err() != nil ||
 		!errors.Is(err, redlock.ErrNotObtained) && !errors.Is(err, redlock.ErrNoQuorum) {
 		return lock, err
 	}
@@ -214,7 +216,7 @@ func (a *app) tryThenWait(ctx context.Context, c *command, l *redlock.Locker, ke
 		}
 		a.errorf(c, "waiting %s for %q: %s", how, key, errMsg(err))
 	}
-	return l.Obtain(ctx, key)
+	return l.Obtain(waitCtx, key)
 }
 
 // holder describes who holds the busy lock key, from its metadata, as far
