@@ -160,6 +160,7 @@ func (a *app) supervise(c *command, lock *redlock.Lock, argv []string, f *runFla
 		a.release(c, lock, 0, f.verbose)
 		return a.cannotRun(c, argv[0], err)
 	}
+	tty.started()
 	exited := make(chan struct{})
 	var (
 		code    int

@@ -16,6 +16,8 @@ func foregroundTerminal(io.Reader) *terminal { return nil }
 
 func (*terminal) handOver(*syscall.SysProcAttr) {}
 
+func (*terminal) started() {}
+
 func (*terminal) takeBack(*exec.Cmd) error { return nil }
 
 func (*terminal) wait(cmd *exec.Cmd, _ func()) (int, error) { return waitCommand(cmd) }

@@ -17,6 +17,9 @@ import (
 type terminal struct {
 	f    *os.File
 	pgrp int // redlock's process group, which gets the terminal back
+	// ignoring is set while redlock ignores SIGTTOU, which it did not
+	// before.
+	ignoring bool
 }
 
 // foregroundTerminal returns stdin as a terminal to hand to the command:
@@ -48,6 +51,19 @@ func (t *terminal) handOver(attr *syscall.SysProcAttr) {
 	attr.Ctty = int(t.f.Fd())
 }
 
+// started is called once the command runs with the terminal. From then
+// on, until takeBack, redlock is outside the terminal's foreground, and
+// ignores SIGTTOU: a write to the terminal with "stty tostop" set would stop
+// redlock with it, and nobody would extend the lock; and takeBack needs it
+// ignored. It is not ignored sooner: the command would inherit that.
+func (t *terminal) started() {
+	if t == nil || signal.Ignored(syscall.SIGTTOU) {
+		return
+	}
+	signal.Ignore(syscall.SIGTTOU)
+	t.ignoring = true
+}
+
 // takeBack puts redlock's process group back in the terminal's foreground,
 // once the command has exited (or failed to start: cmd.Process is nil then):
 // a parent that has no job control (a script that runs redlock, then reads
@@ -62,9 +78,11 @@ func (t *terminal) takeBack(cmd *exec.Cmd) error {
 		_ = cmd.Process.Release()
 	}
 	// A process outside the foreground that sets it gets SIGTTOU, which
-	// stops it, unless the signal is ignored. It is ignored only now: the
-	// command, started already, must not inherit that.
-	if !signal.Ignored(syscall.SIGTTOU) {
+	// stops it, unless the signal is ignored (see started); a command that
+	// failed to start leaves it as it was.
+	if t.ignoring {
+		defer signal.Reset(syscall.SIGTTOU)
+	} else if !signal.Ignored(syscall.SIGTTOU) {
 		signal.Ignore(syscall.SIGTTOU)
 		defer signal.Reset(syscall.SIGTTOU)
 	}
