@@ -135,7 +135,7 @@ func TestBootstrapAndRestartGuard(t *testing.T) {
 	// TTL has passed: nodes that lost their memory look just like it.
 	unseeded := redistest.StartT(t, 3, redistest.Options{})
 	code, stdout, stderr := redlockRun(t, nodesEnv(unseeded), run...)
-	if code != exitUnavailable || stdout != "" || !strings.Contains(stderr, "abstains") {
+	if code != exitUnavailable || stdout != "" || !strings.Contains(stderr, "abstains") || !strings.Contains(stderr, `run "redlock bootstrap"`) {
 		t.Errorf("run on an unseeded cluster: code %d (want %d), stdout %q\n%s", code, exitUnavailable, stdout, stderr)
 	}
 

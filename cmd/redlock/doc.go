@@ -5,6 +5,7 @@
 // Usage:
 //
 //	redlock run [flags] KEY -- COMMAND [ARGS...]
+//	redlock hold [flags] KEY
 //	redlock inspect [flags] KEY
 //	redlock release --force --yes [flags] KEY
 //	redlock bootstrap [flags]
@@ -17,7 +18,14 @@
 // lock is lost meanwhile, COMMAND gets SIGTERM at once and SIGKILL after a
 // grace period. Signals sent to redlock (SIGINT, SIGTERM, SIGHUP, SIGQUIT,
 // SIGUSR1, SIGUSR2) are forwarded to COMMAND, and the lock is released once
-// it has exited.
+// it has exited. When redlock runs in the foreground of a terminal that is
+// its standard input, COMMAND gets the terminal's foreground while it runs,
+// so that an interactive command works and Ctrl-C reaches it. flock's habits
+// carry over: -n (try once, the default), -w SECONDS, --wait forever, -E for
+// the exit code of a busy lock (and --outage-exit-code for an outage).
+//
+// hold obtains the lock KEY, prints its fencing token, and keeps the lock
+// until a signal: a script locks around several commands with it.
 //
 // doctor checks that the nodes meet the assumptions the locks' safety rests
 // on (independent masters, persistence or the restart guard, no eviction,
@@ -31,7 +39,8 @@
 //
 // The nodes are redis:// or rediss:// URLs, given with --nodes or in the
 // REDLOCK_NODES environment variable. Passwords in them never appear in
-// redlock's output.
+// redlock's output, and run does not pass REDLOCK_NODES on to COMMAND unless
+// told to (--pass-nodes).
 //
 // Exit codes: COMMAND's own code when it ran (128+N when signal N ended it);
 // otherwise 64 for a usage error, 69 when a majority of nodes could not be

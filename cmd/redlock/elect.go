@@ -238,7 +238,7 @@ func (a *app) lead(c *command, lead *redlock.Leadership, argv []string, f *elect
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = a.stdin, a.stdout, a.stderr
 	cmd.Env = electEnv(a.environ(), lead.Term())
-	setProcessGroup(cmd)
+	setProcessGroup(cmd, nil) // an election runs its command without the terminal's foreground
 	if err := cmd.Start(); err != nil {
 		a.resign(c, lead, f.verbose)
 		return a.cannotRun(c, argv[0], err), false

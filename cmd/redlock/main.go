@@ -38,6 +38,7 @@ Redis masters (Redlock), or look after such locks.
 
 Commands:
   run        run a command while holding a lock
+  hold       take a lock and keep it until a signal (for scripts)
   inspect    show each node's holder, metadata and TTL of a lock
   release    remove a stuck lock, whoever holds it (--force --yes)
   bootstrap  seed the restart-guard markers on a fresh cluster
@@ -50,7 +51,8 @@ the REDLOCK_NODES environment variable. A KEY is any name of up to 4096
 bytes that does not start with "redlock:": that prefix is reserved for the
 library's own keys (restart-guard markers, fencing counters).
 
-Run "redlock COMMAND --help" for a command's flags and exit codes.
+Run "redlock COMMAND --help" for a command's flags and exit codes,
+"redlock --version" for the version.
 `
 
 // app is one invocation of redlock: where it writes, and what it reads from
@@ -94,6 +96,9 @@ func (a *app) main(args []string) int {
 		}
 		fmt.Fprint(a.stdout, topUsage)
 		return exitOK
+	case "-V", "-version", "--version":
+		fmt.Fprintln(a.stdout, version())
+		return exitOK
 	}
 	c := commands[name]
 	if c == nil {
@@ -130,7 +135,8 @@ func register(c *command) *command {
 // flagSet is a command's parsed or parsable flags.
 type flagSet struct {
 	*flag.FlagSet
-	cmd *command
+	cmd   *command
+	short map[string]string // a flag's one-letter name, by its long name
 }
 
 func (c *command) newFlags() *flagSet {
@@ -169,10 +175,11 @@ func (fs *flagSet) parse(a *app, args []string) (positional []string, code int, 
 	}
 }
 
-// isSet reports whether the flag was given on the command line.
+// isSet reports whether the flag was given on the command line, by its
+// name or its short name.
 func (fs *flagSet) isSet(name string) bool {
 	set := false
-	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name || f.Name == fs.short[name] })
 	return set
 }
 
@@ -180,8 +187,14 @@ func (fs *flagSet) isSet(name string) bool {
 func (fs *flagSet) printHelp(w io.Writer) {
 	fmt.Fprintf(w, "%s\n\n%s\nFlags:\n", fs.cmd.usageLine(), fs.cmd.help)
 	fs.VisitAll(func(f *flag.Flag) {
-		kind, usage := flag.UnquoteUsage(f)
+		if fs.isAlias(f.Name) {
+			return
+		}
+		kind, usage := flagKind(f)
 		line := "  --" + f.Name
+		if short := fs.short[f.Name]; short != "" {
+			line = "  -" + short + ", --" + f.Name
+		}
 		if kind != "" {
 			line += " " + kind
 		}

@@ -29,7 +29,7 @@ func (n *nodeFlags) register(fs *flagSet) {
 	fs.StringVar(&n.nodes, "nodes", "", "comma-separated redis:// or rediss:// `URLs` of the Redis masters,\n"+
 		"redis[s]://[[user]:password@]host[:port][/db][?option=value...];\n"+
 		"percent-encode , / ? # @ in a password (default $"+envNodes+")")
-	fs.DurationVar(&n.nodeTimeout, "node-timeout", defaultNodeTimeout, "bound on each call to one node; a slower node counts\nas failed")
+	fs.durationVar(&n.nodeTimeout, "node-timeout", defaultNodeTimeout, "bound on each call to one node; a slower node counts\nas failed")
 }
 
 // locker connects to the nodes and returns a Locker over them with opts as
@@ -75,8 +75,18 @@ func (a *app) locker(fs *flagSet, n *nodeFlags, opts ...redlock.Option) (l *redl
 // parseNodes parses a comma-separated list of node URLs. Its errors name a
 // node by its position and by its URL with credentials removed.
 func parseNodes(list string) ([]*redis.Options, error) {
+	items := strings.Split(list, ",")
+	if len(items) > 1 {
+		// An item that is not a URL is most often the tail of a password
+		// with a comma, and the item before it its head: show neither.
+		for i, raw := range items {
+			if raw = strings.TrimSpace(raw); raw != "" && !strings.Contains(raw, "://") {
+				return nil, fmt.Errorf("item %d of the node list is not a URL (the list is not shown: it may hold a password): %s; percent-encode a comma in a password as %%2C", i+1, urlForm)
+			}
+		}
+	}
 	var out []*redis.Options
-	for i, raw := range strings.Split(list, ",") {
+	for i, raw := range items {
 		raw = strings.TrimSpace(raw)
 		if raw == "" {
 			continue
@@ -119,6 +129,11 @@ func parseNode(raw string) (*redis.Options, error) {
 		if hasCreds || !errors.As(err, &ue) {
 			return nil, errors.New("malformed URL (percent-encode special characters in the user name and password): " + urlForm)
 		}
+		if strings.Contains(ue.Err.Error(), "port") {
+			// A port that is not a number may be a password that lost its
+			// "@host" (redis://:secret): the error would quote it.
+			return nil, errors.New("malformed URL: the port is not a number: " + urlForm)
+		}
 		return nil, fmt.Errorf("malformed URL: %v", ue.Err)
 	}
 	switch {
@@ -158,7 +173,8 @@ func validScheme(s string) bool {
 // everything between the scheme and the last "@" replaced (the user name and
 // password, and whatever a malformed URL put there), and without its query
 // and fragment. The user name goes too: in a malformed URL it may be part of
-// the password.
+// the password. Without an "@", a port that is not a number is replaced:
+// it may be a password that lost its "@host" (redis://:secret).
 func redactURL(raw string) string {
 	start := 0
 	if i := strings.Index(raw, "://"); i >= 0 {
@@ -168,6 +184,16 @@ func redactURL(raw string) string {
 	if at := strings.LastIndex(rest, "@"); at >= 0 {
 		head += "xxxxx@"
 		rest = rest[at+1:]
+	} else {
+		end := strings.IndexAny(rest, "/?#")
+		if end < 0 {
+			end = len(rest)
+		}
+		hostPort := rest[:end]
+		if i := strings.LastIndex(hostPort, ":"); i >= 0 && !strings.HasSuffix(hostPort, "]") &&
+			strings.Trim(hostPort[i+1:], "0123456789") != "" {
+			rest = hostPort[:i+1] + "xxxxx" + rest[end:]
+		}
 	}
 	if i := strings.IndexAny(rest, "?#"); i >= 0 {
 		rest = rest[:i] + "?..."

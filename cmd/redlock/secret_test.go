@@ -83,3 +83,40 @@ func TestPasswordsNeverShown(t *testing.T) {
 		})
 	}
 }
+
+// A password with an unencoded comma splits its URL in two; neither half is
+// shown, nor a password that lost its "@host" and so reads as a port.
+func TestPasswordFragmentsNeverShown(t *testing.T) {
+	t.Parallel()
+	const head, tail = "s3cret", "Pa55w0rd"
+	tests := []struct {
+		name  string
+		nodes string
+		check string // in stderr
+	}{
+		{"comma, no user", "redis://:" + head + "," + tail + "@h:1", "percent-encode a comma"},
+		{"comma, user", "redis://u:" + head + "," + tail + "@h:1,redis://h:2", "percent-encode a comma"},
+		{"comma, last node", "redis://h:2,redis://u:" + head + "," + tail + "@h:1", "item 3 of the node list is not a URL"},
+		{"no host", "redis://:" + head + tail, "redis://:xxxxx"},
+		{"no host, user", "redis://u:" + head + tail + "/0", "redis://u:xxxxx/0"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			for _, args := range [][]string{
+				{"run", "--nodes", tt.nodes, "k", "--", "true"},
+				{"hold", "--nodes", tt.nodes, "k"},
+			} {
+				code, stdout, stderr := redlockRun(t, nil, args...)
+				if code != exitUsage || !strings.Contains(stderr, tt.check) {
+					t.Errorf("%s: exit code %d, want %d, with %q in stderr:\n%s", args[0], code, exitUsage, tt.check, stderr)
+				}
+				for _, s := range []string{head, tail} {
+					if strings.Contains(stdout+stderr, s) {
+						t.Errorf("%s: output shows %q of the password:\nstdout: %s\nstderr: %s", args[0], s, stdout, stderr)
+					}
+				}
+			}
+		})
+	}
+}

@@ -16,7 +16,7 @@ var (
 )
 
 // setProcessGroup does nothing here: there are no process groups.
-func setProcessGroup(*exec.Cmd) {}
+func setProcessGroup(*exec.Cmd, *terminal) {}
 
 func signalGroup(p *os.Process, sig os.Signal) error { return p.Signal(sig) }
 

@@ -20,13 +20,17 @@ var (
 )
 
 // setProcessGroup makes the command the leader of a new process group, so
-// that a lost lock stops everything it started (a shell's children too),
-// and a Ctrl-C on the terminal reaches redlock alone, which forwards it once.
-func setProcessGroup(cmd *exec.Cmd) {
+// that a lost lock stops everything it started (a shell's children too).
+// With a terminal (tty not nil) that group gets the terminal's foreground:
+// the command can read from it, and the keys that send signals (Ctrl-C)
+// reach the command alone. Without one, a Ctrl-C on the terminal reaches
+// redlock alone, which forwards it once.
+func setProcessGroup(cmd *exec.Cmd, tty *terminal) {
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
 	cmd.SysProcAttr.Setpgid = true
+	tty.handOver(cmd.SysProcAttr)
 	setParentDeathSignal(cmd.SysProcAttr)
 }
 
