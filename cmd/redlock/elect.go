@@ -110,28 +110,11 @@ func defineElect(fs *flagSet) action {
 }
 
 func (a *app) elect(fs *flagSet, f *electFlags, args []string) int {
-	sep := slices.Index(args, "--")
-	before, argv := args, []string(nil)
-	if sep >= 0 {
-		before, argv = args[:sep], args[sep+1:]
-	}
-	pos, code, ok := fs.parse(a, before)
+	pos, argv, code, ok := a.parseCommandLine(fs, args, "NAME")
 	if !ok {
 		return code
 	}
 	switch {
-	case sep < 0 && len(pos) > 1:
-		return a.usageError(fs.cmd, fmt.Sprintf("missing \"--\" between NAME and COMMAND (NAME %q, then %q)", pos[0], pos[1]))
-	case sep < 0:
-		return a.usageError(fs.cmd, "missing \"-- COMMAND\" after NAME")
-	case len(pos) == 0:
-		return a.usageError(fs.cmd, "missing NAME before \"--\"")
-	case len(pos) > 1:
-		return a.usageError(fs.cmd, fmt.Sprintf("one NAME before \"--\", got %d arguments (%s)", len(pos), strings.Join(quoteAll(pos), " ")))
-	case pos[0] == "":
-		return a.usageError(fs.cmd, "empty NAME")
-	case len(argv) == 0:
-		return a.usageError(fs.cmd, "missing COMMAND after \"--\"")
 	case f.wait < 0:
 		return a.usageError(fs.cmd, fmt.Sprintf("--wait %v must not be negative", f.wait))
 	case f.grace < 0:

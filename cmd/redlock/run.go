@@ -87,31 +87,47 @@ func defineRun(fs *flagSet) action {
 	return func(a *app, fs *flagSet, args []string) int { return a.run(fs, f, args) }
 }
 
-func (a *app) run(fs *flagSet, f *runFlags, args []string) int {
-	// Split at the first "--" ourselves: flag would take it as the end of
-	// the flags and a missing KEY would go unnoticed.
+// parseCommandLine parses "[flags] NOUN -- COMMAND [ARGS...]", as run and
+// elect take it: the flags, one non-empty NOUN (KEY or NAME), and a
+// COMMAND. It splits at the first "--" itself: flag would take it as the end
+// of the flags, and a missing NOUN would go unnoticed. When ok is false,
+// code is the exit status of the usage error it reported.
+func (a *app) parseCommandLine(fs *flagSet, args []string, noun string) (pos, argv []string, code int, ok bool) {
 	sep := slices.Index(args, "--")
-	before, argv := args, []string(nil)
+	before := args
 	if sep >= 0 {
 		before, argv = args[:sep], args[sep+1:]
 	}
-	pos, code, ok := fs.parse(a, before)
+	pos, code, ok = fs.parse(a, before)
+	if !ok {
+		return nil, nil, code, false
+	}
+	var problem string
+	switch {
+	case sep < 0 && len(pos) > 1:
+		problem = fmt.Sprintf("missing \"--\" between %s and COMMAND (%s %q, then %q)", noun, noun, pos[0], pos[1])
+	case sep < 0:
+		problem = fmt.Sprintf("missing \"-- COMMAND\" after %s", noun)
+	case len(pos) == 0:
+		problem = fmt.Sprintf("missing %s before \"--\"", noun)
+	case len(pos) > 1:
+		problem = fmt.Sprintf("one %s before \"--\", got %d arguments (%s)", noun, len(pos), strings.Join(quoteAll(pos), " "))
+	case pos[0] == "":
+		problem = "empty " + noun
+	case len(argv) == 0:
+		problem = "missing COMMAND after \"--\""
+	default:
+		return pos, argv, 0, true
+	}
+	return nil, nil, a.usageError(fs.cmd, problem), false
+}
+
+func (a *app) run(fs *flagSet, f *runFlags, args []string) int {
+	pos, argv, code, ok := a.parseCommandLine(fs, args, "KEY")
 	if !ok {
 		return code
 	}
 	switch {
-	case sep < 0 && len(pos) > 1:
-		return a.usageError(fs.cmd, fmt.Sprintf("missing \"--\" between KEY and COMMAND (KEY %q, then %q)", pos[0], pos[1]))
-	case sep < 0:
-		return a.usageError(fs.cmd, "missing \"-- COMMAND\" after KEY")
-	case len(pos) == 0:
-		return a.usageError(fs.cmd, "missing KEY before \"--\"")
-	case len(pos) > 1:
-		return a.usageError(fs.cmd, fmt.Sprintf("one KEY before \"--\", got %d arguments (%s)", len(pos), strings.Join(quoteAll(pos), " ")))
-	case pos[0] == "":
-		return a.usageError(fs.cmd, "empty KEY")
-	case len(argv) == 0:
-		return a.usageError(fs.cmd, "missing COMMAND after \"--\"")
 	case f.grace < 0:
 		return a.usageError(fs.cmd, fmt.Sprintf("--grace %v must not be negative", f.grace))
 	}
