@@ -189,20 +189,31 @@ func (l *Locker) Leader(ctx context.Context, name string) (LeaderInfo, error) {
 	}
 	info.Leading, info.token = true, st.Holder
 	var ttls []time.Duration
+	fences := make(map[uint64]int, len(st.Nodes))
+	var highest uint64
 	for _, n := range st.Nodes {
 		if !n.Held || n.Token != st.Holder {
 			continue
 		}
 		info.Metadata = n.Metadata
-		// Every node that holds the leader's key has the leader's fence
-		// once its Campaign has written it back; before that, the highest
-		// among them is the one it will write.
-		info.Term = max(info.Term, n.Fence)
+		fences[n.Fence]++
+		highest = max(highest, n.Fence)
 		ttl := n.TTL
 		if ttl < 0 {
 			ttl = time.Duration(1<<63 - 1)
 		}
 		ttls = append(ttls, ttl)
+	}
+	// Once Campaign has returned, a majority holds exactly the leader's
+	// term: its fence write-back reached them. A node it did not wait for
+	// may still hold the fence it made up itself, which can be higher. While
+	// no value has a majority yet (the Campaign is still returning), the
+	// highest is the best guess.
+	info.Term = highest
+	for fence, count := range fences {
+		if count >= l.need {
+			info.Term = fence
+		}
 	}
 	// The longest time a majority still holds the keys.
 	slices.Sort(ttls)
