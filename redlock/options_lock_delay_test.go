@@ -3,6 +3,7 @@ package redlock_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -26,10 +27,30 @@ func (c *cluster) pttls(t *testing.T, key string) []time.Duration {
 }
 
 // assertPTTLs fails unless key is on a majority of nodes and its TTL is in
-// (low, high] on every node that has it. (A call returns at a majority: the
-// other nodes may not have the key yet.)
+// (low, high] on every node that has it. A call returns at a majority, so a
+// node it did not wait for may still be about to set the key or its TTL: the
+// check is repeated for up to a second before it fails.
 func (c *cluster) assertPTTLs(t *testing.T, key string, low, high time.Duration) {
 	t.Helper()
+	deadline := time.Now().Add(time.Second)
+	for {
+		problems := c.pttlProblems(t, key, low, high)
+		if len(problems) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			for _, p := range problems {
+				t.Error(p)
+			}
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (c *cluster) pttlProblems(t *testing.T, key string, low, high time.Duration) []string {
+	t.Helper()
+	var problems []string
 	n := 0
 	for i, d := range c.pttls(t, key) {
 		if d == -2*time.Nanosecond { // go-redis's "no such key"
@@ -37,12 +58,13 @@ func (c *cluster) assertPTTLs(t *testing.T, key string, low, high time.Duration)
 		}
 		n++
 		if d <= low || d > high {
-			t.Errorf("node %d: PTTL %v, want in (%v, %v]", i, d, low, high)
+			problems = append(problems, fmt.Sprintf("node %d: PTTL %v, want in (%v, %v]", i, d, low, high))
 		}
 	}
 	if n <= len(c.clients)/2 {
-		t.Errorf("key %q on %d of %d nodes", key, n, len(c.clients))
+		problems = append(problems, fmt.Sprintf("key %q on %d of %d nodes", key, n, len(c.clients)))
 	}
+	return problems
 }
 
 // TestLockDelayAfterUncleanEnd: a holder that neither releases nor extends
