@@ -179,40 +179,23 @@ func (a *app) campaign(c *command, l *redlock.Locker, name string, f *electFlags
 	if f.verbose {
 		a.errorf(c, "campaigning for %q", name)
 	}
-	type result struct {
-		lead *redlock.Leadership
-		err  error
-	}
-	done := make(chan result, 1)
-	go func() {
-		lead, err := l.Campaign(ctx, name)
-		done <- result{lead, err}
-	}()
-	var sig os.Signal
-	for {
-		select {
-		case s := <-sigs:
-			if sig == nil {
-				sig = s
-				cancel()
-			}
-		case r := <-done:
-			switch {
-			case sig != nil:
-				if r.lead != nil {
-					a.resign(c, r.lead, f.verbose)
-				}
-				a.errorf(c, "%v while campaigning for %q: the command did not run", sig, name)
-				return nil, signalExitCode(sig)
-			case r.err == nil:
-				if f.verbose {
-					a.errorf(c, "leading %q (term %d, valid until %s)", name, r.lead.Term(), r.lead.Until().Format(time.RFC3339Nano))
-				}
-				return r.lead, exitOK
-			}
-			return nil, a.fail(c, fmt.Sprintf("election %q", name), r.err)
+	lead, sig, err := interruptible(sigs, cancel, func() (*redlock.Leadership, error) {
+		return l.Campaign(ctx, name)
+	})
+	switch {
+	case sig != nil:
+		if lead != nil {
+			a.resign(c, lead, f.verbose)
 		}
+		a.errorf(c, "%v while campaigning for %q: the command did not run", sig, name)
+		return nil, signalExitCode(sig)
+	case err == nil:
+		if f.verbose {
+			a.errorf(c, "leading %q (term %d, valid until %s)", name, lead.Term(), lead.Until().Format(time.RFC3339Nano))
+		}
+		return lead, exitOK
 	}
+	return nil, a.fail(c, fmt.Sprintf("election %q", name), err)
 }
 
 // lead runs the command while leading, and resigns when it has exited. It

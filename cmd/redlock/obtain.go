@@ -143,60 +143,43 @@ func (a *app) withLock(fs *flagSet, f *lockFlags, key string, use func(lock *red
 // signal arrives; then it calls cancel, which ends ctx. It returns the lock,
 // or nil and the exit code.
 func (a *app) obtain(ctx, waitCtx context.Context, cancel context.CancelFunc, c *command, l *redlock.Locker, key string, f *lockFlags, sigs <-chan os.Signal) (*redlock.Lock, int) {
-	type result struct {
-		lock *redlock.Lock
-		err  error
-	}
-	done := make(chan result, 1)
-	go func() {
-		lock, err := a.tryThenWait(ctx, waitCtx, c, l, key, f)
-		done <- result{lock, err}
-	}()
-	var sig os.Signal
-	for {
-		select {
-		case s := <-sigs:
-			if sig == nil {
-				sig = s
-				cancel()
-			}
-		case r := <-done:
-			switch {
-			case sig != nil:
-				if r.lock != nil {
-					a.release(c, r.lock, 0, f.verbose)
-				}
-				notDone := "the lock was not taken"
-				if c.name == "run" {
-					notDone = "the command did not run"
-				}
-				a.errorf(c, "%v while waiting for %q: %s", sig, key, notDone)
-				return nil, signalExitCode(sig)
-			case r.err == nil:
-				if f.verbose {
-					a.errorf(c, "obtained %q (fencing token %d, valid until %s)", key, r.lock.Fence(), r.lock.Until().Format(time.RFC3339Nano))
-				}
-				return r.lock, exitOK
-			case errors.Is(r.err, redlock.ErrNotObtained):
-				if !f.quiet {
-					a.errorf(c, "lock %q: busy, %s: %s", key, a.holder(l, key), errMsg(r.err))
-				}
-				return nil, f.conflictCode
-			}
-			var code int
-			if abstaining(r.err) {
-				a.errorf(c, "lock %q: nodes abstain under the restart guard: %s", key, errMsg(r.err))
-				a.errorf(c, "a node abstains when it lost its memory, and a cluster that was never bootstrapped looks the same: run \"redlock bootstrap\" once on a new cluster, before its first run with --restart-guard; nodes that abstain now vote again when their wait ends")
-				code = exitUnavailable
-			} else {
-				code = a.fail(c, fmt.Sprintf("lock %q", key), r.err)
-			}
-			if code == exitUnavailable {
-				code = f.outageCode
-			}
-			return nil, code
+	lock, sig, err := interruptible(sigs, cancel, func() (*redlock.Lock, error) {
+		return a.tryThenWait(ctx, waitCtx, c, l, key, f)
+	})
+	switch {
+	case sig != nil:
+		if lock != nil {
+			a.release(c, lock, 0, f.verbose)
 		}
+		notDone := "the lock was not taken"
+		if c.name == "run" {
+			notDone = "the command did not run"
+		}
+		a.errorf(c, "%v while waiting for %q: %s", sig, key, notDone)
+		return nil, signalExitCode(sig)
+	case err == nil:
+		if f.verbose {
+			a.errorf(c, "obtained %q (fencing token %d, valid until %s)", key, lock.Fence(), lock.Until().Format(time.RFC3339Nano))
+		}
+		return lock, exitOK
+	case errors.Is(err, redlock.ErrNotObtained):
+		if !f.quiet {
+			a.errorf(c, "lock %q: busy, %s: %s", key, a.holder(l, key), errMsg(err))
+		}
+		return nil, f.conflictCode
 	}
+	var code int
+	if abstaining(err) {
+		a.errorf(c, "lock %q: nodes abstain under the restart guard: %s", key, errMsg(err))
+		a.errorf(c, "a node abstains when it lost its memory, and a cluster that was never bootstrapped looks the same: run \"redlock bootstrap\" once on a new cluster, before its first run with --restart-guard; nodes that abstain now vote again when their wait ends")
+		code = exitUnavailable
+	} else {
+		code = a.fail(c, fmt.Sprintf("lock %q", key), err)
+	}
+	if code == exitUnavailable {
+		code = f.outageCode
+	}
+	return nil, code
 }
 
 // tryThenWait tries once, and when the lock is busy or the nodes are out of
@@ -216,7 +199,14 @@ func (a *app) tryThenWait(ctx, waitCtx context.Context, c *command, l *redlock.L
 		}
 		a.errorf(c, "waiting %s for %q: %s", how, key, errMsg(err))
 	}
-	return l.Obtain(waitCtx, key)
+	waited, werr := l.Obtain(waitCtx, key)
+	if werr != nil && waitCtx.Err() != nil && ctx.Err() == nil &&
+		!errors.Is(werr, redlock.ErrNotObtained) && !errors.Is(werr, redlock.ErrNoQuorum) {
+		// --wait ran out before the wait asked any node again (a loaded
+		// machine): what the nodes last said is the first attempt's answer.
+		return nil, err
+	}
+	return waited, werr
 }
 
 // holder describes who holds the busy lock key, from its metadata, as far
