@@ -137,7 +137,10 @@ func api(t *testing.T) map[string][]string {
 }
 
 // A name in code: Name, Type.Name, or either with its parameters.
-var apiName = regexp.MustCompile("^([A-Z][A-Za-z]*\\.)?([A-Z][A-Za-z]*)(\\(([^()]*)\\))?$")
+var apiName = regexp.MustCompile(`^([A-Z][A-Za-z]*\.)?([A-Z][A-Za-z]*)(\(([^()]*)\))?$`)
+
+// A span of code in Markdown.
+var codeSpan = regexp.MustCompile("`([^`]*)`")
 
 // checkNames checks every name in backquotes in cell against the package:
 // it exists, and where parameters are given they are the function's, all of
@@ -145,7 +148,7 @@ var apiName = regexp.MustCompile("^([A-Z][A-Za-z]*\\.)?([A-Z][A-Za-z]*)(\\(([^()
 func checkNames(t *testing.T, names map[string][]string, cell string) int {
 	t.Helper()
 	n := 0
-	for _, span := range regexp.MustCompile("`([^`]*)`").FindAllStringSubmatch(cell, -1) {
+	for _, span := range codeSpan.FindAllStringSubmatch(cell, -1) {
 		m := apiName.FindStringSubmatch(span[1])
 		if m == nil {
 			continue
