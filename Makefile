@@ -1,35 +1,46 @@
-# The README's commands. Every target works on a fresh machine with Go and
-# redis-server installed (`apt-get install -y redis-server`).
+# The README's commands. Every target works on a fresh machine with only Go:
+# the targets that need redis-server (and a C compiler, for the clock faults)
+# install them first with the system's package manager, saying what they run,
+# or stop with the command to run (scripts/ensure-redis.sh; REDLOCK_NO_INSTALL=1
+# only says it).
 
 GO          ?= go
 STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 MODULES     := . ./integration ./bench ./redlockotel
 DURATION    ?= 10m
 
-.PHONY: test test-lib test-integration test-bench test-otel bench bench-quick chaos lint fmt
+.PHONY: redis cc test test-lib test-integration test-bench test-otel bench bench-quick chaos lint fmt
+
+## redis: install redis-server unless it is on PATH.
+redis:
+	@sh scripts/ensure-redis.sh redis-server
+
+## cc: install a C compiler unless cc is on PATH.
+cc:
+	@sh scripts/ensure-redis.sh cc
 
 ## test: the whole default suite, with -race: library, integration (short
 ## chaos runs), bench harness (short), OpenTelemetry adapter.
 test: test-lib test-integration test-bench test-otel
 
-test-lib:
+test-lib: redis cc
 	$(GO) test -race -count=1 ./...
 
-test-integration:
+test-integration: redis cc
 	@if [ -f integration/go.mod ]; then cd integration && $(GO) test -race -count=1 ./...; fi
 
-test-bench:
+test-bench: redis
 	@if [ -f bench/go.mod ]; then cd bench && $(GO) test -race -count=1 ./...; fi
 
-test-otel:
+test-otel: redis
 	@if [ -f redlockotel/go.mod ]; then cd redlockotel && $(GO) test -race -count=1 ./...; fi
 
 ## bench: the benchmark harness; starts its own redis-server processes.
-bench:
+bench: redis
 	cd bench && $(GO) run . $(BENCHFLAGS)
 
 ## bench-quick: the harness in under a minute (CI runs it so it cannot rot).
-bench-quick:
+bench-quick: redis
 	cd bench && $(GO) run . -quick
 
 ## chaos: a long chaos run, DURATION=10m by default, at a high rate: many
@@ -37,7 +48,7 @@ bench-quick:
 ## `make test` keep it). CHAOSFLAGS overrides the rate settings; add
 ## -chaos.seed=S to replay a run.
 CHAOSFLAGS ?= -chaos.keys=128 -chaos.maxhold=3ms -chaos.longholds=0.02 -chaos.clients=2 -chaos.goroutines=32 -chaos.processes=2
-chaos:
+chaos: redis cc
 	cd integration && $(GO) test -count=1 -run 'TestChaos' -timeout 0 -v ./... -args -chaos.duration=$(DURATION) $(CHAOSFLAGS)
 
 ## lint: gofmt, go vet and staticcheck in every module.

@@ -14,11 +14,17 @@ import (
 
 // exampleClients connects to the example servers (three local redis-server
 // processes that the tests start; in real use, your independent masters).
-func exampleClients() ([]redis.UniversalClient, func()) {
+func exampleClients() ([]redis.UniversalClient, func()) { return exampleClientsDB(0) }
+
+// exampleClientsDB is exampleClients on database db: an example that leaves
+// state behind for good (the restart guard's markers, which Check reads)
+// uses its own database, out of the other examples' way.
+func exampleClientsDB(db int) ([]redis.UniversalClient, func()) {
 	var clients []redis.UniversalClient
 	for _, addr := range exampleAddrs {
 		clients = append(clients, redis.NewClient(&redis.Options{
 			Addr:                  addr,
+			DB:                    db,
 			ContextTimeoutEnabled: true, // let the lock bound each node call
 			MaxRetries:            -1,   // a retried script is a second vote
 		}))
@@ -27,6 +33,30 @@ func exampleClients() ([]redis.UniversalClient, func()) {
 		for _, c := range clients {
 			_ = c.Close()
 		}
+	}
+}
+
+// exampleLocker is a Locker with opts over the example servers; done closes
+// it and its clients. Its node timeout is a generous second unless opts say
+// otherwise: the example servers share a busy machine, where a one-shot
+// call (TryObtain, Inspect, ForceRelease, Bootstrap) must not fail on a
+// scheduling hiccup.
+func exampleLocker(opts ...redlock.Option) (locker *redlock.Locker, done func()) {
+	return exampleLockerDB(0, opts...)
+}
+
+// exampleLockerDB is exampleLocker on database db (see exampleClientsDB).
+func exampleLockerDB(db int, opts ...redlock.Option) (locker *redlock.Locker, done func()) {
+	clients, closeAll := exampleClientsDB(db)
+	locker, err := redlock.New(clients, append([]redlock.Option{redlock.WithNodeTimeout(time.Second)}, opts...)...)
+	if err != nil {
+		panic(err)
+	}
+	return locker, func() {
+		if err := locker.Close(); err != nil {
+			panic(err)
+		}
+		closeAll()
 	}
 }
 

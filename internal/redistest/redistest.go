@@ -23,8 +23,8 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// InstallHint tells a person how to get redis-server on Debian or Ubuntu.
-const InstallHint = "redis-server not found on PATH: install it with `apt-get install -y redis-server` (Debian/Ubuntu) or `brew install redis`"
+// InstallHint tells a person how to get redis-server.
+const InstallHint = "redis-server not found on PATH: `make redis` installs it (or `apt-get install -y redis-server` on Debian/Ubuntu, `brew install redis` on macOS)"
 
 // Options configure a server.
 type Options struct {
