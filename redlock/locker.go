@@ -96,7 +96,7 @@ func New(clients []redis.UniversalClient, opts ...Option) (*Locker, error) {
 	}
 	reg := newServers(l.Nodes())
 	for i := range l.nodes {
-		l.nodes[i].pipe = newPipe(clients[i].(*redis.Client), cfg.nodeTimeout)
+		l.nodes[i].pipe = newPipe(clients[i].(*redis.Client), cfg.nodeTimeout, cfg.route())
 		l.nodes[i].pipe.ident = &nodeIdentity{s: reg, node: i}
 	}
 	l.notify = newNotifier(l.nodes, &l.bg)
@@ -205,6 +205,9 @@ func (l *Locker) callConfig(key string, opts []Option) (config, error) {
 		cfg.apply(opts)
 		if cfg.guard != l.cfg.guard {
 			return cfg, invalid("WithRestartGuard is a property of the cluster: give it to New")
+		}
+		if cfg.redisLog != l.cfg.redisLog {
+			return cfg, invalid("WithRedisLogger is a property of the Locker: give it to New")
 		}
 		if err := cfg.obs.perCall(l.cfg.obs); err != nil {
 			return cfg, err
