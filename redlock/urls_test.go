@@ -381,4 +381,3 @@ func writeCert(t *testing.T, dir string) (certFile, keyFile string) {
 	}
 	return certFile, keyFile
 }
-
