@@ -179,12 +179,11 @@ func validScheme(s string) bool {
 // one is shown: everything between the scheme and the last "@" is replaced
 // (the user name too: in a malformed URL it may hold part of the password),
 // and so is everything after the scheme when an "@" follows a ? or # (a
-// password holds them, or was put in the query); without an "@", a port
+// password holds them, or was put in the query). Without an "@", a port
 // that is not a number is replaced, with what follows it (a password that
-// lost its "@host" reads as one: redis://:secret). Also with one in the
-// URL, a database path is not quoted: redis://u:p@ss/word has no host, and
-// its "path" is part of the password. A database path is shown
-// only when it is a number; a query or fragment only as "?...".
+// lost its "@host" reads as one: redis://:secret). A path is shown only
+// when it is a database number (redis://u:p@ss/word has no host: its
+// "path" is part of the password); a query or fragment only as "?...".
 func redactURL(raw string) string {
 	start := 0
 	if i := strings.Index(raw, "://"); i >= 0 {
