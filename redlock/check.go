@@ -87,6 +87,8 @@ func (l *Locker) Check(ctx context.Context, opts ...CheckOption) (*Report, error
 		return nil, err
 	}
 	timeout := max(l.cfg.nodeTimeout, minCheckTimeout)
+	// The probes use the Locker's connections: so do go-redis's lines.
+	ctx = withRoute(ctx, l.cfg.route())
 	probes := make([]nodeProbe, len(l.nodes))
 	// Every node is asked everything and nothing is counted or decided
 	// while they answer: a plain fan-out, not a quorum round.

@@ -14,12 +14,14 @@ import (
 )
 
 // Locker hands out locks over a fixed set of independent Redis nodes. It is
-// safe for concurrent use. The clients stay the caller's: Close does not
-// close them.
+// safe for concurrent use. The clients given to New stay the caller's:
+// Close does not close them; those NewFromURLs built, it does.
 type Locker struct {
 	nodes []node
 	need  int
 	cfg   config
+	// owned are the clients NewFromURLs built, closed by Close.
+	owned []*redis.Client
 
 	// mu guards closed; operations hold it for reading while they start
 	// goroutines (see guard), so that Close's Wait never races an Add on
@@ -94,7 +96,7 @@ func New(clients []redis.UniversalClient, opts ...Option) (*Locker, error) {
 	}
 	reg := newServers(l.Nodes())
 	for i := range l.nodes {
-		l.nodes[i].pipe = newPipe(clients[i].(*redis.Client), cfg.nodeTimeout)
+		l.nodes[i].pipe = newPipe(clients[i].(*redis.Client), cfg.nodeTimeout, cfg.route())
 		l.nodes[i].pipe.ident = &nodeIdentity{s: reg, node: i}
 	}
 	l.notify = newNotifier(l.nodes, &l.bg)
@@ -168,7 +170,8 @@ func (l *Locker) Quorum() int { return l.need }
 // Close ends the Locker's release subscriptions, waits for its background
 // work (clean-up of late node replies) to end, and makes further calls fail
 // with ErrClosed. Locks still held are not released; they expire by their
-// TTL. Close does not close the clients.
+// TTL. Close does not close the clients given to New; it closes those
+// that NewFromURLs built.
 func (l *Locker) Close() error {
 	l.mu.Lock()
 	if l.closed {
@@ -186,6 +189,7 @@ func (l *Locker) Close() error {
 	for _, n := range l.nodes {
 		n.pipe.close()
 	}
+	closeClients(l.owned)
 	return nil
 }
 
@@ -201,6 +205,9 @@ func (l *Locker) callConfig(key string, opts []Option) (config, error) {
 		cfg.apply(opts)
 		if cfg.guard != l.cfg.guard {
 			return cfg, invalid("WithRestartGuard is a property of the cluster: give it to New")
+		}
+		if cfg.redisLog != l.cfg.redisLog {
+			return cfg, invalid("WithRedisLogger is a property of the Locker: give it to New")
 		}
 		if err := cfg.obs.perCall(l.cfg.obs); err != nil {
 			return cfg, err

@@ -90,16 +90,21 @@ type pipe struct {
 	// ident tells the node's server apart from the other nodes' (see
 	// servers); nil checks nothing. Set before the first call is queued.
 	ident *nodeIdentity
+	// route is where go-redis's log lines about the calls of the workers
+	// go (see RedisLogger).
+	route *redisRoute
 }
 
 // newPipe starts the pipe of the node that c names; timeout is the
-// Locker's node timeout.
-func newPipe(c *redis.Client, timeout time.Duration) *pipe {
+// Locker's node timeout, route where go-redis's lines about its connections
+// go.
+func newPipe(c *redis.Client, timeout time.Duration, route *redisRoute) *pipe {
 	// Clients of our own: their connections never mix with the caller's,
 	// nothing we do changes the caller's client, and none of its settings
 	// can make a script run twice or a wait outlast the node timeout.
 	cmd, sub := privateOptions(c.Options(), timeout)
-	p := &pipe{own: redis.NewClient(cmd), sub: redis.NewClient(sub)}
+	cmd.Dialer, sub.Dialer = routeDial(cmd.Dialer, route), routeDial(sub.Dialer, route)
+	p := &pipe{own: redis.NewClient(cmd), sub: redis.NewClient(sub), route: route}
 	p.wg.Add(workersPerNode)
 	for i := range p.queues {
 		p.queues[i] = make(chan *nodeCall, queueLen)
@@ -187,7 +192,7 @@ type worker struct {
 
 func (p *pipe) work(queue chan *nodeCall) {
 	defer p.wg.Done()
-	w := &worker{p: p}
+	w := &worker{p: p, ctx: deadlineCtx{route: p.route}}
 	defer w.drop()
 	batch := make([]*nodeCall, 0, maxBatch)
 	for c := range queue {
@@ -330,11 +335,20 @@ func keepsConn(err error) bool {
 
 // deadlineCtx is a worker's reusable context: it carries only a deadline,
 // which go-redis turns into socket deadlines (the clients are expected to
-// have ContextTimeoutEnabled), and is never cancelled. Reusing it saves a
-// context and a timer per call on the hot path.
-type deadlineCtx struct{ deadline time.Time }
+// have ContextTimeoutEnabled), and the route of go-redis's log lines, and
+// is never cancelled. Reusing it saves a context and a timer per call on
+// the hot path.
+type deadlineCtx struct {
+	deadline time.Time
+	route    *redisRoute
+}
 
 func (c *deadlineCtx) Deadline() (time.Time, bool) { return c.deadline, true }
 func (c *deadlineCtx) Done() <-chan struct{}       { return nil }
 func (c *deadlineCtx) Err() error                  { return nil }
-func (c *deadlineCtx) Value(any) any               { return nil }
+func (c *deadlineCtx) Value(key any) any {
+	if _, ok := key.(routeKey); ok {
+		return c.route
+	}
+	return nil
+}

@@ -25,7 +25,7 @@ func TestBatchKeepsOrderAfterScriptLoss(t *testing.T) {
 	if err := c.ScriptLoad(ctx, releaseScript.src).Err(); err != nil {
 		t.Fatal(err)
 	}
-	p := newPipe(c, time.Second)
+	p := newPipe(c, time.Second, quietRoute)
 	defer p.close()
 
 	prefix := "owner\x00"

@@ -43,7 +43,8 @@ type config struct {
 	// fenceLife is how long a fencing counter outlives the lock key it
 	// was last written with; defaultFenceLifetime but in tests.
 	fenceLife time.Duration
-	obs       *observer // WithObserver; nil: none
+	obs       *observer   // WithObserver; nil: none
+	redisLog  *redisRoute // WithRedisLogger; nil: quiet
 }
 
 // defaultFenceLifetime is how long a key's fencing counter stays on a node

@@ -50,7 +50,7 @@ func TestBadInput(t *testing.T) {
 		{"unix socket", nil, []string{"run", "--nodes", "unix:///tmp/redis.sock", "k", "--", "true"}, `unsupported scheme "unix"`},
 		{"bad port", nil, []string{"run", "--nodes", "redis://127.0.0.1:port", "k", "--", "true"}, "(redis://127.0.0.1:xxxxx): malformed URL: the port is not a number"},
 		{"missing host", nil, []string{"run", "--nodes", "redis:///0", "k", "--", "true"}, "missing host"},
-		{"bad database", nil, []string{"run", "--nodes", "redis://127.0.0.1:1/abc", "k", "--", "true"}, `invalid database number: "abc"`},
+		{"bad database", nil, []string{"run", "--nodes", "redis://127.0.0.1:1/abc", "k", "--", "true"}, "(redis://127.0.0.1:1/...): invalid database number: the path must be /<number>"},
 		{"unknown URL option", nil, []string{"run", "--nodes", "redis://127.0.0.1:1?frob=1", "k", "--", "true"}, "unexpected option: frob"},
 		{"same node twice", nil, []string{"run", "--nodes", "redis://127.0.0.1:7,redis://localhost:7", "k", "--", "true"}, "same node"},
 		{"bad node timeout", nil, []string{"run", "--nodes", nodes, "--node-timeout", "0", "k", "--", "true"}, "--node-timeout 0s must be positive"},

@@ -1,15 +1,12 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"strings"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/quorumlock/redlock/redlock"
 )
@@ -64,14 +61,10 @@ type app struct {
 	environ        func() []string
 }
 
-// quietLogger drops go-redis's own log lines (failed dials and the like):
+// go-redis's own log lines about the Locker's connections (failed dials
+// and the like) stay out of stderr: the library drops them by default, and
 // redlock reports node failures itself, with addresses redacted.
-type quietLogger struct{}
-
-func (quietLogger) Printf(context.Context, string, ...any) {}
-
 func main() {
-	redis.SetLogger(quietLogger{})
 	a := &app{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, environ: os.Environ}
 	os.Exit(a.main(os.Args[1:]))
 }

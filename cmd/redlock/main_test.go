@@ -42,7 +42,6 @@ func TestMain(m *testing.M) {
 	if mode := os.Getenv(helperEnv); mode != "" {
 		os.Exit(helper(mode))
 	}
-	redis.SetLogger(quietLogger{})
 	code, err := testMain(m)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -1,0 +1,244 @@
+package redlock
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// URLForm is the node URL syntax that ParseURL and NewFromURLs accept, for
+// messages and usage texts.
+const URLForm = "redis://[[user]:password@]host[:port][/db][?option=value...], or rediss:// for TLS"
+
+// URLError is the error of ParseURL about one node URL. Neither field ever
+// holds the URL's password.
+type URLError struct {
+	// URL is the URL for messages: without the user name and password
+	// (everything between the scheme and the last "@"), query and fragment.
+	URL string
+	// Err says what is wrong with it.
+	Err error
+}
+
+// Error returns "node URL <URL>: <Err>".
+func (e *URLError) Error() string { return "node URL " + e.URL + ": " + e.Err.Error() }
+
+// Unwrap returns ErrInvalid and Err, so that errors.Is(err, ErrInvalid)
+// holds for every bad URL.
+func (e *URLError) Unwrap() []error { return []error{ErrInvalid, e.Err} }
+
+// ParseURL parses a node URL, redis:// or rediss:// (TLS, verified against
+// the host name), into client options set up for lock use: context
+// deadlines honoured (ContextTimeoutEnabled) and no command retries
+// (MaxRetries -1), whatever the URL's query says. Surrounding spaces are
+// ignored.
+//
+// The syntax is URLForm: the user name and password must be percent-encoded
+// where they hold any of , / ? # @ : or %; the database is a number; the
+// query takes the options of go-redis's redis.ParseURL (dial_timeout,
+// client_name, skip_verify for rediss://, ...) and an unknown option is an
+// error. A URL without a host, with a #fragment or with a scheme other than
+// redis or rediss (unix:// included) is refused.
+//
+// On failure it returns a *URLError, matching ErrInvalid, whose message
+// never shows the password, even of a URL that does not parse.
+func ParseURL(raw string) (*redis.Options, error) {
+	raw = strings.TrimSpace(raw)
+	o, err := parseURL(raw)
+	if err != nil {
+		return nil, &URLError{URL: redactURL(raw), Err: err}
+	}
+	return o, nil
+}
+
+// parseURL is ParseURL without the URL in its errors.
+//
+// Its errors never quote the URL: url.Parse's do, with the password. When
+// the URL has credentials, the errors of url.Parse are not passed on at all,
+// since a misplaced password can end up in the part they quote.
+func parseURL(raw string) (*redis.Options, error) {
+	if raw == "" {
+		return nil, errors.New("empty URL: want " + URLForm)
+	}
+	scheme, _, ok := strings.Cut(raw, "://")
+	if !ok {
+		return nil, errors.New("not a URL: want " + URLForm)
+	}
+	if scheme != "redis" && scheme != "rediss" {
+		if validScheme(scheme) {
+			return nil, fmt.Errorf("unsupported scheme %q: want %s", scheme, URLForm)
+		}
+		return nil, errors.New("not a redis:// or rediss:// URL: want " + URLForm)
+	}
+	hasCreds := strings.Contains(raw, "@")
+	u, err := url.Parse(raw)
+	if err != nil {
+		var ue *url.Error
+		if hasCreds || !errors.As(err, &ue) {
+			return nil, errors.New("malformed URL (percent-encode special characters in the user name and password): want " + URLForm)
+		}
+		if strings.Contains(ue.Err.Error(), "port") {
+			// A port that is not a number may be a password that lost its
+			// "@host" (redis://:secret): the error would quote it.
+			return nil, errors.New("malformed URL: the port is not a number: want " + URLForm)
+		}
+		return nil, fmt.Errorf("malformed URL: %v", ue.Err)
+	}
+	switch {
+	case u.User == nil && strings.Contains(u.Host+u.Path+u.RawQuery+u.Fragment, "@"):
+		// The password held a / ? or #, which ended the host early.
+		return nil, errors.New("malformed URL: percent-encode / ? # in the user name and password")
+	case u.Host == "":
+		// go-redis would take localhost: a lock should name its servers.
+		return nil, errors.New("missing host: want " + URLForm)
+	case u.Fragment != "" || strings.HasSuffix(raw, "#"):
+		return nil, errors.New("unexpected #fragment: want " + URLForm)
+	case !isDBPath(u.Path):
+		// Not quoted: a password that lost its "@host" can end up here
+		// (redis://user:/secret).
+		return nil, errors.New("invalid database number: the path must be /<number>: want " + URLForm)
+	}
+	// go-redis's parser knows the query options; what it can quote in an
+	// error (the database path, option names and values) holds no password
+	// once the checks above have passed.
+	o, err := redis.ParseURL(raw)
+	if err != nil {
+		return nil, errors.New(strings.TrimPrefix(err.Error(), "redis: "))
+	}
+	// The lock bounds every node call itself, and a retried script would be
+	// a second vote from the same node in a later round. (New applies the
+	// same rules to its own connections; these are for any other use of
+	// the options.)
+	o.ContextTimeoutEnabled = true
+	o.MaxRetries = -1
+	return o, nil
+}
+
+// NewFromURLs returns a Locker over the Redis masters that urls name, one
+// URL per independent master (see ParseURL for the syntax), with opts as
+// the defaults of every call, as New does. It builds one client per URL;
+// the Locker owns them and Close closes them.
+//
+// On failure it builds nothing (or closes what it built) and returns an
+// error matching ErrInvalid: for a bad URL one that wraps a *URLError and
+// names the URL by its index, never showing a password; otherwise New's.
+func NewFromURLs(urls []string, opts ...Option) (*Locker, error) {
+	if len(urls) == 0 {
+		return nil, invalid("no URLs")
+	}
+	options := make([]*redis.Options, len(urls))
+	for i, raw := range urls {
+		o, err := ParseURL(raw)
+		if err != nil {
+			return nil, fmt.Errorf("redlock: urls[%d]: %w", i, err)
+		}
+		options[i] = o
+	}
+	clients := make([]redis.UniversalClient, len(options))
+	owned := make([]*redis.Client, len(options))
+	for i, o := range options {
+		owned[i] = redis.NewClient(o)
+		clients[i] = owned[i]
+	}
+	l, err := New(clients, opts...)
+	if err != nil {
+		closeClients(owned)
+		return nil, err
+	}
+	l.owned = owned
+	return l, nil
+}
+
+// closeClients closes clients the Locker built. They never sent a command
+// (the Locker takes only their options), so closing them cannot fail in a
+// way worth reporting.
+func closeClients(clients []*redis.Client) {
+	for _, c := range clients {
+		_ = c.Close()
+	}
+}
+
+func validScheme(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i, r := range s {
+		letter := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z'
+		if !letter && (i == 0 || !(r >= '0' && r <= '9' || r == '+' || r == '-' || r == '.')) {
+			return false
+		}
+	}
+	return true
+}
+
+// redactURL returns raw, which need not be a valid URL, for messages. A
+// malformed URL can put a password anywhere, so only what cannot be part of
+// one is shown: everything between the scheme and the last "@" is replaced
+// (the user name too: in a malformed URL it may hold part of the password),
+// and so is everything after the scheme when an "@" follows a ? or # (a
+// password holds them, or was put in the query). Without an "@", a port
+// that is not a number is replaced, with what follows it (a password that
+// lost its "@host" reads as one: redis://:secret). A path is shown only
+// when it is a database number (redis://u:p@ss/word has no host: its
+// "path" is part of the password); a query or fragment only as "?...".
+func redactURL(raw string) string {
+	start := 0
+	if i := strings.Index(raw, "://"); i >= 0 {
+		start = i + len("://")
+	}
+	head, rest := raw[:start], raw[start:]
+	if at := strings.LastIndex(rest, "@"); at >= 0 {
+		if q := strings.IndexAny(rest, "?#"); q >= 0 && q < at {
+			return head + "xxxxx"
+		}
+		head += "xxxxx@"
+		rest = rest[at+1:]
+	}
+	end := strings.IndexAny(rest, "/?#")
+	if end < 0 {
+		end = len(rest)
+	}
+	host, port, colon := splitHostPort(rest[:end])
+	tail, query := rest[end:], ""
+	if i := strings.IndexAny(tail, "?#"); i >= 0 {
+		tail, query = tail[:i], "?..."
+	}
+	if !strings.HasSuffix(head, "@") && port != "" && strings.Trim(port, "0123456789") != "" {
+		port, query = "xxxxx", ""
+		if !isDBPath(tail) {
+			tail = ""
+		}
+	}
+	if !isDBPath(tail) {
+		tail = "/..."
+	}
+	if colon {
+		port = ":" + port
+	}
+	return head + host + port + tail + query
+}
+
+// splitHostPort splits "host:port" at the colon that ends the host (the
+// first one, or the one after "]"), unlike net.SplitHostPort, which
+// splits at the last: a colon after the first belongs to what is not a
+// port. colon reports whether there was one.
+func splitHostPort(s string) (host, port string, colon bool) {
+	from := 0
+	if strings.HasPrefix(s, "[") {
+		if i := strings.Index(s, "]"); i >= 0 {
+			from = i + 1
+		}
+	}
+	if i := strings.Index(s[from:], ":"); i >= 0 {
+		return s[:from+i], s[from+i+1:], true
+	}
+	return s, "", false
+}
+
+// isDBPath reports whether path is empty, "/" or a database number.
+func isDBPath(path string) bool {
+	return path == "" || path == "/" || path[0] == '/' && strings.Trim(path[1:], "0123456789") == ""
+}
