@@ -28,6 +28,17 @@ func (r *Report) scaled(impl string, nodes, workers int) float64 {
 	return v
 }
 
+// scaledCell is a scaling table's cell: the median throughput and, when
+// calls failed, the median count of failures, which a collapse under load
+// shows as.
+func (r *Report) scaledCell(impl string, nodes, workers int) string {
+	cell := num(r.scaled(impl, nodes, workers), 0)
+	if x := r.FindScaled(impl, nodes, workers); x != nil && x.Median[Errors] > 0 {
+		cell += fmt.Sprintf(" (%s err)", num(x.Median[Errors], 0))
+	}
+	return cell
+}
+
 // byWorkers lists the modes of lockers.ScalingByWorkers that have a
 // scaling result at every worker count of the run but one at most (so
 // that a mode measured only on the node axis is not drawn as a flat dot).
@@ -70,7 +81,8 @@ func (r *Report) scalingTables() []Table {
 		return nil
 	}
 	byW := Table{
-		Title:  fmt.Sprintf("Scaling: Obtain+Release per second by workers, each on its own key (%s windows)", s.ScaleDuration),
+		Title: fmt.Sprintf("Scaling: Obtain+Release per second by workers, each on its own key (%s windows; err: failed calls, median)",
+			s.ScaleDuration),
 		Header: []string{"impl", "nodes"},
 		Left:   1,
 	}
@@ -80,7 +92,7 @@ func (r *Report) scalingTables() []Table {
 	for _, m := range r.byWorkers() {
 		row := []string{m.Impl, fmt.Sprint(m.Nodes)}
 		for _, w := range s.ScaleWorkers {
-			row = append(row, num(r.scaled(m.Impl, m.Nodes, w), 0))
+			row = append(row, r.scaledCell(m.Impl, m.Nodes, w))
 		}
 		byW.Rows = append(byW.Rows, row)
 	}
@@ -96,7 +108,7 @@ func (r *Report) scalingTables() []Table {
 	for _, impl := range r.byNodes() {
 		row := []string{impl}
 		for _, n := range s.ScaleNodes {
-			cell := num(r.scaled(impl, n, s.Workers), 0)
+			cell := r.scaledCell(impl, n, s.Workers)
 			if !lockers.Supports(impl, n) {
 				cell = "n/a"
 			}
