@@ -33,9 +33,11 @@ func TestRunSmall(t *testing.T) {
 	cfg.Grace = 500 * time.Millisecond
 	cfg.Workers = 8
 	cfg.Contenders = 4
-	// A slow node well above the machine's noise, so that the check that
-	// it was off before it went on cannot mistake noise for the fault.
-	cfg.SlowLatency = 10 * time.Millisecond
+	// A slow node well above the machine's noise (a loaded machine under
+	// -race has shown 100ms medians in these 30ms windows), so that the
+	// check that it was off before it went on cannot mistake noise for
+	// the fault. Still below redsync's per-node timeout (400ms).
+	cfg.SlowLatency = 100 * time.Millisecond
 	cfg.ScaleWorkers = []int{1, 4}
 	cfg.ScaleNodes = []int{1, 3, 5, 7}
 	cfg.ScaleDuration = cfg.Duration
@@ -81,9 +83,10 @@ func TestRunSmall(t *testing.T) {
 				done = report.WaitP99
 			}
 			// Errors are the libraries' to report (a node call can time
-			// out on a loaded machine under -race); the harness's job is
-			// to measure something.
-			if r.Median[done] <= 0 {
+			// out on a loaded machine under -race, and a 30ms window may
+			// hold a single failed call); the harness's job is to measure
+			// something and count it.
+			if r.Median[done] <= 0 && (s == report.Contention || r.Median[report.Errors] <= 0) {
 				t.Errorf("%s %s: figures %v", m.Name(), s, r.Median)
 			}
 			// A fault is measured against the same path just before it.
@@ -102,12 +105,12 @@ func TestRunSmall(t *testing.T) {
 		t.Errorf("redsync slow-node p50 = %vµs, want at least twice %v", p50, cfg.SlowLatency)
 	}
 	// ...and that it was off again for the baseline measured before it:
-	// the fault adds two slow replies to each pair (Obtain and Release),
-	// so with the latency already on before, the two would be alike. Half
-	// of what it adds is the bound: a loaded machine moves a baseline by a
-	// few milliseconds, not by ten.
-	if sl := rep.Find(lockers.Redsync, 5, report.SlowNode).Median; sl[report.P50]-sl[report.BaseP50] < float64(cfg.SlowLatency/time.Microsecond) {
-		t.Errorf("redsync p50 %vµs just before the slow node, %vµs with it: want the latency off before (at least %v apart)",
+	// with the latency on, no redsync pair can take less than two slow
+	// replies (Obtain and Release each wait for every node), so a baseline
+	// below that proves it off. Load only adds time, so noise cannot fake
+	// it; it could only hide it, by more than 200ms.
+	if sl := rep.Find(lockers.Redsync, 5, report.SlowNode).Median; sl[report.BaseP50] >= 2*float64(cfg.SlowLatency/time.Microsecond) {
+		t.Errorf("redsync p50 %vµs just before the slow node, %vµs with it: want the latency off before (below twice %v)",
 			sl[report.BaseP50], sl[report.P50], cfg.SlowLatency)
 	}
 	// The floor decides without the slow node, as our quorum does.
