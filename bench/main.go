@@ -25,6 +25,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -208,10 +209,12 @@ func run() error {
 // writeCharts draws the scenarios' chart and, when the scaling scenario
 // ran, the scaling chart, naming on stderr what it wrote.
 func writeCharts(rep *report.Report, chartPath, scalePath string) error {
-	if err := rep.WriteChart(chartPath); err != nil {
-		return err
+	if slices.ContainsFunc(rep.Results, func(x report.Result) bool { return x.Scenario != report.Scaling }) {
+		if err := rep.WriteChart(chartPath); err != nil {
+			return err
+		}
+		fmt.Fprintln(os.Stderr, "wrote", chartPath)
 	}
-	fmt.Fprintln(os.Stderr, "wrote", chartPath)
 	if !rep.HasScaling() {
 		fmt.Fprintln(os.Stderr, "no scaling results: no", scalePath)
 		return nil
