@@ -5,7 +5,7 @@ package main_test
 //	go test -run '^$' -bench 'ObtainRelease$' -benchmem -count 6 | tee new.txt
 //	benchstat -col /impl new.txt
 //
-// Every benchmark runs each mode on the same five local redis-server
+// Every benchmark runs each mode on the same local redis-server
 // processes, started once for the whole test binary when the first
 // benchmark needs them (plain `go test` starts none).
 
@@ -75,10 +75,11 @@ func nodes(b *testing.B) *harness.Cluster {
 
 // eachMode runs bench as a sub-benchmark per mode ("impl=redlock/nodes=5"),
 // with the mode set up over the direct clients, or over the faulty ones
-// (quorum modes only) when faulty is set.
-func eachMode(b *testing.B, faulty bool, bench func(b *testing.B, impl lockers.Impl)) {
+// (quorum modes only) when faulty is set. Modes without a lock (the floor)
+// run only when anyMode is set.
+func eachMode(b *testing.B, faulty, anyMode bool, bench func(b *testing.B, impl lockers.Impl)) {
 	for _, m := range lockers.Modes() {
-		if faulty && !m.Quorum() {
+		if (faulty && !m.Quorum()) || (!anyMode && !m.Excludes()) {
 			continue
 		}
 		b.Run(m.Name(), func(b *testing.B) {
@@ -132,7 +133,7 @@ func obtainRelease(b *testing.B, impl lockers.Impl) {
 
 // BenchmarkObtainRelease is one Obtain and one Release, uncontended, per
 // op: latency and allocations per lock cycle.
-func BenchmarkObtainRelease(b *testing.B) { eachMode(b, false, obtainRelease) }
+func BenchmarkObtainRelease(b *testing.B) { eachMode(b, false, true, obtainRelease) }
 
 // BenchmarkSlowNode is BenchmarkObtainRelease with node 3 answering 2 ms
 // late.
@@ -146,7 +147,7 @@ func BenchmarkSlowNode(b *testing.B) {
 			b.Error(err)
 		}
 	})
-	eachMode(b, true, obtainRelease)
+	eachMode(b, true, true, obtainRelease)
 }
 
 // BenchmarkNodeDown is BenchmarkObtainRelease with node 3 refusing
@@ -159,13 +160,13 @@ func BenchmarkNodeDown(b *testing.B) {
 			b.Error(err)
 		}
 	})
-	eachMode(b, true, obtainRelease)
+	eachMode(b, true, true, obtainRelease)
 }
 
 // BenchmarkThroughput runs Obtain+Release from 64 goroutines, each on its
 // own key; ns/op is the inverse of the throughput.
 func BenchmarkThroughput(b *testing.B) {
-	eachMode(b, false, func(b *testing.B, impl lockers.Impl) {
+	eachMode(b, false, true, func(b *testing.B, impl lockers.Impl) {
 		ctx := b.Context()
 		prefix := key(b)
 		var id, errs atomic.Int64
@@ -193,7 +194,7 @@ func BenchmarkThroughput(b *testing.B) {
 // the wait for the lock, how many Obtain calls the library gave up on, and
 // how many Release calls failed.
 func BenchmarkContended(b *testing.B) {
-	eachMode(b, false, func(b *testing.B, impl lockers.Impl) {
+	eachMode(b, false, false, func(b *testing.B, impl lockers.Impl) {
 		ctx := b.Context()
 		k := key(b)
 		var (

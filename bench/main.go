@@ -1,11 +1,14 @@
 // Command bench compares redlock's single-node and quorum modes with
-// go-redsync/redsync and bsm/redislock on the same Redis servers.
+// go-redsync/redsync, bsm/redislock and rueidis's rueidislock on the same
+// Redis servers, and with a floor that only sends the round trips a lock
+// needs.
 //
-// By default it starts five local redis-server processes on free loopback
-// ports and stops them at the end; -nodes uses five running servers instead
-// (such as the docker-compose ones). It prints a table of medians over
+// By default it starts seven local redis-server processes on free loopback
+// ports (five for the tables, seven for the scaling scenario) and stops
+// them at the end; -nodes uses running servers instead, at least five
+// (such as the docker-compose ones). It prints tables of medians over
 // rounds on stdout, progress on stderr, and writes every figure to a JSON
-// file and a chart to an SVG or PNG file.
+// file and two charts (the scenarios, and scaling) to SVG or PNG files.
 //
 //	go run .            # the full run, a few minutes
 //	go run . -quick     # every mode and scenario in well under a minute
@@ -22,6 +25,8 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/pprof"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -41,7 +46,7 @@ func main() {
 func run() error {
 	def := harness.DefaultConfig()
 	var (
-		nodes      = flag.String("nodes", "", "use these five running servers (host:port,...) instead of starting local ones")
+		nodes      = flag.String("nodes", "", "use these running servers (host:port,..., at least five) instead of starting local ones")
 		quick      = flag.Bool("quick", false, "short run for CI: 2 rounds of 150ms windows")
 		rounds     = flag.Int("rounds", def.Rounds, "rounds; the table shows medians over rounds")
 		duration   = flag.Duration("duration", def.Duration, "measured window per mode and scenario")
@@ -54,10 +59,14 @@ func run() error {
 		out        = flag.String("out", "results", "directory for the JSON file and the chart")
 		jsonPath   = flag.String("json", "", "JSON output file (default <out>/bench.json)")
 		chartPath  = flag.String("chart", "", "chart file, .svg or .png (default <out>/bench.svg)")
+		scalePath  = flag.String("scalechart", "", "scaling chart file, .svg or .png (default <out>/scaling.svg)")
+		scaleW     = flag.String("scale-workers", ints(def.ScaleWorkers), "scaling: worker counts, comma-separated; empty with empty -scale-nodes skips scaling")
+		scaleN     = flag.String("scale-nodes", ints(def.ScaleNodes), "scaling: node counts, at -workers workers, comma-separated")
+		scaleD     = flag.Duration("scale-duration", def.ScaleDuration, "scaling: measured window per point")
 		from       = flag.String("from", "", "run nothing: print the table and draw the chart of this earlier JSON file")
 		modes      = flag.String("modes", "", "only these modes, as impl/nodes (redlock/5,redsync/5); default all")
 		cpuProfile = flag.String("cpuprofile", "", "write a CPU profile of the run (the benchmark process only) to this file")
-		scens      = flag.String("scenarios", "", "only these scenarios (uncontended,throughput,contention,slow-node,node-down); default all")
+		scens      = flag.String("scenarios", "", "only these scenarios (uncontended,throughput,contention,slow-node,node-down,scaling); default all")
 	)
 	flag.Parse()
 	if flag.NArg() > 0 {
@@ -70,10 +79,15 @@ func run() error {
 	if *chartPath == "" {
 		*chartPath = filepath.Join(*out, "bench.svg")
 	}
-	if ext := strings.ToLower(filepath.Ext(*chartPath)); ext != ".svg" && ext != ".png" {
-		return fmt.Errorf("chart %s: want a .svg or .png file", *chartPath)
+	if *scalePath == "" {
+		*scalePath = filepath.Join(*out, "scaling.svg")
 	}
-	for _, p := range []string{*jsonPath, *chartPath} {
+	for _, p := range []string{*chartPath, *scalePath} {
+		if ext := strings.ToLower(filepath.Ext(p)); ext != ".svg" && ext != ".png" {
+			return fmt.Errorf("chart %s: want a .svg or .png file", p)
+		}
+	}
+	for _, p := range []string{*jsonPath, *chartPath, *scalePath} {
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			return err
 		}
@@ -87,7 +101,7 @@ func run() error {
 		if err := rep.WriteTable(os.Stdout); err != nil {
 			return err
 		}
-		return rep.WriteChart(*chartPath)
+		return writeCharts(rep, *chartPath, *scalePath)
 	}
 
 	cfg := def
@@ -113,8 +127,24 @@ func run() error {
 			cfg.Hold = *hold
 		case "slow":
 			cfg.SlowLatency = *slow
+		case "scale-duration":
+			cfg.ScaleDuration = *scaleD
 		}
 	})
+	for _, f := range []struct {
+		name string
+		val  string
+		dst  *[]int
+	}{{"scale-workers", *scaleW, &cfg.ScaleWorkers}, {"scale-nodes", *scaleN, &cfg.ScaleNodes}} {
+		if !isSet(f.name) {
+			continue
+		}
+		v, err := parseInts(f.val)
+		if err != nil {
+			return fmt.Errorf("-%s: %w", f.name, err)
+		}
+		*f.dst = v
+	}
 	if *modes != "" {
 		cfg.Modes = nil
 		for m := range strings.SplitSeq(*modes, ",") {
@@ -135,7 +165,7 @@ func run() error {
 			}
 		}
 	} else if _, err := exec.LookPath("redis-server"); err != nil {
-		return fmt.Errorf("%s; or pass -nodes with five running servers", redistest.InstallHint)
+		return fmt.Errorf("%s; or pass -nodes with at least five running servers", redistest.InstallHint)
 	}
 
 	// Ctrl-C ends the run cleanly, so the local servers are stopped.
@@ -169,11 +199,63 @@ func run() error {
 	if err := rep.WriteJSON(*jsonPath); err != nil {
 		return err
 	}
-	if err := rep.WriteChart(*chartPath); err != nil {
+	if err := writeCharts(rep, *chartPath, *scalePath); err != nil {
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "wrote %s and %s in %s\n", *jsonPath, *chartPath, rep.Finished.Sub(rep.Started).Round(1e9))
+	fmt.Fprintf(os.Stderr, "wrote %s and the charts in %s\n", *jsonPath, rep.Finished.Sub(rep.Started).Round(1e9))
 	return nil
+}
+
+// writeCharts draws the scenarios' chart and, when the scaling scenario
+// ran, the scaling chart, naming on stderr what it wrote.
+func writeCharts(rep *report.Report, chartPath, scalePath string) error {
+	if slices.ContainsFunc(rep.Results, func(x report.Result) bool { return x.Scenario != report.Scaling }) {
+		if err := rep.WriteChart(chartPath); err != nil {
+			return err
+		}
+		fmt.Fprintln(os.Stderr, "wrote", chartPath)
+	}
+	if !rep.HasScaling() {
+		fmt.Fprintln(os.Stderr, "no scaling results: no", scalePath)
+		return nil
+	}
+	if err := rep.WriteScalingChart(scalePath); err != nil {
+		return err
+	}
+	fmt.Fprintln(os.Stderr, "wrote", scalePath)
+	return nil
+}
+
+// isSet reports whether the flag was given on the command line.
+func isSet(name string) bool {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
+// ints formats a list as the flags take it: "1,4,16".
+func ints(xs []int) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = strconv.Itoa(x)
+	}
+	return strings.Join(s, ",")
+}
+
+// parseInts reads "1,4,16"; an empty string is an empty list.
+func parseInts(s string) ([]int, error) {
+	var out []int
+	for f := range strings.SplitSeq(s, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("%q: want positive whole numbers, comma-separated", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }
 
 // parseMode reads "impl/nodes", one of the harness's modes.

@@ -13,7 +13,8 @@ import (
 	"github.com/quorumlock/redlock/internal/redistest"
 )
 
-// Cluster is the NodeCount nodes every mode runs on, with two client sets:
+// Cluster is the nodes every mode runs on (LocalNodes started here, or at
+// least NodeCount given), with two client sets:
 // Direct, and Faulty, the same but with one node reached through a fault
 // proxy.
 type Cluster struct {
@@ -36,8 +37,8 @@ func newClient(addr string) *redis.Client {
 	return s.NewClient()
 }
 
-// StartCluster starts NodeCount local redis-server processes, or connects
-// to addrs when given, and puts a fault proxy in front of node faultNode
+// StartCluster starts LocalNodes local redis-server processes, or connects
+// to addrs (at least NodeCount) when given, and puts a fault proxy in front of node faultNode
 // (0-based). On failure it leaves nothing running.
 func StartCluster(ctx context.Context, addrs []string, faultNode int) (c *Cluster, err error) {
 	c = &Cluster{}
@@ -48,15 +49,15 @@ func StartCluster(ctx context.Context, addrs []string, faultNode int) (c *Cluste
 		}
 	}()
 	if len(addrs) == 0 {
-		if c.servers, err = redistest.StartN(NodeCount, redistest.Options{}); err != nil {
+		if c.servers, err = redistest.StartN(LocalNodes, redistest.Options{}); err != nil {
 			return c, err
 		}
 		for _, s := range c.servers {
 			addrs = append(addrs, s.Addr)
 		}
 	}
-	if len(addrs) != NodeCount {
-		return c, fmt.Errorf("need %d nodes, got %d: %s", NodeCount, len(addrs), strings.Join(addrs, ","))
+	if len(addrs) < NodeCount {
+		return c, fmt.Errorf("need at least %d nodes, got %d: %s", NodeCount, len(addrs), strings.Join(addrs, ","))
 	}
 	if faultNode < 0 || faultNode >= NodeCount {
 		return c, fmt.Errorf("fault node %d out of range", faultNode)

@@ -21,13 +21,18 @@ import (
 	"github.com/quorumlock/redlock/bench/internal/report"
 )
 
-// NodeCount is how many nodes the harness uses: the largest quorum mode.
+// NodeCount is how many nodes the tables use: the largest quorum mode.
+// Given servers must be at least this many.
 const NodeCount = 5
+
+// LocalNodes is how many local servers the harness starts: enough for the
+// scaling scenario's largest quorum.
+const LocalNodes = 7
 
 // Config is what a run measures and for how long.
 type Config struct {
-	// Nodes are existing servers (host:port) to use; empty starts
-	// NodeCount local redis-server processes.
+	// Nodes are existing servers (host:port) to use, at least NodeCount;
+	// empty starts LocalNodes local redis-server processes.
 	Nodes []string
 	// Rounds is how many times each mode runs each scenario; the report
 	// shows the medians over rounds.
@@ -51,7 +56,19 @@ type Config struct {
 	// refuse connections.
 	SlowLatency time.Duration
 	FaultNode   int
+	// ScaleWorkers are the worker counts of the scaling scenario's first
+	// axis (lockers.ScalingByWorkers), ScaleNodes the node counts of its
+	// second (lockers.ScalingByNodes, at Workers workers). Both empty skip
+	// the scenario; node counts above the servers at hand are skipped.
+	ScaleWorkers []int
+	ScaleNodes   []int
+	// ScaleDuration and ScaleWarmup are the scaling scenario's window and
+	// warm-up, per point: it has many points, and throughput needs no long
+	// window to settle.
+	ScaleDuration time.Duration
+	ScaleWarmup   time.Duration
 	// Modes are the implementations to compare; lockers.Modes() by default.
+	// The scaling scenario draws only the implementations named here.
 	Modes []lockers.Mode
 	// Scenarios, if set, runs only the scenarios named (report.Uncontended
 	// and so on); by default all run.
@@ -75,16 +92,26 @@ func DefaultConfig() Config {
 		SlowLatency: 2 * time.Millisecond,
 		FaultNode:   2, // in the 3-node and the 5-node sets
 		Modes:       lockers.Modes(),
+
+		ScaleWorkers:  []int{1, 4, 16, 64, 256, 1024},
+		ScaleNodes:    []int{1, 3, 5, 7},
+		ScaleDuration: 500 * time.Millisecond,
+		ScaleWarmup:   100 * time.Millisecond,
 	}
 }
 
-// QuickConfig is the CI run: every mode and scenario, briefly.
+// QuickConfig is the CI run: every mode and scenario, briefly; scaling
+// only at 1 and 64 workers (and every node count at 64), so that it stays
+// well under a minute.
 func QuickConfig() Config {
 	c := DefaultConfig()
 	c.Rounds = 2
 	c.Duration = 150 * time.Millisecond
 	c.Warmup = 30 * time.Millisecond
 	c.Grace = 300 * time.Millisecond
+	c.ScaleWorkers = []int{1, 64}
+	c.ScaleDuration = c.Duration
+	c.ScaleWarmup = c.Warmup
 	c.Quick = true
 	return c
 }
@@ -103,9 +130,21 @@ func (c *Config) validate() error {
 		return fmt.Errorf("slow latency %v: whole milliseconds only", c.SlowLatency)
 	case len(c.Modes) == 0:
 		return errors.New("no modes")
+	case (len(c.ScaleWorkers) > 0 || len(c.ScaleNodes) > 0) && (c.ScaleDuration <= 0 || c.ScaleWarmup < 0):
+		return errors.New("scale duration must be positive, scale warmup not negative")
+	}
+	for _, w := range c.ScaleWorkers {
+		if w < 1 {
+			return fmt.Errorf("scale workers %d: need at least 1", w)
+		}
+	}
+	for _, n := range c.ScaleNodes {
+		if n < 1 {
+			return fmt.Errorf("scale nodes %d: need at least 1", n)
+		}
 	}
 	for _, name := range c.Scenarios {
-		if !slices.ContainsFunc(scenarios(c), func(s scenario) bool { return s.name == name }) {
+		if name != report.Scaling && !slices.ContainsFunc(scenarios(c), func(s scenario) bool { return s.name == name }) {
 			return fmt.Errorf("unknown scenario %q", name)
 		}
 	}
@@ -118,6 +157,8 @@ type scenario struct {
 	// quorumOnly scenarios skip single-node modes: their only node is
 	// never the faulty one.
 	quorumOnly bool
+	// locksOnly scenarios skip the floor: it has nothing to contend for.
+	locksOnly bool
 	// faulty runs the modes over the client set with the proxied node.
 	faulty bool
 	// setup injects the fault and returns its undo.
@@ -134,7 +175,7 @@ func scenarios(cfg *Config) []scenario {
 		{name: report.Throughput, run: func(ctx context.Context, impl lockers.Impl, key string, d time.Duration) report.Figures {
 			return throughput(ctx, impl, key, cfg.Workers, d, cfg.Grace)
 		}},
-		{name: report.Contention, run: func(ctx context.Context, impl lockers.Impl, key string, d time.Duration) report.Figures {
+		{name: report.Contention, locksOnly: true, run: func(ctx context.Context, impl lockers.Impl, key string, d time.Duration) report.Figures {
 			return contention(ctx, impl, key, cfg.Contenders, cfg.Hold, d, cfg.Grace)
 		}},
 		{name: report.SlowNode, quorumOnly: true, faulty: true, run: lat,
@@ -156,6 +197,8 @@ func scenarios(cfg *Config) []scenario {
 type modeImpls struct {
 	mode           lockers.Mode
 	direct, faulty lockers.Impl
+	// scaleOnly modes are set up for the scaling scenario alone.
+	scaleOnly bool
 }
 
 // Run runs the benchmark and returns its report. It stops early, with
@@ -171,7 +214,7 @@ func Run(ctx context.Context, cfg Config) (rep *report.Report, err error) {
 	}
 
 	if len(cfg.Nodes) == 0 {
-		fmt.Fprintf(progress, "starting %d local redis-server processes\n", NodeCount)
+		fmt.Fprintf(progress, "starting %d local redis-server processes\n", LocalNodes)
 	}
 	cl, err := StartCluster(ctx, cfg.Nodes, cfg.FaultNode)
 	if err != nil {
@@ -218,27 +261,56 @@ func Run(ctx context.Context, cfg Config) (rep *report.Report, err error) {
 		Quick:        cfg.Quick,
 	}
 
+	var points []scalePoint
+	if len(cfg.Scenarios) == 0 || slices.Contains(cfg.Scenarios, report.Scaling) {
+		points = scalingPoints(&cfg, len(cl.Direct), progress)
+	}
+	if len(points) > 0 {
+		rep.Settings.ScaleWorkers = cfg.ScaleWorkers
+		rep.Settings.ScaleNodes = cfg.ScaleNodes
+		rep.Settings.ScaleDuration = cfg.ScaleDuration.String()
+	}
+	scaleImpls := map[lockers.Mode]lockers.Impl{}
+	for _, mi := range impls {
+		scaleImpls[mi.mode] = mi.direct
+	}
+	for _, p := range points {
+		if scaleImpls[p.mode] != nil {
+			continue
+		}
+		impl, err := lockers.New(p.mode, cl.Direct)
+		if err != nil {
+			return nil, err
+		}
+		scaleImpls[p.mode] = impl
+		impls = append(impls, modeImpls{mode: p.mode, direct: impl, scaleOnly: true}) // closed by the defer above
+	}
+
 	scens := scenarios(&cfg)
 	if len(cfg.Scenarios) > 0 {
 		scens = slices.DeleteFunc(scens, func(s scenario) bool { return !slices.Contains(cfg.Scenarios, s.name) })
 	}
+	tableImpls := slices.DeleteFunc(slices.Clone(impls), func(mi modeImpls) bool { return mi.scaleOnly })
 	for _, s := range scens {
-		for _, mi := range impls {
-			if s.quorumOnly && !mi.mode.Quorum() {
+		for _, mi := range tableImpls {
+			if s.skips(mi.mode) {
 				continue
 			}
 			rep.Results = append(rep.Results, report.Result{Impl: mi.mode.Impl, Nodes: mi.mode.Nodes, Scenario: s.name})
 		}
+	}
+	for _, p := range points {
+		rep.Results = append(rep.Results, report.Result{Impl: p.mode.Impl, Nodes: p.mode.Nodes, Scenario: report.Scaling, Workers: p.workers})
 	}
 	runID := rand.Text()[:8]
 	steps, step := len(rep.Results)*cfg.Rounds, 0
 	for round := range cfg.Rounds {
 		// Rotate the order each round, so that no mode always runs first
 		// (cold) or right after the heaviest one.
-		order := append(append([]modeImpls(nil), impls[round%len(impls):]...), impls[:round%len(impls)]...)
+		order := rotate(tableImpls, round)
 		for _, s := range scens {
 			for _, mi := range order {
-				if s.quorumOnly && !mi.mode.Quorum() {
+				if s.skips(mi.mode) {
 					continue
 				}
 				if err := ctx.Err(); err != nil {
@@ -281,12 +353,42 @@ func Run(ctx context.Context, cfg Config) (rep *report.Report, err error) {
 				r.Rounds = append(r.Rounds, f)
 			}
 		}
+		for _, p := range rotate(points, round) {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			step++
+			fmt.Fprintf(progress, "[%3d/%d %6s] round %d/%d  %-11s  %s/workers=%d\n", step, steps,
+				time.Since(rep.Started).Round(time.Second), round+1, cfg.Rounds, report.Scaling, p.mode.Name(), p.workers)
+			key := fmt.Sprintf("redlock-bench:%s:%d:%s:%s,workers=%d", runID, round, report.Scaling,
+				strings.ReplaceAll(p.mode.Name(), "/", ","), p.workers)
+			impl := scaleImpls[p.mode]
+			if cfg.ScaleWarmup > 0 {
+				throughput(ctx, impl, key+":warmup", p.workers, cfg.ScaleWarmup, cfg.Grace)
+			}
+			r := rep.FindScaled(p.mode.Impl, p.mode.Nodes, p.workers)
+			r.Rounds = append(r.Rounds, throughput(ctx, impl, key, p.workers, cfg.ScaleDuration, cfg.Grace))
+		}
 	}
 	rep.Median()
 	rep.ComputeRatios()
 	rep.Env.LoadAfter = loadAvg()
 	rep.Finished = time.Now()
 	return rep, nil
+}
+
+// skips reports whether the scenario leaves the mode out.
+func (s scenario) skips(m lockers.Mode) bool {
+	return (s.quorumOnly && !m.Quorum()) || (s.locksOnly && !m.Excludes())
+}
+
+// rotate returns a copy of xs rotated left by n.
+func rotate[T any](xs []T, n int) []T {
+	if len(xs) == 0 {
+		return nil
+	}
+	n %= len(xs)
+	return append(slices.Clone(xs[n:]), xs[:n]...)
 }
 
 func environment() report.Env {

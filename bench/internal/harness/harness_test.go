@@ -33,6 +33,15 @@ func TestRunSmall(t *testing.T) {
 	cfg.Grace = 500 * time.Millisecond
 	cfg.Workers = 8
 	cfg.Contenders = 4
+	// A slow node well above the machine's noise (a loaded machine under
+	// -race has shown 100ms medians in these 30ms windows), so that the
+	// check that it was off before it went on cannot mistake noise for
+	// the fault. Still below redsync's per-node timeout (400ms).
+	cfg.SlowLatency = 100 * time.Millisecond
+	cfg.ScaleWorkers = []int{1, 4}
+	cfg.ScaleNodes = []int{1, 3, 5, 7}
+	cfg.ScaleDuration = cfg.Duration
+	cfg.ScaleWarmup = cfg.Warmup
 	var progress strings.Builder
 	cfg.Progress = &progress
 
@@ -40,12 +49,17 @@ func TestRunSmall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !rep.Settings.LocalServers || len(rep.Settings.Nodes) != harness.NodeCount {
+	if !rep.Settings.LocalServers || len(rep.Settings.Nodes) != harness.LocalNodes {
 		t.Errorf("settings: %+v", rep.Settings)
 	}
 
 	for _, m := range lockers.Modes() {
-		scenarios := []string{report.Uncontended, report.Throughput, report.Contention}
+		scenarios := []string{report.Uncontended, report.Throughput}
+		if m.Excludes() {
+			scenarios = append(scenarios, report.Contention)
+		} else if rep.Find(m.Impl, m.Nodes, report.Contention) != nil {
+			t.Errorf("%s: a contention result for the floor", m.Name())
+		}
 		if m.Quorum() {
 			scenarios = append(scenarios, report.SlowNode, report.NodeDown)
 		} else {
@@ -69,9 +83,10 @@ func TestRunSmall(t *testing.T) {
 				done = report.WaitP99
 			}
 			// Errors are the libraries' to report (a node call can time
-			// out on a loaded machine under -race); the harness's job is
-			// to measure something.
-			if r.Median[done] <= 0 {
+			// out on a loaded machine under -race, and a 30ms window may
+			// hold a single failed call); the harness's job is to measure
+			// something and count it.
+			if r.Median[done] <= 0 && (s == report.Contention || r.Median[report.Errors] <= 0) {
 				t.Errorf("%s %s: figures %v", m.Name(), s, r.Median)
 			}
 			// A fault is measured against the same path just before it.
@@ -89,9 +104,38 @@ func TestRunSmall(t *testing.T) {
 	if p50 := rep.Find(lockers.Redsync, 5, report.SlowNode).Median[report.P50]; p50 < 2*float64(cfg.SlowLatency/time.Microsecond) {
 		t.Errorf("redsync slow-node p50 = %vµs, want at least twice %v", p50, cfg.SlowLatency)
 	}
-	// ...and that it was off again for the baseline measured before it.
-	if sl := rep.Find(lockers.Redsync, 5, report.SlowNode).Median; 2*sl[report.BaseP50] >= sl[report.P50] {
-		t.Errorf("redsync p50 %vµs just before the slow node, %vµs with it: want the latency off before", sl[report.BaseP50], sl[report.P50])
+	// ...and that it was off again for the baseline measured before it:
+	// with the latency on, no redsync pair can take less than two slow
+	// replies (Obtain and Release each wait for every node), so a baseline
+	// below that proves it off. Load only adds time, so noise cannot fake
+	// it; it could only hide it, by more than 200ms.
+	if sl := rep.Find(lockers.Redsync, 5, report.SlowNode).Median; sl[report.BaseP50] >= 2*float64(cfg.SlowLatency/time.Microsecond) {
+		t.Errorf("redsync p50 %vµs just before the slow node, %vµs with it: want the latency off before (below twice %v)",
+			sl[report.BaseP50], sl[report.P50], cfg.SlowLatency)
+	}
+	// The floor decides without the slow node, as our quorum does.
+	if sl := rep.Find(lockers.Floor, 5, report.SlowNode).Median; sl[report.P50] >= float64(cfg.SlowLatency/time.Microsecond) {
+		t.Errorf("floor slow-node p50 = %vµs, want below the %v it would wait for the slow node", sl[report.P50], cfg.SlowLatency)
+	}
+
+	// Scaling: every mode of the workers axis at each worker count, every
+	// implementation of the nodes axis at each node count it supports.
+	for _, m := range lockers.ScalingByWorkers() {
+		for _, w := range cfg.ScaleWorkers {
+			if r := rep.FindScaled(m.Impl, m.Nodes, w); r == nil || r.Median[report.Ops] <= 0 {
+				t.Errorf("scaling %s workers=%d: %+v", m.Name(), w, r)
+			}
+		}
+	}
+	for _, impl := range lockers.ScalingByNodes() {
+		for _, n := range cfg.ScaleNodes {
+			r := rep.FindScaled(impl, n, cfg.Workers)
+			if lockers.Supports(impl, n) != (r != nil) {
+				t.Errorf("scaling %s nodes=%d: supported %v, result %+v", impl, n, lockers.Supports(impl, n), r)
+			} else if r != nil && r.Median[report.Ops] <= 0 {
+				t.Errorf("scaling %s nodes=%d: figures %v", impl, n, r.Median)
+			}
+		}
 	}
 	if len(rep.Ratios) == 0 {
 		t.Error("no ratios")
@@ -102,6 +146,9 @@ func TestRunSmall(t *testing.T) {
 		t.Error(err)
 	}
 	if err := rep.WriteChart(dir + "/bench.svg"); err != nil {
+		t.Error(err)
+	}
+	if err := rep.WriteScalingChart(dir + "/scaling.svg"); err != nil {
 		t.Error(err)
 	}
 	if err := rep.WriteTable(&strings.Builder{}); err != nil {
@@ -142,10 +189,13 @@ func TestRunStopsWithContext(t *testing.T) {
 
 func TestRunRejectsBadConfig(t *testing.T) {
 	for name, mutate := range map[string]func(*harness.Config){
-		"no rounds":       func(c *harness.Config) { c.Rounds = 0 },
-		"no duration":     func(c *harness.Config) { c.Duration = 0 },
-		"no workers":      func(c *harness.Config) { c.Workers = 0 },
-		"fractional slow": func(c *harness.Config) { c.SlowLatency = 1500 * time.Microsecond },
+		"no rounds":          func(c *harness.Config) { c.Rounds = 0 },
+		"no duration":        func(c *harness.Config) { c.Duration = 0 },
+		"no workers":         func(c *harness.Config) { c.Workers = 0 },
+		"fractional slow":    func(c *harness.Config) { c.SlowLatency = 1500 * time.Microsecond },
+		"zero scale workers": func(c *harness.Config) { c.ScaleWorkers = []int{1, 0} },
+		"zero scale nodes":   func(c *harness.Config) { c.ScaleNodes = []int{0} },
+		"unknown scenario":   func(c *harness.Config) { c.Scenarios = []string{"scalling"} },
 		"four nodes given": func(c *harness.Config) {
 			c.Nodes = []string{"127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3", "127.0.0.1:4"}
 		},

@@ -1,5 +1,5 @@
-// Package lockers puts the lock libraries under comparison behind one small
-// interface. Each is used through its documented API with its default
+// Package lockers puts the lock libraries under comparison, and the floor
+// they are measured against, behind one small interface. Each is used through its documented API with its default
 // options, as a user would use it; where a library has no default for
 // something the benchmark needs (bsm/redislock does not retry by default),
 // the choice is stated next to the code.
@@ -52,6 +52,10 @@ const (
 	Redsync         = "redsync"
 	RedsyncFailFast = "redsync-failfast"
 	Redislock       = "redislock"
+	Rueidislock     = "rueidislock"
+	// Floor is no lock: two rounds of PING per Obtain+Release, the least
+	// the servers allow (see floorImpl).
+	Floor = "floor"
 )
 
 // A Mode is an implementation over a number of nodes.
@@ -68,18 +72,60 @@ func (m Mode) Name() string { return fmt.Sprintf("impl=%s/nodes=%d", m.Impl, m.N
 // Quorum reports whether the mode spreads the lock over several nodes.
 func (m Mode) Quorum() bool { return m.Nodes > 1 }
 
-// Modes returns the modes the harness compares, in table order.
+// Excludes reports whether the mode is a lock at all: false for the floor,
+// which has nothing to contend for.
+func (m Mode) Excludes() bool { return m.Impl != Floor }
+
+// Modes returns the modes the harness compares, in table order: each group
+// of node counts led by its floor.
 func Modes() []Mode {
 	return []Mode{
+		{Floor, 1},
 		{Redlock, 1},
+		{Redislock, 1},
+		{Rueidislock, 1},
 		{Redlock, 3},
+		{Floor, 5},
 		{Redlock, 5},
 		{RedlockFencing, 5},
 		{RedlockGuard, 5},
 		{Redsync, 5},
 		{RedsyncFailFast, 5},
-		{Redislock, 1},
 	}
+}
+
+// ScalingByWorkers returns the modes whose throughput the scaling scenario
+// measures against the number of workers: ours and each peer in the node
+// count it is meant for, and the floors.
+func ScalingByWorkers() []Mode {
+	return []Mode{
+		{Floor, 1},
+		{Redlock, 1},
+		{Redislock, 1},
+		{Rueidislock, 1},
+		{Floor, 5},
+		{Redlock, 5},
+		{Redsync, 5},
+	}
+}
+
+// ScalingByNodes returns the implementations whose throughput the scaling
+// scenario measures against the number of nodes; the single-node ones
+// (see Supports) appear only at one node.
+func ScalingByNodes() []string {
+	return []string{Floor, Redlock, Redsync, Redislock, Rueidislock}
+}
+
+// Supports reports whether New accepts impl over nodes nodes: redsync
+// wants several, bsm/redislock and rueidislock exactly one.
+func Supports(impl string, nodes int) bool {
+	switch impl {
+	case Redsync, RedsyncFailFast:
+		return nodes > 1
+	case Redislock, Rueidislock:
+		return nodes == 1
+	}
+	return nodes >= 1
 }
 
 // New sets up the mode over the first m.Nodes clients. The clients stay the
@@ -147,6 +193,13 @@ func New(m Mode, clients []redis.UniversalClient) (Impl, error) {
 			return nil, fmt.Errorf("lockers: %s is single-node", m.Impl)
 		}
 		return redislockImpl{redislock.New(clients[0])}, nil
+	case Rueidislock:
+		if m.Nodes != 1 {
+			return nil, fmt.Errorf("lockers: %s is single-node here (one key, KeyMajority 1)", m.Impl)
+		}
+		return newRueidis(clients[0])
+	case Floor:
+		return &floorImpl{clients: clients}, nil
 	}
 	return nil, fmt.Errorf("lockers: unknown implementation %q", m.Impl)
 }

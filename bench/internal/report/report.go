@@ -25,6 +25,9 @@ const (
 	Contention  = "contention"
 	SlowNode    = "slow-node"
 	NodeDown    = "node-down"
+	// Scaling is throughput against workers and against nodes; its
+	// results carry their worker count.
+	Scaling = "scaling"
 )
 
 // Metric names, also the JSON keys. Latencies are in microseconds, waits
@@ -53,11 +56,13 @@ type Figures map[string]float64
 
 // Result is one mode in one scenario.
 type Result struct {
-	Impl     string    `json:"impl"`
-	Nodes    int       `json:"nodes"`
-	Scenario string    `json:"scenario"`
-	Median   Figures   `json:"median"`
-	Rounds   []Figures `json:"rounds"`
+	Impl     string `json:"impl"`
+	Nodes    int    `json:"nodes"`
+	Scenario string `json:"scenario"`
+	// Workers is the worker count of a Scaling result; 0 for the others.
+	Workers int       `json:"workers,omitempty"`
+	Median  Figures   `json:"median"`
+	Rounds  []Figures `json:"rounds"`
 }
 
 // Settings are the parameters of a run, as the table headers and the JSON
@@ -75,6 +80,10 @@ type Settings struct {
 	Nodes        []string `json:"nodes"`
 	LocalServers bool     `json:"local_servers"` // started by the harness
 	Quick        bool     `json:"quick"`
+	// The scaling scenario's axes and window; empty when it did not run.
+	ScaleWorkers  []int  `json:"scale_workers,omitempty"`
+	ScaleNodes    []int  `json:"scale_nodes,omitempty"`
+	ScaleDuration string `json:"scale_duration,omitempty"`
 }
 
 // Env describes the machine, so numbers from different runs can be
@@ -101,11 +110,24 @@ type Report struct {
 	Ratios   []Ratio   `json:"ratios"`
 }
 
-// Find returns the result of impl over nodes in scenario, or nil.
+// Find returns the result of impl over nodes in scenario, or nil. For
+// Scaling, which has a result per worker count, use FindScaled.
 func (r *Report) Find(impl string, nodes int, scenario string) *Result {
 	for i := range r.Results {
 		x := &r.Results[i]
-		if x.Impl == impl && x.Nodes == nodes && x.Scenario == scenario {
+		if x.Impl == impl && x.Nodes == nodes && x.Scenario == scenario && x.Workers == 0 {
+			return x
+		}
+	}
+	return nil
+}
+
+// FindScaled returns the Scaling result of impl over nodes with workers
+// workers, or nil.
+func (r *Report) FindScaled(impl string, nodes, workers int) *Result {
+	for i := range r.Results {
+		x := &r.Results[i]
+		if x.Impl == impl && x.Nodes == nodes && x.Scenario == Scaling && x.Workers == workers {
 			return x
 		}
 	}
@@ -192,10 +214,14 @@ func (r *Report) before(m ModeRow, scenario string) float64 {
 	return r.value(m.Impl, m.Nodes, Uncontended, P50)
 }
 
-// modes lists the modes of the results in their first-seen order.
+// modes lists the modes of the results, but for the scaling scenario's, in
+// their first-seen order.
 func (r *Report) modes() []ModeRow {
 	var out []ModeRow
 	for _, x := range r.Results {
+		if x.Scenario == Scaling {
+			continue
+		}
 		m := ModeRow{x.Impl, x.Nodes}
 		if !slices.Contains(out, m) {
 			out = append(out, m)
@@ -248,6 +274,10 @@ func (r *Report) WriteTable(w io.Writer) error {
 	}
 	for _, m := range modes {
 		if r.Find(m.Impl, m.Nodes, Contention) == nil {
+			if m.Impl == lockers.Floor && r.Find(m.Impl, m.Nodes, Uncontended) != nil {
+				// The floor locks nothing: nothing to contend for.
+				cont.Rows = append(cont.Rows, []string{m.Impl, fmt.Sprint(m.Nodes), "n/a", "n/a", "n/a", "n/a", "n/a", "n/a"})
+			}
 			continue
 		}
 		v := func(k string) float64 { return r.value(m.Impl, m.Nodes, Contention, k) }
@@ -282,7 +312,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 	fmt.Fprintf(&b, "%d %s redis-server %s nodes; %s %s/%s, %d CPUs, GOMAXPROCS %d; load average %s before, %s after\n\n",
 		len(s.Nodes), where, orDash(r.Env.RedisServer), r.Env.GoVersion, r.Env.GOOS, r.Env.GOARCH, r.Env.NumCPU, r.Env.GOMAXPROCS,
 		orDash(r.Env.LoadBefore), orDash(r.Env.LoadAfter))
-	for _, t := range []Table{lat, tput, cont, faults} {
+	for _, t := range append([]Table{lat, tput, cont, faults}, r.scalingTables()...) {
 		if len(t.Rows) == 0 {
 			continue
 		}
@@ -394,6 +424,18 @@ func (r *Report) ComputeRatios() {
 		}
 	}
 	p50 := func(impl string, n int, scenario string) float64 { return r.value(impl, n, scenario, P50) }
+	floor := lockers.Floor
+	// How far from what the servers allow, and from the single-node peers.
+	add("uncontended p50, redlock / floor (nodes=1)", p50(ours, 1, Uncontended), p50(floor, 1, Uncontended))
+	add("uncontended p50, redlock / floor (nodes=5)", p50(ours, 5, Uncontended), p50(floor, 5, Uncontended))
+	for _, peer := range []string{lockers.Redislock, lockers.Rueidislock} {
+		add("uncontended p50, redlock / "+peer+" (nodes=1)", p50(ours, 1, Uncontended), p50(peer, 1, Uncontended))
+	}
+	for _, peer := range []string{floor, lockers.Redislock, lockers.Rueidislock} {
+		add("throughput ops/s, redlock / "+peer+" (nodes=1)",
+			r.value(ours, 1, Throughput, OpsPerSec), r.value(peer, 1, Throughput, OpsPerSec))
+	}
+	add("throughput ops/s, redlock / floor (nodes=5)", r.value(ours, 5, Throughput, OpsPerSec), r.value(floor, 5, Throughput, OpsPerSec))
 	add("uncontended p50, redlock nodes=5 / nodes=1", p50(ours, 5, Uncontended), p50(ours, 1, Uncontended))
 	add("uncontended p50, redlock nodes=3 / nodes=1", p50(ours, 3, Uncontended), p50(ours, 1, Uncontended))
 	add("uncontended p50, redlock nodes=5 / redsync nodes=5", p50(ours, 5, Uncontended), p50(rs, 5, Uncontended))
