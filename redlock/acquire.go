@@ -243,7 +243,7 @@ func (l *Locker) writeBackFence(ctx context.Context, key, prefix string, cfg *co
 			if granted[i] {
 				decode = decodeDone
 			}
-			l.nodes[i].pipe.start(cfg.nodeTimeout, i, fenceScript, keys, args, cmd, decode, reply)
+			l.nodes[i].pipe.start(cfg.nodeTimeout, i, fenceScript, keys, args, cmd, decode, reply, l.sendsInline())
 		},
 	})
 	validity := clock.Validity(cfg.ttl, cfg.clock.Since(start), cfg.driftFactor)
