@@ -84,7 +84,7 @@ type pipe struct {
 	own *redis.Client
 	// sub is the private client of the node's release subscription.
 	sub    *redis.Client
-	queues [workersPerNode]chan *nodeCall
+	queues [workersPerNode]queue
 	wg     sync.WaitGroup
 
 	// ident tells the node's server apart from the other nodes' (see
@@ -107,8 +107,10 @@ func newPipe(c *redis.Client, timeout time.Duration, route *redisRoute) *pipe {
 	p := &pipe{own: redis.NewClient(cmd), sub: redis.NewClient(sub), route: route}
 	p.wg.Add(workersPerNode)
 	for i := range p.queues {
-		p.queues[i] = make(chan *nodeCall, queueLen)
-		go p.work(p.queues[i])
+		q := &p.queues[i]
+		q.ch = make(chan *nodeCall, queueLen)
+		q.w.p, q.w.ctx = p, deadlineCtx{route: route}
+		go p.work(q)
 	}
 	return p
 }
@@ -116,8 +118,8 @@ func newPipe(c *redis.Client, timeout time.Duration, route *redisRoute) *pipe {
 // close stops the workers once the queues have drained. No call may be
 // started after close.
 func (p *pipe) close() {
-	for _, q := range p.queues {
-		close(q)
+	for i := range p.queues {
+		close(p.queues[i].ch)
 	}
 	p.wg.Wait()
 	// Their connections are ours alone; nothing to report.
@@ -129,10 +131,18 @@ func (p *pipe) close() {
 // once, from a worker (or at once when the queue is full). The call runs
 // with its own timeout, whatever becomes of the caller. cmd is the call's
 // command line from evalSha, shared by the round.
+//
+// With inline set, the caller may send the call itself when its queue is
+// idle (see trySend): start then returns after the reply, at most the
+// call's timeout later. Only a caller that would wait for this reply
+// anyway may ask for that (a round over a single node).
 func (p *pipe) start(timeout time.Duration, node int, s *script, keys []string, args, cmd []any,
-	decode decodeFunc, reply func(int, quorum.Vote, int64, error)) {
+	decode decodeFunc, reply func(int, quorum.Vote, int64, error), inline bool) {
 	c := callPool.Get().(*nodeCall)
 	*c = nodeCall{timeout: timeout, script: s, keys: keys, args: args, cmd: cmd, node: node, decode: decode, reply: reply}
+	if inline && p.queues[queueOf(keys[0])].trySend(c) {
+		return
+	}
 	p.enqueue(c)
 }
 
@@ -144,9 +154,14 @@ func (p *pipe) startRaw(timeout time.Duration, s *script, keys []string, args, c
 }
 
 func (p *pipe) enqueue(c *nodeCall) {
+	q := &p.queues[queueOf(c.keys[0])]
+	// Counted before it is queued: a caller that finds the count at zero
+	// knows that no call made before its own is still waiting to be sent.
+	q.unsent.Add(1)
 	select {
-	case p.queues[queueOf(c.keys[0])] <- c:
+	case q.ch <- c:
 	default:
+		q.unsent.Add(-1)
 		cmd := redis.NewCmd(context.Background())
 		cmd.SetErr(errOverloaded)
 		p.finish(c, cmd)
@@ -190,17 +205,20 @@ type worker struct {
 	id, stale connID
 }
 
-func (p *pipe) work(queue chan *nodeCall) {
+func (p *pipe) work(q *queue) {
 	defer p.wg.Done()
-	w := &worker{p: p, ctx: deadlineCtx{route: p.route}}
-	defer w.drop()
+	defer func() {
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		q.w.drop()
+	}()
 	batch := make([]*nodeCall, 0, maxBatch)
-	for c := range queue {
+	for c := range q.ch {
 		batch = append(batch[:0], c)
 	fill:
 		for len(batch) < maxBatch {
 			select {
-			case c, ok := <-queue:
+			case c, ok := <-q.ch:
 				if !ok {
 					break fill
 				}
@@ -209,7 +227,11 @@ func (p *pipe) work(queue chan *nodeCall) {
 				break fill
 			}
 		}
-		w.exec(batch)
+		q.mu.Lock()
+		cmds := q.w.send(batch)
+		q.unsent.Add(-int32(len(batch)))
+		q.mu.Unlock()
+		q.w.deliver(batch, cmds)
 		clear(batch)
 	}
 }
@@ -232,12 +254,24 @@ func (w *worker) abandon() {
 	w.drop()
 }
 
-// exec sends a batch and delivers every reply. Every queued call is sent,
-// even when its caller has given up: a round is decided at a majority, and
-// the rest of its calls (the release of a key on the last nodes, say) must
-// still reach their nodes; a late acquisition is undone by its round's Late.
+// exec sends a batch and delivers every reply.
 func (w *worker) exec(batch []*nodeCall) {
-	p := w.p
+	w.deliver(batch, w.send(batch))
+}
+
+// deliver hands each call of a batch its reply.
+func (w *worker) deliver(batch []*nodeCall, cmds []*redis.Cmd) {
+	for i, c := range batch {
+		w.p.finish(c, cmds[i])
+	}
+}
+
+// send sends a batch and returns its replies, one per call. Every queued
+// call is sent, even when its caller has given up: a round is decided at a
+// majority, and the rest of its calls (the release of a key on the last
+// nodes, say) must still reach their nodes; a late acquisition is undone by
+// its round's Late.
+func (w *worker) send(batch []*nodeCall) []*redis.Cmd {
 	var timeout time.Duration
 	for _, c := range batch {
 		timeout = max(timeout, c.timeout)
@@ -251,12 +285,12 @@ func (w *worker) exec(batch []*nodeCall) {
 		// Nothing is sent on a connection before its server is known: a
 		// node's vote never counts before its identity has been checked.
 		if err := w.open(ctx); err != nil {
-			for _, c := range batch {
-				cmd := redis.NewCmd(ctx)
-				cmd.SetErr(err)
-				p.finish(c, cmd)
+			cmds := make([]*redis.Cmd, len(batch))
+			for i := range batch {
+				cmds[i] = redis.NewCmd(ctx)
+				cmds[i].SetErr(err)
 			}
-			return
+			return cmds
 		}
 		// The batch gets a node timeout of its own after the set-up round
 		// trip: a slow node whose dial and set-up just fit would otherwise
@@ -296,16 +330,13 @@ func (w *worker) exec(batch []*nodeCall) {
 			_ = w.conn.Process(ctx, cmds[i])
 		}
 	}
-	broken := false
-	for i, c := range batch {
-		if err := cmds[i].Err(); err != nil && !keepsConn(err) {
-			broken = true
+	for _, cmd := range cmds {
+		if err := cmd.Err(); err != nil && !keepsConn(err) {
+			w.abandon()
+			break
 		}
-		p.finish(c, cmds[i])
 	}
-	if broken {
-		w.abandon()
-	}
+	return cmds
 }
 
 // keepsConn reports whether a connection that got err is still fit for the

@@ -47,7 +47,7 @@ func (c *captureLogger) about(s string) []string {
 func TestRedisLogger(t *testing.T) {
 	global := &captureLogger{}
 	redis.SetLogger(redlock.RedisLogger(global))
-	t.Cleanup(func() { redis.SetLogger(quietLogger{}) })
+	t.Cleanup(func() { redis.SetLogger(redistest.QuietLogger{}) })
 
 	port, err := redistest.FreePort() // nobody listens there
 	if err != nil {

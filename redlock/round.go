@@ -95,8 +95,9 @@ func (l *Locker) sender(timeout time.Duration, s *script, keys []string, args []
 	s, args = multiCall(s, keys, args) // a multi-key lock's release, extend, pttl
 	cmd := evalSha(s, keys, args)
 	last := len(l.nodes) - 1
+	inline := l.sendsInline()
 	return func(_ context.Context, i int, reply func(int, quorum.Vote, int64, error)) {
-		l.nodes[i].pipe.start(timeout, i, s, keys, args, cmd, decode, reply)
+		l.nodes[i].pipe.start(timeout, i, s, keys, args, cmd, decode, reply, inline)
 		if started != nil && i == last {
 			started()
 		}
@@ -131,6 +132,18 @@ func (l *Locker) undoAll(ctx context.Context, timeout time.Duration, keys []stri
 // breaks mutual exclusion.
 func (l *Locker) releaseOn(i int, keys []string, prefix string, timeout time.Duration) {
 	l.bg.Add(1) // called with a count held on bg (by a straggling call)
-	l.sender(timeout, releaseScript, keys, undoArgs(prefix, ""), decodeAny, nil)(context.Background(), i,
-		func(int, quorum.Vote, int64, error) { l.bg.Done() })
+	s, args := multiCall(releaseScript, keys, undoArgs(prefix, ""))
+	// Queued, never sent inline: it runs in a straggler's reply, on a
+	// worker that other calls wait for.
+	l.nodes[i].pipe.start(timeout, i, s, keys, args, evalSha(s, keys, args), decodeAny,
+		func(int, quorum.Vote, int64, error) { l.bg.Done() }, false)
 }
+
+// sendsInline reports whether a round's caller sends its calls itself when
+// a node's queue is idle, instead of handing them to the node's worker
+// (see queue). Only with a single node: the caller then waits for that one
+// reply anyway, so sending it costs no wait the round would not have. With
+// more nodes, the caller would wait on the node it sends to even when a
+// majority had answered without it (a hung node would hold every round up
+// to the node timeout).
+func (l *Locker) sendsInline() bool { return len(l.nodes) == 1 }

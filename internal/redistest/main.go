@@ -10,18 +10,18 @@ import (
 	"go.uber.org/goleak"
 )
 
-// quietLogger drops go-redis's own log lines (failed dials to nodes the
+// QuietLogger drops go-redis's own log lines (failed dials to nodes the
 // tests killed on purpose).
-type quietLogger struct{}
+type QuietLogger struct{}
 
-func (quietLogger) Printf(context.Context, string, ...any) {}
+func (QuietLogger) Printf(context.Context, string, ...any) {}
 
 // Main is a test binary's TestMain: it silences go-redis's log, starts n
 // servers for the runnable examples (their addresses go to *addrs), runs the
 // tests, stops the servers, and fails the binary on a leaked goroutine. It
 // exits the process.
 func Main(m *testing.M, n int, addrs *[]string) {
-	redis.SetLogger(quietLogger{})
+	redis.SetLogger(QuietLogger{})
 	servers, err := StartN(n, Options{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
