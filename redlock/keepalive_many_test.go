@@ -82,7 +82,7 @@ func awaitAll(kept []keptLock, limit time.Duration, ok func(keptLock) bool) (mis
 // (ErrLockLost), at once; keys taken on a minority only do not end a lock.
 func TestKeepAliveManyLocksRideOutSlowNodes(t *testing.T) {
 	const (
-		n           = 2000
+		n = 2000
 		// Generous for a loaded machine: the warning comes 750ms before
 		// Until, and a lock's validity outlasts the stall by 2.3s or more.
 		ttl         = 9 * time.Second
