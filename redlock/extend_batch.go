@@ -48,9 +48,8 @@ func manyReply(c byte) int64 {
 // each lock what Extend(ctx, ttl) does, and returns each one's error in
 // order: per key, a majority of nodes must say it was ours within the
 // validity, which counts from the round's start; a lock that the nodes say
-// is not ours is marked lost. The round is decided as soon as a majority of
-// nodes answered (or can no longer answer): a key not decided by those
-// answers fails as an outage (ErrNoQuorum), for its keeper to retry.
+// is not ours is marked lost; any other failure is an outage (ErrNoQuorum),
+// for its keeper to retry.
 func (l *Locker) extendMany(locks []*Lock) []error {
 	errs := make([]error, len(locks))
 	cfg := locks[0].cfg
@@ -92,6 +91,11 @@ func (l *Locker) extendMany(locks []*Lock) []error {
 	// each call has the node timeout.
 	res := runRound(context.Background(), l, round[string]{
 		timeout: timeout,
+		// Every node's answer is awaited (up to the node timeout): a
+		// node-level majority does not decide every key. A key held on
+		// only three of five nodes (an acquisition that missed some) needs
+		// all three, which need not be among the first to answer.
+		waitAll: true,
 		start: func(_ context.Context, i int, reply func(int, quorum.Vote, string, error)) {
 			l.nodes[i].pipe.startRaw(timeout, extendManyScript, keys, args, cmd, func(c *redis.Cmd) {
 				s, err := c.Text()
