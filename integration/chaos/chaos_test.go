@@ -34,6 +34,9 @@ var totals struct {
 	byKind map[string]int
 	// The effects checker's counts over every scenario.
 	writes, lost, stale int
+	// late counts writes that landed after their writer's deadline;
+	// lateLost the updates unfenced ones among them lost.
+	late, lateLost int
 	// elapsed is the time the scenarios ran, for the rate.
 	elapsed time.Duration
 	// during[kind] is the acquisitions and time under faults of a kind;
@@ -76,6 +79,7 @@ func TestMain(m *testing.M) {
 	}
 	fmt.Println("chaos faults:", faultCounts(totals.byKind))
 	fmt.Println("chaos availability:", availability(totals.during, totals.before))
+	fmt.Printf("chaos late writes: %d writes landed after their writer's deadline (a writer stalled past its validity), %d updates lost by unfenced ones (outside the claims: only fencing prevents them)\n", totals.late, totals.lateLost)
 	fmt.Printf("chaos effects: %d writes, %d lost updates, %d stale writes rejected\n", totals.writes, totals.lost, totals.stale)
 	fmt.Printf("chaos: %d acquisitions, %d violations, %d faults injected, seed %d\n",
 		totals.acquisitions, totals.violations, totals.faults, seed)
@@ -243,6 +247,8 @@ func runScenarios(t *testing.T, backend cluster.Backend, scenarios []chaos.Scena
 			totals.writes += r.Effects.Writes
 			totals.lost += r.Effects.LostUpdates
 			totals.stale += r.Effects.StaleWrites
+			totals.late += r.Effects.LateWrites
+			totals.lateLost += r.Effects.LateLost
 			if !sc.Asserted || sc.Pending() != "" {
 				why := "outside the claims, not asserted"
 				if sc.Asserted {

@@ -191,6 +191,18 @@ func (sc *Scenario) NeedsProxies() bool {
 	return false
 }
 
+// StopsClients reports whether any of the scenario's faults stops a
+// client (a pause in this process, or SIGSTOP of a client process): such a
+// client may write after its validity, which only fencing can catch.
+func (sc *Scenario) StopsClients() bool {
+	for _, name := range sc.Faults {
+		if f := Faults[name]; f.Client || f.Process {
+			return true
+		}
+	}
+	return false
+}
+
 // HasDataFaults reports whether any of the scenario's faults is a data
 // fault (Fault.Data).
 func (sc *Scenario) HasDataFaults() bool {
@@ -241,6 +253,12 @@ type Config struct {
 	// key in a separate Redis by read-modify-write around their work (the
 	// hold), and the store counts lost updates.
 	Effects bool
+	// CheckedEffects makes careful holders' read-modify-writes fence-checked
+	// too, as the README asks of a holder that may stop past its validity:
+	// a client stopped between its last look at the deadline and its write
+	// (SIGSTOP, or a loaded machine) writes late, and only the fence turns
+	// it away. Run sets it in fenced scenarios that stop clients.
+	CheckedEffects bool
 	// Behaviours makes the clients use the lock as real programs do
 	// (behaviour.go): re-entry with other TTLs, Extend racing Release, Do
 	// with work that panics or ignores its context, KeepAlive,
@@ -329,17 +347,7 @@ func Run(ctx context.Context, c *cluster.Cluster, sc Scenario, cfg Config) (*che
 		return nil, fmt.Errorf("resetting the cluster: %w", err)
 	}
 
-	cfg.Guard = sc.Guard
-	cfg.ClockRate = sc.ClockRate
-	cfg.Behaviours = sc.Behaviours
-	cfg.Workload = sc.Workload
-	cfg.LockDelay = time.Duration(sc.LockDelay * float64(cfg.TTL))
-	if sc.LockDelay > 0 || sc.Unfenced {
-		cfg.Fencing = false
-	}
-	if sc.CalmTTLs > 0 {
-		cfg.Calm = time.Duration(sc.CalmTTLs * float64(cfg.TTL))
-	}
+	sc.configure(&cfg)
 	if cfg.Guard {
 		if err := bootstrap(ctx, c, &cfg); err != nil {
 			return nil, err
@@ -412,6 +420,25 @@ func Run(ctx context.Context, c *cluster.Cluster, sc Scenario, cfg Config) (*che
 		err = errors.Join(err, ferr)
 	}
 	return &r, err
+}
+
+// configure sets the parts of cfg that the scenario decides.
+func (sc *Scenario) configure(cfg *Config) {
+	cfg.Guard = sc.Guard
+	cfg.ClockRate = sc.ClockRate
+	cfg.Behaviours = sc.Behaviours
+	cfg.Workload = sc.Workload
+	cfg.LockDelay = time.Duration(sc.LockDelay * float64(cfg.TTL))
+	if sc.LockDelay > 0 || sc.Unfenced {
+		cfg.Fencing = false
+	}
+	// A stopped client may write after its deadline: in a fenced
+	// scenario only the fence check keeps its write from losing an
+	// update, as the README tells users of such clients.
+	cfg.CheckedEffects = cfg.Fencing && sc.StopsClients()
+	if sc.CalmTTLs > 0 {
+		cfg.Calm = time.Duration(sc.CalmTTLs * float64(cfg.TTL))
+	}
 }
 
 // lockOptions are the options of every client's Locker.
