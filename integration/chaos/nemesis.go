@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/quorumlock/redlock/integration/checker"
@@ -219,6 +220,8 @@ type nemesis struct {
 	cfg      *Config
 	faults   []Fault
 	sample   bool
+	// majority makes every server fault hit a majority (Scenario.Majority).
+	majority bool
 	history  *checker.History
 	rng      *rand.Rand
 	logf     func(format string, args ...any)
@@ -273,7 +276,11 @@ func (n *nemesis) inject(ctx context.Context, f Fault) error {
 	if f.Arg != nil {
 		arg = f.Arg(n.rng, n.cfg)
 	}
-	targets := n.targets(f.Targets)
+	t := f.Targets
+	if n.majority && f.Server && t == Minority {
+		t = Majority
+	}
+	targets := n.targets(t)
 	// Faults are healed even when the run is being cancelled.
 	hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer cancel()
@@ -288,9 +295,15 @@ func (n *nemesis) inject(ctx context.Context, f Fault) error {
 		sleep(ctx, d)
 	}
 	if f.Heal != nil {
-		for _, i := range targets {
-			err = errors.Join(err, f.Heal(hctx, n.cluster.Nodes[i]))
+		// All at once: nodes that forget come back together, within a
+		// lock's TTL, as a rack that loses power does.
+		errs := make([]error, len(targets))
+		var wg sync.WaitGroup
+		for k, i := range targets {
+			wg.Go(func() { errs[k] = f.Heal(hctx, n.cluster.Nodes[i]) })
 		}
+		wg.Wait()
+		err = errors.Join(append(errs, err)...)
 	}
 	end := time.Now()
 	n.history.AddFault(checker.Fault{Kind: f.Name, Nodes: targets, Start: start, End: end})
