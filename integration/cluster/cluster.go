@@ -286,16 +286,9 @@ func NewClient(addr string) *redis.Client {
 		ContextTimeoutEnabled: true,
 		MaxRetries:            -1,
 		DialTimeout:           time.Second,
-		// A refused dial (a server restarting) is tried again every few
-		// milliseconds within the caller's deadline, not every 100 ms:
-		// five failed dials open go-redis's dial breaker, which then
-		// probes only once a second, and a node back after a quick
-		// restart would stay out of every vote for that second.
-		DialerRetries:      100,
-		DialerRetryTimeout: 5 * time.Millisecond,
-		PoolSize:           4,
-		Protocol:           2,
-		DisableIdentity:    true,
+		PoolSize:              4,
+		Protocol:              2,
+		DisableIdentity:       true,
 	})
 }
 
