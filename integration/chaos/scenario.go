@@ -109,9 +109,9 @@ var Scenarios = []Scenario{
 	// of every vote for about a second (go-redis opens its dial breaker
 	// after the refused dials of the restart and probes once a second),
 	// so locks of 500 ms were over by the time it voted again.
-	{Name: "restart-rdb-unguarded", CountersLost: true, Majority: true, LongHolds: 0.1, TTL: 4 * time.Second, Faults: []string{"restart-rdb"}},
+	{Name: "restart-rdb-unguarded", CountersLost: true, Majority: true, LongHolds: 0.05, TTL: 4 * time.Second, Faults: []string{"restart-rdb"}},
 	{Name: "restart-rdb-guarded", Guard: true, Asserted: true, CountersLost: true, CalmTTLs: 1, Faults: []string{"restart-rdb"}},
-	{Name: "restart-everysec-unguarded", Cluster: cluster.Options{EverySec: true}, CountersLost: true, Majority: true, LongHolds: 0.1, TTL: 4 * time.Second, Faults: []string{"restart-everysec"}},
+	{Name: "restart-everysec-unguarded", Cluster: cluster.Options{EverySec: true}, CountersLost: true, Majority: true, LongHolds: 0.05, TTL: 4 * time.Second, Faults: []string{"restart-everysec"}},
 	{Name: "restart-everysec-guarded", Cluster: cluster.Options{EverySec: true}, Guard: true, Asserted: true, CountersLost: true, CalmTTLs: 1, Faults: []string{"restart-everysec"}},
 	{Name: "failover-unguarded", Cluster: cluster.Options{Replicas: true}, CountersLost: true, Faults: []string{"failover"}},
 	{Name: "failover-guarded", Cluster: cluster.Options{Replicas: true}, Guard: true, Asserted: true, CountersLost: true, CalmTTLs: 1, Faults: []string{"failover"}},
