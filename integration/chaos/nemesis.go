@@ -213,6 +213,10 @@ var Faults = map[string]Fault{
 		Heal:   func(ctx context.Context, n *cluster.Node) error { return n.Writable(ctx) }},
 }
 
+// clockLayout is how the nemesis log stamps a fault, as the checker's
+// reports stamp holds, so that a violation can be laid against the faults.
+const clockLayout = "15:04:05.000000"
+
 // nemesis injects faults one at a time, with calm gaps between them.
 type nemesis struct {
 	cluster  *cluster.Cluster
@@ -266,7 +270,7 @@ func (n *nemesis) inject(ctx context.Context, f Fault) error {
 			return err
 		}
 		n.history.AddFault(checker.Fault{Kind: f.Name, Nodes: []int{i}, Start: began, End: ended})
-		n.logf("nemesis: %s client %d for %v", f.Name, i, ended.Sub(began).Round(time.Millisecond))
+		n.logf("nemesis: %s client %d for %v from %s", f.Name, i, ended.Sub(began).Round(time.Millisecond), began.Format(clockLayout))
 		return nil
 	}
 	if f.Process {
@@ -311,7 +315,7 @@ func (n *nemesis) inject(ctx context.Context, f Fault) error {
 	if a := arg.String(); a != "" {
 		detail = " (" + a + ")"
 	}
-	n.logf("nemesis: %s%s on nodes %v for %v", f.Name, detail, targets, end.Sub(start).Round(time.Millisecond))
+	n.logf("nemesis: %s%s on nodes %v for %v from %s", f.Name, detail, targets, end.Sub(start).Round(time.Millisecond), start.Format(clockLayout))
 	return err
 }
 
@@ -329,7 +333,7 @@ func (n *nemesis) stopProcess(ctx context.Context, f Fault, d time.Duration) err
 	err := p.Continue()
 	end := time.Now()
 	n.history.AddFault(checker.Fault{Kind: f.Name, Nodes: []int{p.id}, Start: start, End: end})
-	n.logf("nemesis: %s client %d for %v", f.Name, p.id, end.Sub(start).Round(time.Millisecond))
+	n.logf("nemesis: %s client %d for %v from %s", f.Name, p.id, end.Sub(start).Round(time.Millisecond), start.Format(clockLayout))
 	return err
 }
 
