@@ -34,6 +34,9 @@ var totals struct {
 	byKind map[string]int
 	// The effects checker's counts over every scenario.
 	writes, lost, stale int
+	// late counts writes that landed after their writer's deadline;
+	// lateLost the updates unfenced ones among them lost.
+	late, lateLost int
 	// elapsed is the time the scenarios ran, for the rate.
 	elapsed time.Duration
 	// during[kind] is the acquisitions and time under faults of a kind;
@@ -62,7 +65,16 @@ func TestMain(m *testing.M) {
 	fmt.Printf("chaos: seed %d (replay with -chaos.seed=%d)\n", seed, seed)
 	code := m.Run()
 	if code == 0 {
-		if err := goleak.Find(); err != nil {
+		err := goleak.Find()
+		if err != nil {
+			// go-redis probes a server it failed to dial (a node the
+			// nemesis had killed) in a goroutine that sleeps a second
+			// between probes and sees its closed pool only then: give
+			// it that second once.
+			time.Sleep(1100 * time.Millisecond)
+			err = goleak.Find()
+		}
+		if err != nil {
 			fmt.Fprintln(os.Stderr, "goleak:", err)
 			code = 1
 		}
@@ -76,6 +88,7 @@ func TestMain(m *testing.M) {
 	}
 	fmt.Println("chaos faults:", faultCounts(totals.byKind))
 	fmt.Println("chaos availability:", availability(totals.during, totals.before))
+	fmt.Printf("chaos late writes: %d writes landed after their writer's deadline (a writer stalled past its validity), %d updates lost by unfenced ones (outside the claims: only fencing prevents them)\n", totals.late, totals.lateLost)
 	fmt.Printf("chaos effects: %d writes, %d lost updates, %d stale writes rejected\n", totals.writes, totals.lost, totals.stale)
 	fmt.Printf("chaos: %d acquisitions, %d violations, %d faults injected, seed %d\n",
 		totals.acquisitions, totals.violations, totals.faults, seed)
@@ -243,6 +256,8 @@ func runScenarios(t *testing.T, backend cluster.Backend, scenarios []chaos.Scena
 			totals.writes += r.Effects.Writes
 			totals.lost += r.Effects.LostUpdates
 			totals.stale += r.Effects.StaleWrites
+			totals.late += r.Effects.LateWrites
+			totals.lateLost += r.Effects.LateLost
 			if !sc.Asserted || sc.Pending() != "" {
 				why := "outside the claims, not asserted"
 				if sc.Asserted {
@@ -253,7 +268,13 @@ func runScenarios(t *testing.T, backend cluster.Backend, scenarios []chaos.Scena
 					sc.Name, backend.Name(), why, len(r.Violations), fenceViolations(r), r.Effects.LostUpdates, len(r.Anomalies), r.Acquisitions, r.FaultCount()))
 				return
 			}
-			totals.violations += len(r.Violations) + r.Effects.LostUpdates + len(r.Anomalies)
+			// Lock-delay claims to cover a holder stopped past its
+			// deadline: there even a late writer must lose nothing.
+			lost := r.Effects.LostUpdates
+			if sc.LockDelay > 0 {
+				lost += r.Effects.LateLost
+			}
+			totals.violations += len(r.Violations) + lost + len(r.Anomalies)
 			if len(r.Violations) > 0 {
 				t.Errorf("%s: mutual exclusion violated; replay with -chaos.seed=%d", sc.Name, seed)
 			}
@@ -262,8 +283,8 @@ func runScenarios(t *testing.T, backend cluster.Backend, scenarios []chaos.Scena
 			}
 			// The effects checker judges what happened to the protected
 			// resource, whatever the clients believed.
-			if r.Effects.LostUpdates > 0 {
-				t.Errorf("%s: %d updates of the protected resource lost; replay with -chaos.seed=%d", sc.Name, r.Effects.LostUpdates, seed)
+			if lost > 0 {
+				t.Errorf("%s: %d updates of the protected resource lost; replay with -chaos.seed=%d", sc.Name, lost, seed)
 			}
 			if r.Effects.Writes == 0 {
 				t.Errorf("%s: the effects checker saw no write", sc.Name)

@@ -76,12 +76,12 @@ func (w *Workload) lead(ctx context.Context, i int, rng *rand.Rand, locker *redl
 	}
 	if w.fx != nil && leading() {
 		octx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		v, err := w.fx.Read(octx, name, ld.Term(), false)
+		read := time.Now()
+		v, err := w.fx.Read(octx, name, ld.Term(), w.cfg.CheckedEffects)
 		if err == nil {
 			work()
 			if leading() {
-				who := fmt.Sprintf("client %d term %d at %s", i, ld.Term(), time.Now().Format("15:04:05.000000"))
-				err = w.fx.Write(octx, name, ld.Term(), false, v, who)
+				err = w.fx.Write(octx, name, ld.Term(), w.cfg.CheckedEffects, v, ld.Until(), writer(i, token, ld.Term(), w.cfg.CheckedEffects, read, ld.Until()))
 			}
 		}
 		cancel()
@@ -139,6 +139,7 @@ func (w *Workload) holdMulti(ctx context.Context, i int, rng *rand.Rand, locker 
 	if w.fx != nil && room() {
 		octx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		read := make([]int64, len(keys))
+		readAt := time.Now()
 		for j, k := range keys {
 			if read[j], err = w.fx.Read(octx, k, 0, false); err != nil {
 				break
@@ -150,8 +151,7 @@ func (w *Workload) holdMulti(ctx context.Context, i int, rng *rand.Rand, locker 
 				if !room() {
 					break
 				}
-				who := fmt.Sprintf("client %d token %s at %s", i, lock.Token(), time.Now().Format("15:04:05.000000"))
-				if err = w.fx.Write(octx, k, 0, false, read[j], who); err != nil {
+				if err = w.fx.Write(octx, k, 0, false, read[j], lock.Until(), writer(i, lock.Token(), 0, false, readAt, lock.Until())); err != nil {
 					break
 				}
 			}

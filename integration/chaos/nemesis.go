@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/quorumlock/redlock/integration/checker"
@@ -212,6 +213,10 @@ var Faults = map[string]Fault{
 		Heal:   func(ctx context.Context, n *cluster.Node) error { return n.Writable(ctx) }},
 }
 
+// clockLayout is how the nemesis log stamps a fault, as the checker's
+// reports stamp holds, so that a violation can be laid against the faults.
+const clockLayout = "15:04:05.000000"
+
 // nemesis injects faults one at a time, with calm gaps between them.
 type nemesis struct {
 	cluster  *cluster.Cluster
@@ -219,6 +224,8 @@ type nemesis struct {
 	cfg      *Config
 	faults   []Fault
 	sample   bool
+	// majority makes every server fault hit a majority (Scenario.Majority).
+	majority bool
 	history  *checker.History
 	rng      *rand.Rand
 	logf     func(format string, args ...any)
@@ -263,7 +270,7 @@ func (n *nemesis) inject(ctx context.Context, f Fault) error {
 			return err
 		}
 		n.history.AddFault(checker.Fault{Kind: f.Name, Nodes: []int{i}, Start: began, End: ended})
-		n.logf("nemesis: %s client %d for %v", f.Name, i, ended.Sub(began).Round(time.Millisecond))
+		n.logf("nemesis: %s client %d for %v from %s", f.Name, i, ended.Sub(began).Round(time.Millisecond), began.Format(clockLayout))
 		return nil
 	}
 	if f.Process {
@@ -273,7 +280,11 @@ func (n *nemesis) inject(ctx context.Context, f Fault) error {
 	if f.Arg != nil {
 		arg = f.Arg(n.rng, n.cfg)
 	}
-	targets := n.targets(f.Targets)
+	t := f.Targets
+	if n.majority && f.Server && t == Minority {
+		t = Majority
+	}
+	targets := n.targets(t)
 	// Faults are healed even when the run is being cancelled.
 	hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer cancel()
@@ -288,9 +299,15 @@ func (n *nemesis) inject(ctx context.Context, f Fault) error {
 		sleep(ctx, d)
 	}
 	if f.Heal != nil {
-		for _, i := range targets {
-			err = errors.Join(err, f.Heal(hctx, n.cluster.Nodes[i]))
+		// All at once: nodes that forget come back together, within a
+		// lock's TTL, as a rack that loses power does.
+		errs := make([]error, len(targets))
+		var wg sync.WaitGroup
+		for k, i := range targets {
+			wg.Go(func() { errs[k] = f.Heal(hctx, n.cluster.Nodes[i]) })
 		}
+		wg.Wait()
+		err = errors.Join(append(errs, err)...)
 	}
 	end := time.Now()
 	n.history.AddFault(checker.Fault{Kind: f.Name, Nodes: targets, Start: start, End: end})
@@ -298,7 +315,7 @@ func (n *nemesis) inject(ctx context.Context, f Fault) error {
 	if a := arg.String(); a != "" {
 		detail = " (" + a + ")"
 	}
-	n.logf("nemesis: %s%s on nodes %v for %v", f.Name, detail, targets, end.Sub(start).Round(time.Millisecond))
+	n.logf("nemesis: %s%s on nodes %v for %v from %s", f.Name, detail, targets, end.Sub(start).Round(time.Millisecond), start.Format(clockLayout))
 	return err
 }
 
@@ -316,7 +333,7 @@ func (n *nemesis) stopProcess(ctx context.Context, f Fault, d time.Duration) err
 	err := p.Continue()
 	end := time.Now()
 	n.history.AddFault(checker.Fault{Kind: f.Name, Nodes: []int{p.id}, Start: start, End: end})
-	n.logf("nemesis: %s client %d for %v", f.Name, p.id, end.Sub(start).Round(time.Millisecond))
+	n.logf("nemesis: %s client %d for %v from %s", f.Name, p.id, end.Sub(start).Round(time.Millisecond), start.Format(clockLayout))
 	return err
 }
 

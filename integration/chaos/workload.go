@@ -300,9 +300,9 @@ func (w *Workload) hold(ctx context.Context, i int, rng *rand.Rand, lock *redloc
 
 // carefulEffect is a careful holder's read-modify-write of the protected
 // counter around its work: it reads, works, and writes only if its lock
-// still has room for the write to land. Its operations are not
-// fence-checked, so mutual exclusion alone must keep its updates. With
-// no room at the start it only works.
+// still has room for the write to land. Unless Config.CheckedEffects, its
+// operations are not fence-checked, so mutual exclusion alone must keep
+// its updates. With no room at the start it only works.
 func (w *Workload) carefulEffect(ctx context.Context, i int, lock *redlock.Lock, work func()) {
 	// A careful program leaves itself room for a write to land before its
 	// deadline.
@@ -311,7 +311,7 @@ func (w *Workload) carefulEffect(ctx context.Context, i int, lock *redlock.Lock,
 		work()
 		return
 	}
-	w.effect(ctx, i, lock, false, func() bool {
+	w.effect(ctx, i, lock, w.cfg.CheckedEffects, func() bool {
 		work()
 		return room()
 	})
@@ -327,14 +327,26 @@ func (w *Workload) effect(ctx context.Context, i int, lock *redlock.Lock, checke
 	// The operations go on when the run ends, as a real write would.
 	octx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
+	read := time.Now()
 	v, err := w.fx.Read(octx, lock.Key(), lock.Fence(), checked)
 	if err == nil && between() {
-		who := fmt.Sprintf("client %d token %s fence %d at %s", i, lock.Token(), lock.Fence(), time.Now().Format("15:04:05.000000"))
-		err = w.fx.Write(octx, lock.Key(), lock.Fence(), checked, v, who)
+		err = w.fx.Write(octx, lock.Key(), lock.Fence(), checked, v, lock.Until(), writer(i, lock.Token(), lock.Fence(), checked, read, lock.Until()))
 	}
 	if err != nil && !errors.Is(err, checker.ErrStale) {
 		w.rec.AddFailure("effect", err, time.Now())
 	}
+}
+
+// writer describes a read-modify-write for the effects store's log of lost
+// updates: who, with which fence, whether checked, when it read, and when
+// it decided to write against its lock's deadline (all wall clock, as the
+// store's log lines of different processes compare).
+func writer(i int, token string, fence uint64, checked bool, read, until time.Time) string {
+	const layout = "15:04:05.000000"
+	now := time.Now()
+	return fmt.Sprintf("client %d token %s fence %d (checked %t) read at %s, wrote at %s, deadline %s (%+.1fms)",
+		i, token, fence, checked, read.Format(layout), now.Format(layout), until.Format(layout),
+		float64(until.Sub(now).Microseconds())/1000)
 }
 
 func (w *Workload) release(ctx context.Context, lock *redlock.Lock) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -52,9 +53,10 @@ if f > hi then redis.call('SET', KEYS[2], ARGV[1]) end
 return {1, redis.call('GET', KEYS[1]) or '0'}
 `)
 
-// writeScript: KEYS value, highest fence; ARGV fence, checked, the value
-// read, the new value, a description of the writer. Returns 1 when the
-// write landed, 0 when it was rejected as stale.
+// writeScript: KEYS value, highest fence, last writer; ARGV fence, checked,
+// the value read, the new value, a description of the writer, the writer's
+// deadline (Unix microseconds, 0 for none). Returns 1 when the write
+// landed, 0 when it was rejected as stale.
 var writeScript = redis.NewScript(`
 local f = tonumber(ARGV[1])
 local hi = tonumber(redis.call('GET', KEYS[2]) or '0')
@@ -63,15 +65,29 @@ if ARGV[2] == '1' and f < hi then
   return 0
 end
 if f > hi then redis.call('SET', KEYS[2], ARGV[1]) end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local deadline = tonumber(ARGV[6])
+local late = deadline > 0 and now > deadline
 local cur = redis.call('GET', KEYS[1]) or '0'
 redis.call('INCR', 'fx:writes')
+if late then redis.call('INCR', 'fx:late') end
 if cur ~= ARGV[3] then
-  redis.call('INCR', 'fx:lost')
+  local what = 'LOST UPDATE'
+  if late and ARGV[2] ~= '1' then
+    redis.call('INCR', 'fx:lost-late')
+    what = 'LOST BY A LATE WRITER'
+  else
+    redis.call('INCR', 'fx:lost')
+  end
   if redis.call('LLEN', 'fx:lost-log') < 20 then
-    redis.call('RPUSH', 'fx:lost-log', KEYS[1] .. ': ' .. ARGV[5] .. ' read ' .. ARGV[3] .. ' but overwrote ' .. cur)
+    local last = redis.call('GET', KEYS[3]) or 'nobody'
+    redis.call('RPUSH', 'fx:lost-log', what .. ': ' .. KEYS[1] .. ': ' .. ARGV[5] .. ' read ' .. ARGV[3] .. ' but overwrote ' .. cur ..
+      ' (landed at unix ' .. t[1] .. '.' .. string.format('%06d', tonumber(t[2])) .. '; the overwritten write: ' .. last .. ')')
   end
 end
 redis.call('SET', KEYS[1], ARGV[4])
+redis.call('SET', KEYS[3], ARGV[5])
 return 1
 `)
 
@@ -96,9 +112,19 @@ func (s *Store) Read(ctx context.Context, key string, fence uint64, checked bool
 // Write sets key's counter to read+1, for the holder that read it. It
 // counts a lost update when the counter no longer holds read. A checked
 // write with a stale fence fails with ErrStale and changes nothing.
-func (s *Store) Write(ctx context.Context, key string, fence uint64, checked bool, read int64, who string) error {
-	ok, err := writeScript.Run(ctx, s.rc, []string{"fx:v:" + key, "fx:hi:" + key},
-		fence, flag(checked), strconv.FormatInt(read, 10), strconv.FormatInt(read+1, 10), who).Int()
+//
+// deadline is the writer's lock deadline (zero for none): an unchecked
+// write that lands after it comes from a writer stalled past its validity
+// (the holder did not stop acting at its deadline, which no lock can make
+// it do); the update it loses is counted apart (Effects.LateLost), since
+// only fencing prevents it.
+func (s *Store) Write(ctx context.Context, key string, fence uint64, checked bool, read int64, deadline time.Time, who string) error {
+	var dl int64
+	if !deadline.IsZero() {
+		dl = deadline.UnixMicro()
+	}
+	ok, err := writeScript.Run(ctx, s.rc, []string{"fx:v:" + key, "fx:hi:" + key, "fx:who:" + key},
+		fence, flag(checked), strconv.FormatInt(read, 10), strconv.FormatInt(read+1, 10), who, dl).Int()
 	if err != nil {
 		return err
 	}
@@ -120,8 +146,11 @@ type Effects struct {
 	// Checked is true when the run used the Store.
 	Checked bool
 	// Writes counts writes that landed; LostUpdates those that overwrote
-	// a value their writer had not read.
-	Writes, LostUpdates int
+	// a value their writer had not read, except LateLost: the unchecked
+	// writes that did so after their writer's deadline had passed.
+	Writes, LostUpdates, LateLost int
+	// LateWrites counts writes that landed after their writer's deadline.
+	LateWrites int
 	// StaleWrites and StaleReads count checked operations rejected for a
 	// stale fence.
 	StaleWrites, StaleReads int
@@ -131,7 +160,7 @@ type Effects struct {
 
 // Effects reads the Store's counts.
 func (s *Store) Effects(ctx context.Context) (Effects, error) {
-	vals, err := s.rc.MGet(ctx, "fx:writes", "fx:lost", "fx:stale-writes", "fx:stale-reads").Result()
+	vals, err := s.rc.MGet(ctx, "fx:writes", "fx:lost", "fx:stale-writes", "fx:stale-reads", "fx:lost-late", "fx:late").Result()
 	if err != nil {
 		return Effects{}, fmt.Errorf("reading the effects store: %w", err)
 	}
@@ -140,7 +169,7 @@ func (s *Store) Effects(ctx context.Context) (Effects, error) {
 		v, _ := strconv.Atoi(str)
 		return v
 	}
-	e := Effects{Checked: true, Writes: n(0), LostUpdates: n(1), StaleWrites: n(2), StaleReads: n(3)}
+	e := Effects{Checked: true, Writes: n(0), LostUpdates: n(1), StaleWrites: n(2), StaleReads: n(3), LateLost: n(4), LateWrites: n(5)}
 	if e.Lost, err = s.rc.LRange(ctx, "fx:lost-log", 0, -1).Result(); err != nil {
 		return Effects{}, fmt.Errorf("reading the effects store: %w", err)
 	}
@@ -152,10 +181,10 @@ func (e Effects) String() string {
 		return "not checked"
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d writes, %d lost updates, %d stale writes rejected (%d stale reads)",
-		e.Writes, e.LostUpdates, e.StaleWrites, e.StaleReads)
+	fmt.Fprintf(&b, "%d writes, %d lost updates, %d stale writes rejected (%d stale reads); %d writes landed after their writer's deadline, %d updates lost by them unfenced",
+		e.Writes, e.LostUpdates, e.StaleWrites, e.StaleReads, e.LateWrites, e.LateLost)
 	for _, l := range e.Lost {
-		b.WriteString("\n  LOST UPDATE: ")
+		b.WriteString("\n  ")
 		b.WriteString(l)
 	}
 	return b.String()

@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/quorumlock/redlock/integration/checker"
 	"github.com/quorumlock/redlock/internal/redistest"
@@ -19,6 +20,9 @@ func TestStoreEffects(t *testing.T) {
 		write   bool
 		fence   uint64
 		checked bool
+		// late makes a write land after its writer's deadline (a
+		// writer stalled past its validity); in time otherwise.
+		late bool
 	}
 	tests := []struct {
 		name    string
@@ -27,23 +31,31 @@ func TestStoreEffects(t *testing.T) {
 		wantErr map[int]error // op index → error
 	}{
 		{"one after the other", []op{
-			{"a", false, 1, false}, {"a", true, 1, false},
-			{"b", false, 2, false}, {"b", true, 2, false},
+			{"a", false, 1, false, false}, {"a", true, 1, false, false},
+			{"b", false, 2, false, false}, {"b", true, 2, false, false},
 		}, checker.Effects{Checked: true, Writes: 2}, nil},
 		{"interleaved without fencing loses an update", []op{
-			{"a", false, 0, false}, {"b", false, 0, false},
-			{"b", true, 0, false}, {"a", true, 0, false},
+			{"a", false, 0, false, false}, {"b", false, 0, false, false},
+			{"b", true, 0, false, false}, {"a", true, 0, false, false},
 		}, checker.Effects{Checked: true, Writes: 2, LostUpdates: 1}, nil},
 		{"interleaved, unchecked fences still lose it", []op{
-			{"a", false, 1, false}, {"b", false, 2, false},
-			{"b", true, 2, false}, {"a", true, 1, false},
+			{"a", false, 1, false, false}, {"b", false, 2, false, false},
+			{"b", true, 2, false, false}, {"a", true, 1, false, false},
 		}, checker.Effects{Checked: true, Writes: 2, LostUpdates: 1}, nil},
 		{"interleaved, a checked stale write is rejected", []op{
-			{"a", false, 1, true}, {"b", false, 2, false},
-			{"b", true, 2, false}, {"a", true, 1, true},
+			{"a", false, 1, true, false}, {"b", false, 2, false, false},
+			{"b", true, 2, false, false}, {"a", true, 1, true, false},
 		}, checker.Effects{Checked: true, Writes: 1, StaleWrites: 1}, map[int]error{3: checker.ErrStale}},
+		{"interleaved, a late unchecked writer's loss is counted apart", []op{
+			{"a", false, 1, false, false}, {"b", false, 2, false, false},
+			{"b", true, 2, false, false}, {"a", true, 1, false, true},
+		}, checker.Effects{Checked: true, Writes: 2, LateLost: 1, LateWrites: 1}, nil},
+		{"interleaved, a late checked writer's loss is a lost update", []op{
+			{"b", false, 2, false, false}, {"a", false, 2, true, false},
+			{"b", true, 2, false, false}, {"a", true, 2, true, true},
+		}, checker.Effects{Checked: true, Writes: 2, LostUpdates: 1, LateWrites: 1}, nil},
 		{"a checked read after a newer one is rejected", []op{
-			{"b", false, 2, false}, {"a", false, 1, true},
+			{"b", false, 2, false, false}, {"a", false, 1, true, false},
 		}, checker.Effects{Checked: true, StaleReads: 1}, map[int]error{1: checker.ErrStale}},
 	}
 	srv := redistest.StartT(t, 1, redistest.Options{})[0]
@@ -62,7 +74,11 @@ func TestStoreEffects(t *testing.T) {
 			read := map[string]int64{}
 			for i, o := range tt.ops {
 				if o.write {
-					err = s.Write(t.Context(), "k", o.fence, o.checked, read[o.who], o.who)
+					deadline := time.Now().Add(time.Hour)
+					if o.late {
+						deadline = time.Now().Add(-time.Second)
+					}
+					err = s.Write(t.Context(), "k", o.fence, o.checked, read[o.who], deadline, o.who)
 				} else {
 					read[o.who], err = s.Read(t.Context(), "k", o.fence, o.checked)
 				}
@@ -74,8 +90,8 @@ func TestStoreEffects(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(got.Lost) != got.LostUpdates {
-				t.Errorf("%d lost updates but %d described: %q", got.LostUpdates, len(got.Lost), got.Lost)
+			if len(got.Lost) != got.LostUpdates+got.LateLost {
+				t.Errorf("%d+%d lost updates but %d described: %q", got.LostUpdates, got.LateLost, len(got.Lost), got.Lost)
 			}
 			got.Lost = nil
 			if !reflect.DeepEqual(got, tt.want) {

@@ -164,6 +164,26 @@ func (c *container) Start(ctx context.Context) error {
 	return WaitReady(ctx, c.addr)
 }
 
-func (c *container) Pause(context.Context) error  { return c.pool.Client.PauseContainer(c.id()) }
+// Pause freezes the container. runc gives up freezing a cgroup whose tasks
+// do not settle in time ("unable to freeze"), which a loaded machine makes
+// happen now and then, and thaws it again: try again a few times.
+func (c *container) Pause(ctx context.Context) error {
+	var err error
+	for range 10 {
+		err = c.pool.Client.PauseContainer(c.id())
+		if err == nil || !strings.Contains(err.Error(), "unable to freeze") {
+			return err
+		}
+		t := time.NewTimer(20 * time.Millisecond)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return errors.Join(err, ctx.Err())
+		}
+	}
+	return err
+}
+
 func (c *container) Resume(context.Context) error { return c.pool.Client.UnpauseContainer(c.id()) }
 func (c *container) Close(context.Context) error  { return c.pool.Purge(c.res) }
