@@ -33,6 +33,8 @@ type Locker struct {
 
 	notify *notifier
 	gates  gates
+	// forced logs this Locker's ForceRelease calls, for error text.
+	forced forceLog
 }
 
 // New returns a Locker over the given clients, one per independent Redis

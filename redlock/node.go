@@ -90,6 +90,8 @@ type pipe struct {
 	// ident tells the node's server apart from the other nodes' (see
 	// servers); nil checks nothing. Set before the first call is queued.
 	ident *nodeIdentity
+	// cause is why the last connection attempt failed, for error text.
+	cause lastCause
 }
 
 // newPipe starts the pipe of the node that c names; timeout is the

@@ -77,7 +77,7 @@ func (l *Locker) Obtain(ctx context.Context, key string, opts ...Option) (lock *
 		}
 		switch then {
 		case giveUp:
-			return nil, last
+			return nil, l.withHolders(ctx, key, last)
 		case retryNow:
 			continue
 		}
