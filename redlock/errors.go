@@ -26,7 +26,9 @@ var (
 	ErrLockNotHeld = errors.New("redlock: lock not held")
 
 	// ErrLockExpired means our keys are gone: the lock was held past its TTL,
-	// but nobody else has taken it. It matches ErrLockNotHeld.
+	// but nobody else has taken it. It matches ErrLockNotHeld. When a
+	// ForceRelease through the same Locker removed the keys, the error
+	// still matches it, and its text says so instead of "expired".
 	ErrLockExpired error = &notHeldError{"redlock: lock not held: expired"}
 
 	// ErrLockLost means another owner holds the lock now. It matches
