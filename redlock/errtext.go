@@ -161,6 +161,9 @@ type forceLog struct {
 	keys map[string]uint64 // key → number of its latest ForceRelease
 }
 
+// maxForceLog bounds the keys a forceLog remembers.
+const maxForceLog = 1024
+
 // born is the number a Lock created now keeps.
 func (f *forceLog) born() uint64 { return f.seq.Load() }
 
@@ -168,7 +171,9 @@ func (f *forceLog) born() uint64 { return f.seq.Load() }
 func (f *forceLog) note(key string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.keys == nil {
+	if f.keys == nil || len(f.keys) >= maxForceLog {
+		// Bounded: a Locker that force-releases many keys forgets the
+		// older ones, whose losses then read as expiries again.
 		f.keys = make(map[string]uint64)
 	}
 	f.keys[key] = f.seq.Add(1)
