@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -214,8 +215,10 @@ func (k *Lock) notHeld(op string, res *quorum.Result[int64]) *QuorumError {
 // passed: it gets its error now). A node that does not answer in time is
 // left without metadata.
 func (l *Locker) withHolders(ctx context.Context, key string, err error) error {
-	var qe *QuorumError
-	if ctx.Err() != nil || !errors.As(err, &qe) || qe.reason != ErrNotObtained || qe.Key != key || len(qe.Nodes) != len(l.nodes) {
+	// The round's error is left as it is (it may have been handed to an
+	// Observer already): the metadata goes into a copy.
+	qe, ok := err.(*QuorumError)
+	if !ok || ctx.Err() != nil || qe.reason != ErrNotObtained || qe.Key != key || len(qe.Nodes) != len(l.nodes) {
 		return err
 	}
 	release, gerr := l.guard()
@@ -247,10 +250,12 @@ func (l *Locker) withHolders(ctx context.Context, key string, err error) error {
 	})
 	mu.Lock()
 	defer mu.Unlock()
-	for i := range qe.Nodes {
-		if qe.Nodes[i].Outcome == OutcomeHeldByOther {
-			qe.Nodes[i].Metadata = meta[i]
+	named := *qe
+	named.Nodes = slices.Clone(qe.Nodes)
+	for i := range named.Nodes {
+		if named.Nodes[i].Outcome == OutcomeHeldByOther {
+			named.Nodes[i].Metadata = meta[i]
 		}
 	}
-	return err
+	return &named
 }
