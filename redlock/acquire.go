@@ -145,6 +145,8 @@ func (l *Locker) conclude(ctx context.Context, key string, cfg *config, p *acqui
 			cfg:    *cfg,
 			until:  start.Add(validity),
 			since:  cfg.obs.now(),
+			// A ForceRelease after this explains a loss (see forceLog).
+			forceBorn: l.forced.born(),
 		}, nil
 	}
 

@@ -88,7 +88,7 @@ func (l *Locker) Inspect(ctx context.Context, key string) (*Status, error) {
 	for i := range st.Nodes {
 		n := &st.Nodes[i]
 		if n.Addr == "" { // still running at the timeout
-			n.Addr, n.Err = l.nodes[i].addr, quorum.ErrTimeout
+			n.Addr, n.Err = l.nodes[i].addr, withCause(quorum.ErrTimeout, &l.nodes[i].pipe.cause)
 		}
 		if n.Err == nil {
 			answered++
@@ -131,6 +131,9 @@ func (l *Locker) ForceRelease(ctx context.Context, key string) error {
 	if err := checkKey(key); err != nil {
 		return err
 	}
+	// Logged before any node deletes: a Lock of this Locker that then
+	// finds its key gone is told it was released, not that it expired.
+	l.forced.note(key)
 	timeout := l.cfg.nodeTimeout
 	res, err := l.call(ctx, round[int64]{
 		need:    len(l.nodes), // ask every node; success below needs a majority

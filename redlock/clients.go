@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"crypto/tls"
+	"fmt"
 	"net"
 	"reflect"
 	"runtime"
@@ -131,6 +132,26 @@ func contextDialer(config *tls.Config) func(context.Context, string, string) (ne
 	if config == nil {
 		return nd.DialContext
 	}
-	td := &tls.Dialer{NetDialer: nd, Config: config}
-	return td.DialContext
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := nd.DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		cfg := config
+		if cfg.ServerName == "" {
+			// As tls.Dialer does: verify the host that was dialled.
+			host, _, _ := net.SplitHostPort(addr)
+			cfg = cfg.Clone()
+			cfg.ServerName = host
+		}
+		tc := tls.Client(c, cfg)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			_ = c.Close() // the handshake's error is the one to report
+			// Named as the handshake's: its own text may be only
+			// "context deadline exceeded" (a server that does not speak
+			// TLS waits for more bytes).
+			return nil, fmt.Errorf("redlock: TLS handshake with %s: %w", addr, err)
+		}
+		return tc, nil
+	}
 }

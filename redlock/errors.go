@@ -26,7 +26,9 @@ var (
 	ErrLockNotHeld = errors.New("redlock: lock not held")
 
 	// ErrLockExpired means our keys are gone: the lock was held past its TTL,
-	// but nobody else has taken it. It matches ErrLockNotHeld.
+	// but nobody else has taken it. It matches ErrLockNotHeld. When a
+	// ForceRelease through the same Locker removed the keys, the error
+	// still matches it, and its text says so instead of "expired".
 	ErrLockExpired error = &notHeldError{"redlock: lock not held: expired"}
 
 	// ErrLockLost means another owner holds the lock now. It matches
@@ -63,8 +65,11 @@ func invalid(format string, args ...any) error {
 type Outcome int
 
 const (
-	// OutcomeNoReply means the node had not answered when the round was
-	// decided; it may still apply the command (and is cleaned up if so).
+	// OutcomeNoReply means the node's reply was not waited for: the round
+	// was decided before it answered. It may still apply the command (and
+	// is cleaned up if so). A node that stayed silent until the node
+	// timeout is OutcomeError instead, with an error matching
+	// quorum.ErrTimeout.
 	OutcomeNoReply Outcome = iota
 	// OutcomeOK means the node granted, released, extended or reported our
 	// lock.
@@ -82,7 +87,7 @@ const (
 func (o Outcome) String() string {
 	switch o {
 	case OutcomeNoReply:
-		return "no reply"
+		return "not waited for"
 	case OutcomeOK:
 		return "ok"
 	case OutcomeHeldByOther:
@@ -105,8 +110,18 @@ type NodeResult struct {
 	// (-1 when the key has no expiry), and our remaining time when a TTL query
 	// returned OutcomeOK.
 	TTL time.Duration
-	// Err is the node's error when Outcome is OutcomeError.
+	// Err is the node's error when Outcome is OutcomeError. A node timeout
+	// matches quorum.ErrTimeout, and also the error of the node's last
+	// failed connection attempt when there was one (a refused dial, a DNS
+	// lookup, a TLS handshake, a refused password).
 	Err error
+	// Metadata is the holder's metadata (WithMetadata) when Outcome is
+	// OutcomeHeldByOther and it is known: Obtain asks the nodes held by
+	// another for it, in one more round, when it gives up on contention
+	// with its context still alive. TryObtain leaves it "": it is the
+	// polling primitive, and would pay that round on every refusal (use
+	// Inspect). "" otherwise.
+	Metadata string
 }
 
 // QuorumError reports a quorum round that did not succeed, node by node. It
@@ -149,6 +164,7 @@ func (l *Locker) nodeResults(res *quorum.Result[int64], outcome func(quorum.Repl
 	for i, r := range res.Replies {
 		nr := outcome(r)
 		nr.Addr = l.nodes[i].addr
+		nr.Err = withCause(nr.Err, &l.nodes[i].pipe.cause)
 		nodes[i] = nr
 	}
 	return nodes
@@ -181,24 +197,33 @@ func (e *QuorumError) Error() string {
 	}
 	if len(e.Nodes) == 0 {
 		// No node was asked: the call waited in this Locker's line.
-		return fmt.Sprintf("%s: %s %q: waited behind this Locker's own holder or waiters", e.reason, e.Op, e.Key)
+		return fmt.Sprintf("%s: %s %s: waited behind this Locker's own holder or waiters", e.reason, e.Op, quoteKey(e.Key))
 	}
-	fmt.Fprintf(&b, "%s: %s %q: %d of %d nodes ok, %d needed", e.why(), e.Op, e.Key, ok, len(e.Nodes), e.Need)
+	fmt.Fprintf(&b, "%s: %s %s: %d of %d nodes ok, %d needed", e.why(), e.Op, quoteKey(e.Key), ok, len(e.Nodes), e.Need)
 	for i, n := range e.Nodes {
 		if i == 0 {
 			b.WriteString(" [")
 		} else {
 			b.WriteString("; ")
 		}
-		b.WriteString(n.Addr)
+		b.WriteString(singleLine(n.Addr))
 		b.WriteByte(' ')
 		b.WriteString(n.Outcome.String())
 		switch {
-		case n.Outcome == OutcomeHeldByOther && n.TTL >= 0:
-			fmt.Fprintf(&b, " (%v left)", n.TTL.Round(time.Millisecond))
+		case n.Outcome == OutcomeHeldByOther:
+			var notes []string
+			if n.Metadata != "" {
+				notes = append(notes, "holder "+holderText(n.Metadata))
+			}
+			if n.TTL >= 0 {
+				notes = append(notes, fmt.Sprintf("%v left", n.TTL.Round(time.Millisecond)))
+			}
+			if len(notes) > 0 {
+				b.WriteString(" (" + strings.Join(notes, ", ") + ")")
+			}
 		case n.Outcome == OutcomeError && n.Err != nil:
 			b.WriteString(": ")
-			b.WriteString(n.Err.Error())
+			b.WriteString(nodeErrText(n.Err))
 		}
 	}
 	if len(e.Nodes) > 0 {
@@ -261,7 +286,7 @@ var errNotTried = errors.New("redlock: context ended before any node was asked")
 // it asked any node. It matches ctx.Err(), and neither ErrNotObtained nor
 // ErrNoQuorum: nothing is known of the nodes.
 func notTried(ctx context.Context, key string) error {
-	return fmt.Errorf("%w: obtain %q: %w", errNotTried, key, ctx.Err())
+	return fmt.Errorf("%w: obtain %s: %w", errNotTried, quoteKey(key), ctx.Err())
 }
 
 // withContext joins the context's error to err unless it is there already.

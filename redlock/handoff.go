@@ -199,7 +199,7 @@ func (k *Lock) handoff(ctx context.Context, o *offer) error {
 	if rel.Yes >= l.need {
 		return nil
 	}
-	return withContext(ctx, l.notHeld("release", k.key, &rel))
+	return withContext(ctx, k.notHeld("release", &rel))
 }
 
 // takeOver finishes the acquisition of a handoff, as attempt does its own:

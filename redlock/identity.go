@@ -129,6 +129,7 @@ func (w *worker) open(ctx context.Context) error {
 	if err == nil {
 		err = p.ident.claim(id.server)
 	}
+	p.cause.note(err)
 	if err != nil {
 		// Nothing of a batch was sent on it: no need to kill it later.
 		w.drop()

@@ -43,7 +43,7 @@ func checkKey(key string) error {
 	case len(key) > MaxKeyLen:
 		return invalid("key of %d bytes is longer than %d", len(key), MaxKeyLen)
 	case strings.HasPrefix(key, ReservedPrefix):
-		return invalid("key %q starts with %q, which is reserved for the library's own keys", key, ReservedPrefix)
+		return invalid("key %s starts with %q, which is reserved for the library's own keys", quoteKey(key), ReservedPrefix)
 	}
 	return nil
 }

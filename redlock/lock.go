@@ -33,6 +33,9 @@ type Lock struct {
 	done bool
 	// lost is set, for good, once the servers said the lock is not ours.
 	lost error
+	// forceBorn is the Locker's count of ForceRelease calls when the lock
+	// was obtained: a later one of its key explains a loss.
+	forceBorn uint64
 }
 
 // Key returns the lock's key; for a multi-key lock (ObtainMulti), its keys
@@ -91,7 +94,7 @@ func (k *Lock) released() bool {
 
 // releasedErr is the error of op on a handle that was released already.
 func (k *Lock) releasedErr(op string) error {
-	return fmt.Errorf("%w: %s %q: this Lock was released before", ErrReleased, op, k.key)
+	return fmt.Errorf("%w: %s %s: this Lock was released before", ErrReleased, op, quoteKey(k.key))
 }
 
 func (k *Lock) markLost(err error) {
@@ -192,7 +195,7 @@ func (k *Lock) release(ctx context.Context, op string, cooldownMs int64) (err er
 	if res.OK {
 		return nil
 	}
-	return withContext(ctx, k.locker.notHeld(op, k.key, &res))
+	return withContext(ctx, k.notHeld(op, &res))
 }
 
 // Extend makes the lock's keys live at least ttl more on every node where
@@ -256,7 +259,7 @@ func (k *Lock) Extend(ctx context.Context, ttl time.Duration) (err error) {
 	}
 	// A majority that was too slow to leave any validity is an outage
 	// (ErrNoQuorum), as notHeld tells it.
-	err = withContext(ctx, k.locker.notHeld("extend", k.key, &res))
+	err = withContext(ctx, k.notHeld("extend", &res))
 	if errors.Is(err, ErrLockNotHeld) {
 		k.markLost(err)
 	}
@@ -292,7 +295,7 @@ func (k *Lock) TTL(ctx context.Context) (time.Duration, error) {
 		return 0, err
 	}
 	if !res.OK {
-		return 0, withContext(ctx, k.locker.notHeld("ttl", k.key, &res))
+		return 0, withContext(ctx, k.notHeld("ttl", &res))
 	}
 	ttls := make([]int64, 0, res.Yes)
 	for _, r := range res.Replies {

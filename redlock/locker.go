@@ -37,6 +37,8 @@ type Locker struct {
 	gates  gates
 	// ext keeps the locks given to KeepAlive extended.
 	ext extender
+	// forced logs this Locker's ForceRelease calls, for error text.
+	forced forceLog
 }
 
 // New returns a Locker over the given clients, one per independent Redis

@@ -90,7 +90,7 @@ func (l *Locker) multiConfig(keys []string, opts []Option) (config, string, erro
 			return config{}, "", err
 		}
 		if _, dup := seen[key]; dup {
-			return config{}, "", invalid("key %q is given twice (at %d)", key, i)
+			return config{}, "", invalid("key %s is given twice (at %d)", quoteKey(key), i)
 		}
 		seen[key] = struct{}{}
 	}

@@ -93,6 +93,8 @@ type pipe struct {
 	// route is where go-redis's log lines about the calls of the workers
 	// go (see RedisLogger).
 	route *redisRoute
+	// cause is why the last connection attempt failed, for error text.
+	cause lastCause
 }
 
 // newPipe starts the pipe of the node that c names; timeout is the

@@ -33,7 +33,9 @@ import (
 // On failure it returns no lock, leaves no key of its own on any node (late
 // replies are cleaned up in the background), and an error that matches
 // ErrNotObtained (contention) or ErrNoQuorum (outage) with per-node detail of
-// the last round in a *QuorumError; when ctx ended, the error also matches
+// the last round in a *QuorumError (when it gives up on contention with ctx
+// still alive, one more round asks the nodes that refused for the holder's
+// metadata, which the error then names); when ctx ended, the error also matches
 // ctx.Err(). Which of the two is told from the nodes' answers, never from the
 // context: a wait that a deadline ends during an outage is ErrNoQuorum. A ctx
 // that has ended before the call asks no node: the error then matches only
@@ -77,7 +79,7 @@ func (l *Locker) Obtain(ctx context.Context, key string, opts ...Option) (lock *
 		}
 		switch then {
 		case giveUp:
-			return nil, last
+			return nil, l.withHolders(ctx, key, last)
 		case retryNow:
 			continue
 		}

@@ -1,0 +1,261 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/quorumlock/redlock/quorum"
+)
+
+// Error text: every message the library builds is one line (a log line or
+// a CLI's stderr must not break in two, nor be forged by a key or a server
+// reply that holds a newline), names a key by a bounded, quoted form, and
+// says what actually went wrong on a node when that is known.
+
+// Key shortening: a key longer than keyShortAt bytes is shown as its
+// first keyHead and last keyTail bytes around an ellipsis, with its length.
+const (
+	keyHead    = 40
+	keyTail    = 20
+	keyShortAt = keyHead + keyTail + 4
+)
+
+// quoteKey is key as messages show it: quoted like %q, so control bytes
+// and invalid UTF-8 are escaped, and shortened when long ("first 40…last
+// 20" (n bytes)). The cut falls on rune boundaries.
+func quoteKey(key string) string {
+	if len(key) <= keyShortAt {
+		return strconv.Quote(key)
+	}
+	head, tail := keyHead, len(key)-keyTail
+	for head > 0 && !utf8.RuneStart(key[head]) {
+		head--
+	}
+	for tail < len(key) && !utf8.RuneStart(key[tail]) {
+		tail++
+	}
+	return strconv.Quote(key[:head]+"…"+key[tail:]) + " (" + strconv.Itoa(len(key)) + " bytes)"
+}
+
+// singleLine makes text from outside the library (a server's error reply, an
+// address, a dial error) safe in a one-line message: control characters,
+// newlines among them, are escaped as %q would escape them.
+func singleLine(s string) string {
+	if strings.IndexFunc(s, unicode.IsControl) < 0 {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// lastCause remembers why a node's last connection attempt failed (a
+// refused dial, a DNS lookup, a TLS handshake, a refused password), until a
+// connection opens. A round that times out on the node reports that cause
+// with the timeout: the dial of a node whose handshake hangs fails at the
+// same deadline that decides the round, so its own error usually arrives
+// just after the round gave up on it.
+type lastCause struct {
+	mu  sync.Mutex
+	err error
+}
+
+// note records err as the node's cause; nil clears it (a connection opened).
+func (c *lastCause) note(err error) {
+	c.mu.Lock()
+	c.err = err
+	c.mu.Unlock()
+}
+
+// get is the recorded cause, or nil.
+func (c *lastCause) get() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+// timeoutError is a node timeout whose likely cause is known: the error
+// that failed the node's last connection attempt. It matches both
+// quorum.ErrTimeout and the cause.
+type timeoutError struct{ cause error }
+
+func (e *timeoutError) Error() string {
+	return "no reply within the node timeout; the last connection attempt failed: " + singleLine(e.cause.Error())
+}
+
+func (e *timeoutError) Unwrap() []error { return []error{quorum.ErrTimeout, e.cause} }
+
+// withCause adds the node's known connection failure to a timeout error.
+func withCause(err error, c *lastCause) error {
+	if c == nil || !errors.Is(err, quorum.ErrTimeout) {
+		return err
+	}
+	var te *timeoutError
+	if errors.As(err, &te) {
+		return err
+	}
+	if cause := c.get(); cause != nil {
+		return &timeoutError{cause: cause}
+	}
+	return err
+}
+
+// nodeErrText is a node's error as QuorumError shows it: one line, with
+// a refused password named first: go-redis's own text for it names only
+// the command that met it (CLIENT INFO, the first one we send).
+// Refused dials, DNS lookups and TLS handshakes say what they are already.
+func nodeErrText(err error) string {
+	msg := singleLine(err.Error())
+	switch {
+	case strings.Contains(msg, "NOAUTH"):
+		return "authentication required (no password given for this node): " + msg
+	case strings.Contains(msg, "WRONGPASS"):
+		return "authentication failed (wrong user name or password): " + msg
+	}
+	return msg
+}
+
+// holderText is a holder's metadata as a node result shows it: quoted and
+// bounded like a key.
+func holderText(meta string) string { return quoteKey(meta) }
+
+// goneError is a reason for ErrLockExpired that says who removed the keys
+// when it was not their TTL: a ForceRelease through the same Locker. It
+// matches ErrLockExpired (and so ErrLockNotHeld): the keys are gone and
+// nobody else took them.
+type goneError struct{ msg string }
+
+func (e *goneError) Error() string { return e.msg }
+func (e *goneError) Unwrap() error { return ErrLockExpired }
+
+// errGoneForced: a ForceRelease through the same Locker removed the keys
+// after the lock was obtained. (This Lock's own Release needs no such
+// reason: later calls fail with ErrReleased without asking the servers,
+// and a call already queued reaches every node before the release does.)
+var errGoneForced error = &goneError{msg: "redlock: lock not held: released by ForceRelease, not expired"}
+
+// forceLog remembers the ForceRelease calls of a Locker, so that a Lock
+// that finds its keys gone can say that they were removed rather than
+// expired. A Lock keeps the log's count at its creation (born); a key
+// force-released later carries a higher number. Only this Locker's own
+// ForceRelease calls are known: another process's (the CLI's) look like
+// an expiry.
+type forceLog struct {
+	seq  atomic.Uint64
+	mu   sync.Mutex
+	keys map[string]uint64 // key → number of its latest ForceRelease
+}
+
+// maxForceLog bounds the keys a forceLog remembers.
+const maxForceLog = 1024
+
+// born is the number a Lock created now keeps.
+func (f *forceLog) born() uint64 { return f.seq.Load() }
+
+// note records a ForceRelease of key, before it is sent.
+func (f *forceLog) note(key string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.keys == nil || len(f.keys) >= maxForceLog {
+		// Bounded: a Locker that force-releases many keys forgets the
+		// older ones, whose losses then read as expiries again.
+		f.keys = make(map[string]uint64)
+	}
+	f.keys[key] = f.seq.Add(1)
+}
+
+// since reports whether one of keys was force-released after born.
+func (f *forceLog) since(keys []string, born uint64) bool {
+	if f.seq.Load() == born {
+		return false
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, k := range keys {
+		if f.keys[k] > born {
+			return true
+		}
+	}
+	return false
+}
+
+// notHeld is the error of k's failed release, extend or TTL round, as the
+// Locker's notHeld tells it, except that keys that a ForceRelease through
+// the same Locker removed are said to be released, not expired.
+func (k *Lock) notHeld(op string, res *quorum.Result[int64]) *QuorumError {
+	e := k.locker.notHeld(op, k.key, res)
+	if e.reason == ErrLockExpired && k.locker.forced.since(k.keys, k.forceBorn) {
+		e.reason = errGoneForced
+	}
+	return e
+}
+
+// withHolders adds the holder's metadata to the nodes held by another in
+// err, the error of an Obtain that gives up on contention, and returns err.
+// The acquire script's refusal carries only the holder's PTTL (an integer
+// reply keeps the hot path cheap), so this costs one more round, to the
+// nodes that refused alone; it is made once per call that gives up, never
+// per attempt, and not when ctx has ended (the caller's deadline has
+// passed: it gets its error now). A node that does not answer in time is
+// left without metadata.
+func (l *Locker) withHolders(ctx context.Context, key string, err error) error {
+	// The round's error is left as it is (it may have been handed to an
+	// Observer already): the metadata goes into a copy.
+	qe, ok := err.(*QuorumError)
+	if !ok || ctx.Err() != nil || qe.reason != ErrNotObtained || qe.Key != key || len(qe.Nodes) != len(l.nodes) {
+		return err
+	}
+	release, gerr := l.guard()
+	if gerr != nil {
+		return err
+	}
+	defer release()
+	keys := []string{key, fenceKey(key)}
+	cmd := evalSha(inspectScript, keys, nil)
+	meta := make([]string, len(l.nodes))
+	var mu sync.Mutex
+	timeout := l.cfg.nodeTimeout
+	runRound(ctx, l, round[int64]{
+		need:    len(l.nodes),
+		timeout: timeout,
+		start: func(_ context.Context, i int, reply func(int, quorum.Vote, int64, error)) {
+			if qe.Nodes[i].Outcome != OutcomeHeldByOther {
+				reply(i, quorum.Yes, 0, nil)
+				return
+			}
+			l.nodes[i].pipe.startRaw(timeout, inspectScript, keys, nil, cmd, func(got *redis.Cmd) {
+				ns := inspectReply("", got)
+				mu.Lock()
+				meta[i] = ns.Metadata
+				mu.Unlock()
+				reply(i, quorum.Yes, 0, nil)
+			})
+		},
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	named := *qe
+	named.Nodes = slices.Clone(qe.Nodes)
+	for i := range named.Nodes {
+		if named.Nodes[i].Outcome == OutcomeHeldByOther {
+			named.Nodes[i].Metadata = meta[i]
+		}
+	}
+	return &named
+}
