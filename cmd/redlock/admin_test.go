@@ -89,7 +89,7 @@ func TestForceRelease(t *testing.T) {
 	if code != exitUsage || !strings.Contains(stderr, "stuck-job") || !strings.Contains(stderr, "without --yes") || stdout != "" {
 		t.Errorf("release without --yes: code %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
 	}
-	for i, v := range keyOn(t, sharedNodes, key) {
+	for i, v := range keyOnAll(t, sharedNodes, key) {
 		if v == "" {
 			t.Errorf("key gone from node %d without --yes", i)
 		}

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -311,6 +312,21 @@ func keyOn(t *testing.T, servers []*redistest.Server, key string) []string {
 		out[i] = v
 	}
 	return out
+}
+
+// keyOnAll is keyOn once key is on every server, or after two seconds: a
+// lock is granted at a majority, and the call to a node it did not wait for
+// may still be on its way.
+func keyOnAll(t *testing.T, servers []*redistest.Server, key string) []string {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		vs := keyOn(t, servers, key)
+		if !slices.Contains(vs, "") || time.Now().After(deadline) {
+			return vs
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // assertFree fails unless key is gone from every server.

@@ -282,7 +282,7 @@ func TestRunMetadata(t *testing.T) {
 	key := t.Name()
 	p := start(t, sharedEnv(), "run", "--metadata", "job=report", key, "--", "sh", "-c", holdScript)
 	p.stdout.await(t, "ready")
-	for i, v := range keyOn(t, sharedNodes, key) {
+	for i, v := range keyOnAll(t, sharedNodes, key) {
 		if !strings.HasSuffix(v, "\x00job=report") {
 			t.Errorf("node %d holds %q, want the metadata at the end", i, v)
 		}
@@ -294,7 +294,7 @@ func TestRunMetadata(t *testing.T) {
 	p = start(t, sharedEnv(), "run", key, "--", "sh", "-c", holdScript)
 	p.stdout.await(t, "ready")
 	want := "pid=" + strconv.Itoa(p.cmd.Process.Pid)
-	if v := keyOn(t, sharedNodes, key)[0]; !strings.Contains(v, "host=") || !strings.HasSuffix(v, want) {
+	if v := keyOnAll(t, sharedNodes, key)[0]; !strings.Contains(v, "host=") || !strings.HasSuffix(v, want) {
 		t.Errorf("default metadata in %q, want host= and %s", v, want)
 	}
 	p.release()
