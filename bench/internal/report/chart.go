@@ -1,6 +1,7 @@
 package report
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -21,7 +22,17 @@ import (
 // latency percentiles per mode, throughput per mode, contended wait per
 // mode, and p50 with a slow or dead node per quorum mode.
 func (r *Report) WriteChart(path string) error {
-	const w, h = 11 * vg.Inch, 8 * vg.Inch
+	panels := [][]*plot.Plot{
+		{r.latencyPlot(), r.throughputPlot()},
+		{r.contentionPlot(), r.faultPlot()},
+	}
+	return writePanels(path, 8*vg.Inch, panels, "report: no data to chart")
+}
+
+// writePanels draws rows of plots, 11 inches wide and h high, to path, an
+// .svg or .png file; a nil plot (no data) is the error empty.
+func writePanels(path string, h vg.Length, panels [][]*plot.Plot, empty string) error {
+	const w = 11 * vg.Inch
 	var c vg.CanvasWriterTo
 	switch ext := strings.ToLower(filepath.Ext(path)); ext {
 	case ".svg":
@@ -31,28 +42,21 @@ func (r *Report) WriteChart(path string) error {
 	default:
 		return fmt.Errorf("report: chart format %q: want .svg or .png", ext)
 	}
-
-	panels := [][]*plot.Plot{
-		{r.latencyPlot(), r.throughputPlot()},
-		{r.contentionPlot(), r.faultPlot()},
-	}
 	for _, row := range panels {
 		for _, p := range row {
 			if p == nil {
-				return fmt.Errorf("report: no data to chart")
+				return errors.New(empty)
 			}
 		}
 	}
-	dc := draw.New(c)
-	tiles := draw.Tiles{Rows: 2, Cols: 2, PadX: vg.Millimeter * 6, PadY: vg.Millimeter * 6,
+	tiles := draw.Tiles{Rows: len(panels), Cols: len(panels[0]), PadX: vg.Millimeter * 6, PadY: vg.Millimeter * 6,
 		PadTop: vg.Millimeter * 4, PadBottom: vg.Millimeter * 4, PadLeft: vg.Millimeter * 4, PadRight: vg.Millimeter * 4}
-	canvases := plot.Align(panels, tiles, dc)
+	canvases := plot.Align(panels, tiles, draw.New(c))
 	for i, row := range panels {
 		for j, p := range row {
 			p.Draw(canvases[i][j])
 		}
 	}
-
 	f, err := os.Create(path)
 	if err != nil {
 		return err

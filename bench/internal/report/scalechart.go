@@ -2,17 +2,11 @@ package report
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgimg"
-	"gonum.org/v1/plot/vg/vgsvg"
 
 	"github.com/quorumlock/redlock/bench/internal/lockers"
 )
@@ -21,37 +15,8 @@ import (
 // file: throughput against workers (log-log: the counts grow by 4×) and
 // against nodes. It fails when the report has no scaling results.
 func (r *Report) WriteScalingChart(path string) error {
-	const w, h = 11 * vg.Inch, 5.5 * vg.Inch
-	var c vg.CanvasWriterTo
-	switch ext := strings.ToLower(filepath.Ext(path)); ext {
-	case ".svg":
-		c = vgsvg.New(w, h)
-	case ".png":
-		c = vgimg.PngCanvas{Canvas: vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(144))}
-	default:
-		return fmt.Errorf("report: chart format %q: want .svg or .png", ext)
-	}
 	panels := [][]*plot.Plot{{r.workersPlot(), r.nodesPlot()}}
-	for _, p := range panels[0] {
-		if p == nil {
-			return fmt.Errorf("report: no scaling data to chart")
-		}
-	}
-	tiles := draw.Tiles{Rows: 1, Cols: 2, PadX: vg.Millimeter * 8,
-		PadTop: vg.Millimeter * 4, PadBottom: vg.Millimeter * 4, PadLeft: vg.Millimeter * 4, PadRight: vg.Millimeter * 4}
-	canvases := plot.Align(panels, tiles, draw.New(c))
-	for j, p := range panels[0] {
-		p.Draw(canvases[0][j])
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if _, err := c.WriteTo(f); err != nil {
-		_ = f.Close()
-		return err
-	}
-	return f.Close()
+	return writePanels(path, 5.5*vg.Inch, panels, "report: no scaling data to chart")
 }
 
 // scaleColour is an implementation's colour index in both scaling panels,
