@@ -3,8 +3,6 @@ package redlock_test
 import (
 	"context"
 	"fmt"
-	"runtime"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -48,24 +46,7 @@ func BenchmarkObtainReleaseFencingParallel(b *testing.B) {
 		for _, fenced := range []bool{false, true} {
 			b.Run(fmt.Sprintf("nodes=%d/workers=64/fenced=%v", n, fenced), func(b *testing.B) {
 				l := benchLocker(b, n, fenced)
-				var id atomic.Int64
-				b.ReportAllocs()
-				b.SetParallelism(64 / runtime.GOMAXPROCS(0))
-				b.RunParallel(func(pb *testing.PB) {
-					key := fmt.Sprintf("bench:%d", id.Add(1))
-					ctx := context.Background()
-					for pb.Next() {
-						lock, err := l.TryObtain(ctx, key)
-						if err != nil {
-							b.Error(err)
-							return
-						}
-						if err := lock.Release(ctx); err != nil {
-							b.Error(err)
-							return
-						}
-					}
-				})
+				obtainReleaseParallel(b, l)
 			})
 		}
 	}

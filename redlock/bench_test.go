@@ -57,24 +57,7 @@ func BenchmarkObtainReleaseParallel(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer l.Close()
-			var id atomic.Int64
-			b.ReportAllocs()
-			b.SetParallelism(64 / runtime.GOMAXPROCS(0))
-			b.RunParallel(func(pb *testing.PB) {
-				key := fmt.Sprintf("bench:%d", id.Add(1))
-				ctx := context.Background()
-				for pb.Next() {
-					lock, err := l.TryObtain(ctx, key)
-					if err != nil {
-						b.Error(err)
-						return
-					}
-					if err := lock.Release(ctx); err != nil {
-						b.Error(err)
-						return
-					}
-				}
-			})
+			obtainReleaseParallel(b, l)
 		})
 	}
 }
@@ -239,4 +222,27 @@ func BenchmarkGuard(b *testing.B) {
 			})
 		}
 	}
+}
+
+// obtainReleaseParallel runs Obtain+Release on l from 64 goroutines, each on
+// its own key.
+func obtainReleaseParallel(b *testing.B, l *redlock.Locker) {
+	var id atomic.Int64
+	b.ReportAllocs()
+	b.SetParallelism(64 / runtime.GOMAXPROCS(0))
+	b.RunParallel(func(pb *testing.PB) {
+		key := fmt.Sprintf("bench:%d", id.Add(1))
+		ctx := context.Background()
+		for pb.Next() {
+			lock, err := l.TryObtain(ctx, key)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			if err := lock.Release(ctx); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
 }
