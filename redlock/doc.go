@@ -45,12 +45,14 @@
 //     subscribe or unsubscribe call runs in a goroutine per node (waited for
 //     up to the node timeout, then by the Locker's background group). Close
 //     ends the subscriptions and waits for the listeners.
-//   - KeepAlive (and Do, through it) starts one goroutine per call, and
-//     each extension runs in a goroutine of its own that the first waits for.
-//     They are the Lock's: stop or ctx ends them, and stop waits for them.
-//     Close does not; after it, extensions fail with ErrClosed and the
-//     goroutine ends at the warning before Until, telling the work of the
-//     loss.
+//   - KeepAlive (and Do, through it) hands the lock to the Locker's
+//     extender: one goroutine for all its kept locks, started with the
+//     first and ended when none is left, which sends the extensions due
+//     together as one round per node, each round in a goroutine of its own
+//     holding the Locker's guard. stop or ctx takes a lock out, and stop
+//     waits for the lock's round in flight. Close does not; after it,
+//     extensions fail with ErrClosed and the lock's warning before Until
+//     tells the work of the loss.
 //
 // Rounds start no goroutine: node calls go through the workers. The work
 // that outlives a call (the replies of nodes still out when its round was
