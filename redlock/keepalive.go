@@ -70,10 +70,17 @@ func (c *config) checkKeepAlive() error {
 // extension still in flight succeeds afterwards.
 //
 // It extends when about a third of the TTL has passed since the last
-// extension (or the acquisition), and after a failed one (an outage) it
-// tries again every twenty-fourth of the TTL, the last attempt no later than
-// one node timeout before the warning, so that retries fit within the
-// validity.
+// extension (or the acquisition), up to a thirty-second of the TTL earlier
+// to share a round with other locks of the Locker: one goroutine of the
+// Locker keeps every lock given to KeepAlive, and extends the single-key
+// locks that share their options in common rounds, one script call per
+// node for up to 128 keys. After a failed extension (an outage: overloaded,
+// slow or dead nodes) it tries again every twenty-fourth of the TTL or a
+// little sooner, the last attempt no later than one node timeout before
+// the warning, so that retries fit within the validity. Only the nodes
+// saying the lock is not ours, or the warning, end it. Multi-key locks, and
+// locks of a Locker with an Observer (which sees each extension as an
+// Extend), are extended one by one.
 //
 // When the lock's TTL leaves no room for one extension before that warning
 // (it must exceed twice the node timeout, the margin and the drift), the
@@ -81,109 +88,23 @@ func (c *config) checkKeepAlive() error {
 // not ErrLockLost, and nothing runs in the background; the lock is left as
 // it was.
 //
-// stop ends the background goroutine and waits for it (for at most about a
-// node timeout, while an extension in flight ends); it does not release the
-// lock. It is safe to call more than once.
+// stop ends the lock's extension and waits for its round in flight (for
+// at most about a node timeout); it does not release the lock. It is safe
+// to call more than once.
 func (k *Lock) KeepAlive(ctx context.Context) (held context.Context, stop context.CancelFunc) {
 	held, cancel := context.WithCancelCause(ctx)
 	if err := k.cfg.checkKeepAlive(); err != nil {
 		cancel(err)
 		return held, func() { cancel(err) }
 	}
-	quit := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		k.keepAlive(held, quit, cancel)
-	}()
+	e := &k.locker.ext
+	kp := e.add(k, held, cancel)
 	var once sync.Once
 	return held, func() {
 		once.Do(func() {
-			close(quit)
-			<-done
+			e.stop(kp)
 			cancel(context.Canceled)
 		})
-	}
-}
-
-func (k *Lock) keepAlive(ctx context.Context, quit <-chan struct{}, lose context.CancelCauseFunc) {
-	ttl, timeout, lead := k.cfg.ttl, k.cfg.nodeTimeout, k.cfg.warnLead()
-	// After a failed extension (an outage), try again soon, so that
-	// several attempts fit before the warning.
-	retry := ttl / 24
-	now := k.cfg.clock.Now
-	// plan returns how long to wait before the next extension: after
-	// (when two thirds of the TTL are left before Until, about a third of
-	// the TTL after the last extension began; or retry after a failure),
-	// but no later than one node timeout before the warning, the last
-	// moment from which even a slow round finishes in time.
-	plan := func(after time.Duration) time.Duration {
-		latest := k.Until().Add(-lead - timeout).Sub(now())
-		return max(min(after, latest), 0)
-	}
-	next := time.NewTimer(plan(k.Until().Add(-2 * ttl / 3).Sub(now())))
-	defer next.Stop()
-	warnIn := func() time.Duration { return k.Until().Add(-lead).Sub(now()) }
-	warn := time.NewTimer(warnIn())
-	defer warn.Stop()
-
-	// One extension at a time runs in its own goroutine, so that the warning
-	// is never held up by a round waiting on slow nodes. On the way out it
-	// is cancelled and waited for.
-	extCtx, cancelExt := context.WithCancel(ctx)
-	results := make(chan error, 1)
-	inFlight := false
-	defer func() {
-		cancelExt()
-		if inFlight {
-			<-results
-		}
-	}()
-	for {
-		select {
-		case <-quit:
-			return
-		case <-ctx.Done():
-			return
-		case <-warn.C:
-			if k.released() {
-				return // the owner let go; nothing is lost
-			}
-			if d := warnIn(); d > 0 {
-				warn.Reset(d) // Until moved (an Extend of the owner's own)
-				continue
-			}
-			// No extension reached a majority in time. Tell the work now;
-			// an extension in flight cannot undo it.
-			err := &lostError{reason: ErrLockExpired}
-			k.markLost(err)
-			k.cfg.obs.lost(ctx, k, err)
-			lose(err)
-			return
-		case <-next.C:
-			if k.released() {
-				return
-			}
-			inFlight = true
-			go func() { results <- k.Extend(extCtx, ttl) }()
-		case err := <-results:
-			inFlight = false
-			switch {
-			case err == nil:
-				warn.Reset(warnIn())
-				next.Reset(plan(k.Until().Add(-2 * ttl / 3).Sub(now())))
-			case errors.Is(err, ErrLockNotHeld):
-				if !k.released() {
-					k.cfg.obs.lost(ctx, k, &lostError{reason: err})
-					lose(&lostError{reason: err})
-				}
-				return
-			case ctx.Err() != nil:
-				return
-			default:
-				next.Reset(plan(retry))
-			}
-		}
 	}
 }
 

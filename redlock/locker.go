@@ -35,6 +35,8 @@ type Locker struct {
 
 	notify *notifier
 	gates  gates
+	// ext keeps the locks given to KeepAlive extended.
+	ext extender
 	// forced logs this Locker's ForceRelease calls, for error text.
 	forced forceLog
 }
@@ -81,6 +83,7 @@ func New(clients []redis.UniversalClient, opts ...Option) (*Locker, error) {
 	}
 	l := &Locker{nodes: make([]node, len(clients)), need: quorum.Majority(len(clients)), cfg: cfg}
 	l.unguard = l.mu.RUnlock
+	l.ext = extender{l: l, warn: keeperHeap{h: heapWarn}}
 	seen := make(map[string]int, len(clients))
 	for i, c := range clients {
 		if isNil(c) {

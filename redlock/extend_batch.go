@@ -1,0 +1,156 @@
+package redlock
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/quorumlock/redlock/clock"
+	"github.com/quorumlock/redlock/quorum"
+)
+
+// extend_many.lua is extend.lua for many keys, each with its own token;
+// KeepAlive's extensions share its calls (see extendMany).
+//
+//go:embed scripts/extend_many.lua
+var extendManySrc string
+
+var extendManyScript = newScript(extendManySrc)
+
+// The characters of extend_many.lua's reply, one per key.
+const (
+	manyOurs  = '1' // extended (replyOurs)
+	manyGone  = '0' // the key is gone (replyGone)
+	manyOther = '-' // another token holds it (replyOther)
+)
+
+// manyReply maps a character of extend_many.lua's reply to the reply of
+// extend.lua, for decodeCompare.
+func manyReply(c byte) int64 {
+	switch c {
+	case manyOurs:
+		return replyOurs
+	case manyGone:
+		return replyGone
+	case manyOther:
+		return replyOther
+	}
+	return int64(c) // decodeCompare refuses it
+}
+
+// extendMany extends locks, single-key locks that share their TTL, node
+// timeout, drift factor, lock-delay and clock (see extendGroup), in one
+// round: one extend_many.lua call per node for all of them. It does for
+// each lock what Extend(ctx, ttl) does, and returns each one's error in
+// order: per key, a majority of nodes must say it was ours within the
+// validity, which counts from the round's start; a lock that the nodes say
+// is not ours is marked lost; any other failure is an outage (ErrNoQuorum),
+// for its keeper to retry.
+func (l *Locker) extendMany(locks []*Lock) []error {
+	errs := make([]error, len(locks))
+	cfg := locks[0].cfg
+	keys := make([]string, 0, len(locks))
+	args := make([]any, 1, len(locks)+1)
+	args[0] = serverMillis(cfg.serverTTL())
+	which := make([]int, 0, len(locks)) // the index in locks of each key
+	for i, k := range locks {
+		k.mu.Lock()
+		lost, done := k.lost, k.done
+		k.mu.Unlock()
+		switch {
+		case done:
+			errs[i] = k.releasedErr("extend")
+		case lost != nil:
+			errs[i] = lost
+		default:
+			keys = append(keys, k.key)
+			args = append(args, k.prefix)
+			which = append(which, i)
+		}
+	}
+	if len(keys) == 0 {
+		return errs
+	}
+	release, err := l.guard()
+	if err != nil {
+		for _, i := range which {
+			errs[i] = err
+		}
+		return errs
+	}
+	defer release()
+	cmd := evalSha(extendManyScript, keys, args)
+	timeout := cfg.nodeTimeout
+	var validity time.Duration
+	start := cfg.clock.Now()
+	// The round serves many callers, none of whose contexts may end it;
+	// each call has the node timeout.
+	res := runRound(context.Background(), l, round[string]{
+		timeout: timeout,
+		// Every node's answer is awaited (up to the node timeout): a
+		// node-level majority does not decide every key. A key held on
+		// only three of five nodes (an acquisition that missed some) needs
+		// all three, which need not be among the first to answer.
+		waitAll: true,
+		start: func(_ context.Context, i int, reply func(int, quorum.Vote, string, error)) {
+			l.nodes[i].pipe.startRaw(timeout, extendManyScript, keys, args, cmd, func(c *redis.Cmd) {
+				s, err := c.Text()
+				if err == nil && len(s) != len(keys) {
+					err = fmt.Errorf("redlock: unexpected extend reply: %d results for %d keys", len(s), len(keys))
+				}
+				if err != nil {
+					reply(i, quorum.Failed, "", err)
+					return
+				}
+				reply(i, quorum.Yes, s, nil)
+			})
+		},
+		accept: func(*quorum.Result[string]) bool {
+			validity = clock.Validity(cfg.ttl, cfg.clock.Since(start), cfg.driftFactor)
+			return validity > 0
+		},
+	})
+	until := start.Add(validity)
+	for j, i := range which {
+		k := locks[i]
+		if res.OK && l.extended(&res, j) {
+			k.mu.Lock()
+			k.until = until
+			k.mu.Unlock()
+			continue
+		}
+		// The key's own round, to classify the failure as Extend does: a
+		// majority too slow to leave any validity, or too few answers, is
+		// an outage; a lock is lost only when the nodes say it is not ours.
+		kr := quorum.Result[int64]{Replies: make([]quorum.Reply[int64], len(res.Replies))}
+		for n, r := range res.Replies {
+			rep := quorum.Reply[int64]{Node: n, Vote: r.Vote, Err: r.Err}
+			if r.Vote == quorum.Yes {
+				rep.Vote, rep.Value, rep.Err = decodeCompare(manyReply(r.Value[j]), nil)
+			}
+			kr.Add(rep)
+		}
+		err := error(l.notHeld("extend", k.key, &kr))
+		if errors.Is(err, ErrLockNotHeld) {
+			k.markLost(err)
+		}
+		errs[i] = err
+	}
+	return errs
+}
+
+// extended reports whether a majority of the answers in res extended the
+// j-th key.
+func (l *Locker) extended(res *quorum.Result[string], j int) bool {
+	yes := 0
+	for _, r := range res.Replies {
+		if r.Vote == quorum.Yes && r.Value[j] == manyOurs {
+			yes++
+		}
+	}
+	return yes >= l.need
+}

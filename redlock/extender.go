@@ -1,0 +1,419 @@
+package redlock
+
+import (
+	"container/heap"
+	"context"
+	"errors"
+	"math/rand/v2"
+	"reflect"
+	"sync"
+	"time"
+
+	"github.com/quorumlock/redlock/clock"
+)
+
+// extender keeps a Locker's KeepAlive locks extended: one goroutine and two
+// timer heaps for all of them, instead of a goroutine and two timers per
+// lock. Extensions due within a short window of each other share rounds:
+// one extend_many.lua call per node carries up to extendChunk keys, so a
+// process holding 10^5 locks sends a few calls a second, not thousands. A
+// round that fails (an overloaded, slow or dead node) is retried, with
+// jitter, until the last moment from which a round still ends before the
+// warning; a lock is lost only when the nodes say it is not ours, or when
+// its warning comes with no extension through.
+//
+// Warnings are kept apart from extensions (the warn heap holds every
+// keeper, the due heap only those with no round in flight), so that a
+// warning is never held up by rounds in flight or by the cap on them.
+//
+// The goroutine starts with the first keeper and ends when none is left;
+// rounds run in goroutines of their own, each holding the Locker's guard, so
+// Close waits for them.
+type extender struct {
+	l    *Locker
+	mu   sync.Mutex
+	due  keeperHeap // keepers with no round in flight, by when the next is due
+	warn keeperHeap // every keeper, by when its work must be warned
+	// inFlight counts the keys in rounds now; at maxInFlight, due
+	// extensions wait for a round to end, so that a burst never floods the
+	// node queues.
+	inFlight int
+	running  bool
+	wake     chan struct{} // buffered 1: run looks at the heaps again
+}
+
+const (
+	// extendChunk is the most keys in one extend_many.lua call: about
+	// half a millisecond of work for a server, so the calls of other
+	// operations are not held up behind it.
+	extendChunk = 128
+	// maxInFlight is the most keys in extension rounds at once, per
+	// Locker: 16 calls per node.
+	maxInFlight = 16 * extendChunk
+)
+
+// The heaps a keeper is in, indexes of its at and idx.
+const (
+	heapDue = iota
+	heapWarn
+)
+
+// keeper is one KeepAlive.
+type keeper struct {
+	k    *Lock
+	ctx  context.Context // the work's, as KeepAlive returned it
+	lose context.CancelCauseFunc
+	// solo keepers are extended alone with Extend: a multi-key lock, or
+	// one whose extensions an Observer follows call by call.
+	solo  bool
+	group extendGroup
+	at    [2]time.Time // when due, when to warn: in heap order, by time.Now
+	idx   [2]int       // the keeper's place in each heap; -1 when out
+	busy  bool         // a round for it is in flight
+	gone  bool         // no longer kept: stopped, ended or lost
+	// idle, made by stop when a round is in flight, is closed when it
+	// ends.
+	idle    chan struct{}
+	unwatch func() bool
+}
+
+// extendGroup is what the locks extended in one round must share.
+type extendGroup struct {
+	ttl, timeout, lockDelay time.Duration
+	drift                   float64
+	clock                   clock.Clock
+}
+
+func newKeeper(k *Lock, ctx context.Context, lose context.CancelCauseFunc) *keeper {
+	c := &k.cfg
+	kp := &keeper{k: k, ctx: ctx, lose: lose, idx: [2]int{-1, -1}}
+	// A clock that cannot be compared cannot key a group.
+	kp.solo = k.multi() || c.obs != nil || !reflect.TypeOf(c.clock).Comparable()
+	if !kp.solo {
+		kp.group = extendGroup{ttl: c.ttl, timeout: c.nodeTimeout, lockDelay: c.lockDelay, drift: c.driftFactor, clock: c.clock}
+	}
+	return kp
+}
+
+// warnAt is when the work must hear that no extension came through: the
+// warning lead before Until. now is time.Now.
+func (kp *keeper) warnAt(now time.Time) time.Time {
+	c := &kp.k.cfg
+	return now.Add(kp.k.Until().Add(-c.warnLead()).Sub(c.clock.Now()))
+}
+
+// extendAt is when to extend: after from now, but no later than one node
+// timeout before the warning, the last moment from which even a slow round
+// ends in time.
+func (kp *keeper) extendAt(now time.Time, after time.Duration) time.Time {
+	c := &kp.k.cfg
+	latest := kp.k.Until().Add(-c.warnLead() - c.nodeTimeout).Sub(c.clock.Now())
+	return now.Add(max(min(after, latest), 0))
+}
+
+// nextAt is when the next extension is due after a successful one: when two
+// thirds of the TTL are left before Until, about a third of the TTL after
+// the last extension began.
+func (kp *keeper) nextAt(now time.Time) time.Time {
+	c := &kp.k.cfg
+	return kp.extendAt(now, kp.k.Until().Add(-2*c.ttl/3).Sub(c.clock.Now()))
+}
+
+// retryAt is when to try again after a failed round (an outage): soon, so
+// that several attempts fit before the warning, and spread out, so that the
+// keys of a failed round do not all come back at once.
+func (kp *keeper) retryAt(now time.Time) time.Time {
+	retry := kp.k.cfg.ttl / 24
+	return kp.extendAt(now, retry/2+rand.N(retry/2+1))
+}
+
+// window is how early an extension may go out, with an earlier one, to
+// share its round: a thirty-second of the TTL.
+func (kp *keeper) window() time.Duration { return kp.k.cfg.ttl / 32 }
+
+// add starts keeping k extended; ctx is the work's context, lose cancels
+// it.
+func (e *extender) add(k *Lock, ctx context.Context, lose context.CancelCauseFunc) *keeper {
+	kp := newKeeper(k, ctx, lose)
+	now := time.Now()
+	e.mu.Lock()
+	kp.at[heapWarn] = kp.warnAt(now)
+	kp.at[heapDue] = kp.nextAt(now)
+	heap.Push(&e.warn, kp)
+	heap.Push(&e.due, kp)
+	e.kick()
+	e.mu.Unlock()
+	// The work's context ends (or its caller's): stop keeping it.
+	kp.unwatch = context.AfterFunc(ctx, func() {
+		e.mu.Lock()
+		e.drop(kp)
+		e.mu.Unlock()
+	})
+	return kp
+}
+
+// stop stops keeping kp and waits for its round in flight, if any.
+func (e *extender) stop(kp *keeper) {
+	kp.unwatch()
+	e.mu.Lock()
+	e.drop(kp)
+	var idle chan struct{}
+	if kp.busy {
+		if kp.idle == nil {
+			kp.idle = make(chan struct{})
+		}
+		idle = kp.idle
+	}
+	e.mu.Unlock()
+	if idle != nil {
+		<-idle
+	}
+}
+
+// kick makes run look at the heaps again, starting it if needed. e.mu is
+// held.
+func (e *extender) kick() {
+	if e.running {
+		select {
+		case e.wake <- struct{}{}:
+		default:
+		}
+		return
+	}
+	if e.warn.Len() > 0 {
+		e.running = true
+		if e.wake == nil {
+			e.wake = make(chan struct{}, 1)
+		}
+		go e.run()
+	}
+}
+
+// drop takes kp out of both heaps for good. e.mu is held.
+func (e *extender) drop(kp *keeper) {
+	if kp.gone {
+		return
+	}
+	kp.gone = true
+	for h, q := range []*keeperHeap{&e.due, &e.warn} {
+		if i := kp.idx[h]; i >= 0 {
+			heap.Remove(q, i)
+		}
+	}
+	if e.warn.Len() == 0 {
+		e.kick() // so that run ends
+	}
+}
+
+// run is the extender's goroutine.
+func (e *extender) run() {
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		now := time.Now()
+		e.mu.Lock()
+		if e.warn.Len() == 0 {
+			e.running = false
+			e.mu.Unlock()
+			return
+		}
+		lost := e.warnings(now)
+		rounds := e.dueRounds(now)
+		next := now // none left: look again, and end
+		if e.warn.Len() > 0 {
+			next = e.warn.items[0].at[heapWarn]
+		}
+		if e.due.Len() > 0 && e.inFlight < maxInFlight {
+			next = minTime(next, e.due.items[0].at[heapDue])
+		}
+		e.mu.Unlock()
+		for _, n := range lost {
+			n.kp.signal(n.cause)
+		}
+		for _, r := range rounds {
+			go e.extend(r)
+		}
+		timer.Reset(time.Until(next))
+		select {
+		case <-timer.C:
+		case <-e.wake:
+		}
+	}
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+// loss is a keeper whose work must be told of a loss, and the cause.
+type loss struct {
+	kp    *keeper
+	cause error
+}
+
+// warnings drops the keepers whose warning is due and returns those whose
+// work must be told. e.mu is held.
+func (e *extender) warnings(now time.Time) (lost []loss) {
+	for e.warn.Len() > 0 && !e.warn.items[0].at[heapWarn].After(now) {
+		kp := e.warn.items[0]
+		if kp.k.released() {
+			e.drop(kp) // the owner let go; nothing is lost
+			continue
+		}
+		if w := kp.warnAt(now); w.After(now) {
+			// Until moved (an Extend of the owner's own).
+			kp.at[heapWarn] = w
+			heap.Fix(&e.warn, 0)
+			continue
+		}
+		// No extension reached a majority in time. Tell the work now; a
+		// round in flight cannot undo it.
+		e.drop(kp)
+		err := &lostError{reason: ErrLockExpired}
+		kp.k.markLost(err)
+		lost = append(lost, loss{kp, err})
+	}
+	return lost
+}
+
+// dueRounds takes the keepers whose extension is due, with those due
+// within their window after, up to maxInFlight keys in flight, and groups
+// them into rounds. e.mu is held.
+func (e *extender) dueRounds(now time.Time) (rounds [][]*keeper) {
+	var open [][]*keeper // one per group, until full
+	for e.due.Len() > 0 && e.inFlight < maxInFlight {
+		kp := e.due.items[0]
+		if kp.at[heapDue].After(now.Add(kp.window())) {
+			break
+		}
+		heap.Pop(&e.due)
+		if kp.k.released() {
+			e.drop(kp)
+			continue
+		}
+		kp.busy = true
+		e.inFlight++
+		if kp.solo {
+			rounds = append(rounds, []*keeper{kp})
+			continue
+		}
+		i := 0
+		for i < len(open) && open[i][0].group != kp.group {
+			i++
+		}
+		if i == len(open) {
+			open = append(open, make([]*keeper, 0, extendChunk))
+		}
+		open[i] = append(open[i], kp)
+		if len(open[i]) == extendChunk {
+			rounds = append(rounds, open[i])
+			open = append(open[:i], open[i+1:]...)
+		}
+	}
+	return append(rounds, open...)
+}
+
+// extend runs one round for keepers and settles each.
+func (e *extender) extend(keepers []*keeper) {
+	var errs []error
+	if len(keepers) == 1 && keepers[0].solo {
+		kp := keepers[0]
+		errs = []error{kp.k.Extend(kp.ctx, kp.k.cfg.ttl)}
+	} else {
+		locks := make([]*Lock, len(keepers))
+		for i, kp := range keepers {
+			locks[i] = kp.k
+		}
+		errs = e.l.extendMany(locks)
+	}
+	now := time.Now()
+	var lost []loss
+	e.mu.Lock()
+	e.inFlight -= len(keepers)
+	for i, kp := range keepers {
+		if cause := e.settle(kp, errs[i], now); cause != nil {
+			lost = append(lost, loss{kp, cause})
+		}
+	}
+	e.kick()
+	e.mu.Unlock()
+	for _, n := range lost {
+		n.kp.signal(n.cause)
+	}
+}
+
+// settle plans what comes after kp's round ended with err, and returns the
+// cause to tell its work, if the lock is lost. e.mu is held.
+func (e *extender) settle(kp *keeper, err error, now time.Time) (lost error) {
+	kp.busy = false
+	if kp.idle != nil {
+		close(kp.idle)
+		kp.idle = nil
+	}
+	if kp.gone {
+		return nil
+	}
+	switch {
+	case err == nil:
+		kp.at[heapWarn] = kp.warnAt(now)
+		heap.Fix(&e.warn, kp.idx[heapWarn])
+		kp.at[heapDue] = kp.nextAt(now)
+		heap.Push(&e.due, kp)
+	case errors.Is(err, ErrLockNotHeld):
+		e.drop(kp)
+		if !kp.k.released() {
+			return &lostError{reason: err}
+		}
+	case kp.ctx.Err() != nil:
+		e.drop(kp)
+	default:
+		// An outage (ErrNoQuorum: overloaded, slow or dead nodes, or a
+		// closed Locker): try again while the validity lasts; the
+		// warning ends it otherwise.
+		kp.at[heapDue] = kp.retryAt(now)
+		heap.Push(&e.due, kp)
+	}
+	return nil
+}
+
+// signal tells kp's work that the lock is lost with cause.
+func (kp *keeper) signal(cause error) {
+	kp.k.cfg.obs.lost(kp.ctx, kp.k, cause)
+	kp.lose(cause)
+}
+
+// keeperHeap is a min-heap of keepers by at[h] (container/heap).
+type keeperHeap struct {
+	h     int
+	items []*keeper
+}
+
+func (q *keeperHeap) Len() int { return len(q.items) }
+
+func (q *keeperHeap) Less(i, j int) bool {
+	return q.items[i].at[q.h].Before(q.items[j].at[q.h])
+}
+
+func (q *keeperHeap) Swap(i, j int) {
+	q.items[i], q.items[j] = q.items[j], q.items[i]
+	q.items[i].idx[q.h] = i
+	q.items[j].idx[q.h] = j
+}
+
+func (q *keeperHeap) Push(x any) {
+	kp := x.(*keeper)
+	kp.idx[q.h] = len(q.items)
+	q.items = append(q.items, kp)
+}
+
+func (q *keeperHeap) Pop() any {
+	n := len(q.items) - 1
+	kp := q.items[n]
+	q.items[n] = nil
+	q.items = q.items[:n]
+	kp.idx[q.h] = -1
+	return kp
+}
