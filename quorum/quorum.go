@@ -119,6 +119,12 @@ type Round[T any] struct {
 	// timeout) instead of deciding as soon as the outcome is known; a read
 	// that must see every write acknowledged so far wants that.
 	WaitAll bool
+	// Decided, if set with WaitAll, ends that wait early: it is called
+	// after each reply (in Run's goroutine) and the round is decided as
+	// soon as it returns true, the nodes still silent left Pending. A
+	// round whose replies each decide many things (one per key, say)
+	// waits only until every one of them is known.
+	Decided func(r *Result[T]) bool
 	// Accept, if set, is called once, when Need nodes said Yes, before the
 	// round is decided; returning false turns the success into a failure (the
 	// lock's validity ran out, say). Late replies then see ok == false.
@@ -226,7 +232,8 @@ func Run[T any](ctx context.Context, rd *Round[T]) Result[T] {
 		mu.Unlock()
 	}
 	for {
-		if pending == 0 || (!rd.WaitAll && (res.Yes >= rd.Need || res.Yes+pending < rd.Need)) {
+		if pending == 0 || (!rd.WaitAll && (res.Yes >= rd.Need || res.Yes+pending < rd.Need)) ||
+			(rd.WaitAll && rd.Decided != nil && rd.Decided(&res)) {
 			decide()
 			return res
 		}

@@ -298,6 +298,32 @@ func TestRunWaitAll(t *testing.T) {
 	}
 }
 
+// Decided ends a WaitAll round early: here once nodes 0 and 1 have said
+// Yes, while node 2 never answers (its Late gets the reply after).
+func TestRunWaitAllDecided(t *testing.T) {
+	release := make(chan struct{})
+	var bg sync.WaitGroup
+	calls := 0
+	res := quorum.Run(t.Context(), &quorum.Round[int]{
+		Nodes: 3, Need: 2, Timeout: time.Minute, WaitAll: true, Background: &bg,
+		Decided: func(r *quorum.Result[int]) bool {
+			calls++
+			return r.Replies[0].Vote == quorum.Yes && r.Replies[1].Vote == quorum.Yes
+		},
+		Call: func(ctx context.Context, i int) (quorum.Vote, int, error) {
+			if i == 2 {
+				<-release
+			}
+			return quorum.Yes, i, nil
+		},
+	})
+	close(release)
+	bg.Wait()
+	if !res.OK || res.Yes != 2 || res.Replies[2].Vote != quorum.Pending || calls == 0 {
+		t.Fatalf("Decided did not end the wait for node 2: %+v (Decided called %d times)", res, calls)
+	}
+}
+
 func TestResultAddCountsVotes(t *testing.T) {
 	r := quorum.Result[int]{Replies: make([]quorum.Reply[int], 4)}
 	r.Add(quorum.Reply[int]{Node: 0, Vote: quorum.Yes, Value: 7})

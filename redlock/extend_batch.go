@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -28,9 +29,9 @@ const (
 	manyOther = '-' // another token holds it (replyOther)
 )
 
-// manyReply maps a character of extend_many.lua's reply to the reply of
+// manyCode maps a character of extend_many.lua's reply to the reply of
 // extend.lua, for decodeCompare.
-func manyReply(c byte) int64 {
+func manyCode(c byte) int64 {
 	switch c {
 	case manyOurs:
 		return replyOurs
@@ -47,7 +48,8 @@ func manyReply(c byte) int64 {
 // round: one extend_many.lua call per node for all of them. It does for
 // each lock what Extend(ctx, ttl) does, and returns each one's error in
 // order: per key, a majority of nodes must say it was ours within the
-// validity, which counts from the round's start; a lock that the nodes say
+// validity, which counts from the round's start to the answer that
+// completed that key's majority; a lock that the nodes say
 // is not ours is marked lost; any other failure is an outage (ErrNoQuorum),
 // for its keeper to retry.
 func (l *Locker) extendMany(locks []*Lock) []error {
@@ -85,41 +87,42 @@ func (l *Locker) extendMany(locks []*Lock) []error {
 	defer release()
 	cmd := evalSha(extendManyScript, keys, args)
 	timeout := cfg.nodeTimeout
-	var validity time.Duration
 	start := cfg.clock.Now()
 	// The round serves many callers, none of whose contexts may end it;
 	// each call has the node timeout.
-	res := runRound(context.Background(), l, round[string]{
+	res := runRound(context.Background(), l, round[manyReply]{
 		timeout: timeout,
 		// Every node's answer is awaited (up to the node timeout): a
 		// node-level majority does not decide every key. A key held on
 		// only three of five nodes (an acquisition that missed some) needs
-		// all three, which need not be among the first to answer.
+		// all three, which need not be among the first to answer. The
+		// round ends once every key is decided (extended by a majority,
+		// or past reaching one), so a slow node holds it up only while a
+		// key still needs its answer; and each key's validity counts from
+		// when its own majority was complete (see validity), not from the
+		// round's end.
 		waitAll: true,
-		start: func(_ context.Context, i int, reply func(int, quorum.Vote, string, error)) {
+		decided: func(res *quorum.Result[manyReply]) bool { return l.everyKeyDecided(res, len(keys)) },
+		start: func(_ context.Context, i int, reply func(int, quorum.Vote, manyReply, error)) {
 			l.nodes[i].pipe.startRaw(timeout, extendManyScript, keys, args, cmd, func(c *redis.Cmd) {
+				at := cfg.clock.Since(start)
 				s, err := c.Text()
 				if err == nil && len(s) != len(keys) {
 					err = fmt.Errorf("redlock: unexpected extend reply: %d results for %d keys", len(s), len(keys))
 				}
 				if err != nil {
-					reply(i, quorum.Failed, "", err)
+					reply(i, quorum.Failed, manyReply{}, err)
 					return
 				}
-				reply(i, quorum.Yes, s, nil)
+				reply(i, quorum.Yes, manyReply{s, at}, nil)
 			})
 		},
-		accept: func(*quorum.Result[string]) bool {
-			validity = clock.Validity(cfg.ttl, cfg.clock.Since(start), cfg.driftFactor)
-			return validity > 0
-		},
 	})
-	until := start.Add(validity)
 	for j, i := range which {
 		k := locks[i]
-		if res.OK && l.extended(&res, j) {
+		if v := l.validity(&res, j, &cfg); v > 0 {
 			k.mu.Lock()
-			k.until = until
+			k.until = start.Add(v)
 			k.mu.Unlock()
 			continue
 		}
@@ -130,7 +133,7 @@ func (l *Locker) extendMany(locks []*Lock) []error {
 		for n, r := range res.Replies {
 			rep := quorum.Reply[int64]{Node: n, Vote: r.Vote, Err: r.Err}
 			if r.Vote == quorum.Yes {
-				rep.Vote, rep.Value, rep.Err = decodeCompare(manyReply(r.Value[j]), nil)
+				rep.Vote, rep.Value, rep.Err = decodeCompare(manyCode(r.Value.s[j]), nil)
 			}
 			kr.Add(rep)
 		}
@@ -143,14 +146,50 @@ func (l *Locker) extendMany(locks []*Lock) []error {
 	return errs
 }
 
-// extended reports whether a majority of the answers in res extended the
-// j-th key.
-func (l *Locker) extended(res *quorum.Result[string], j int) bool {
-	yes := 0
-	for _, r := range res.Replies {
-		if r.Vote == quorum.Yes && r.Value[j] == manyOurs {
-			yes++
+// manyReply is one node's answer to extend_many.lua: a character per key,
+// and when it came, counted from the round's start on the lock's clock.
+type manyReply struct {
+	s  string
+	at time.Duration
+}
+
+// everyKeyDecided reports whether each of the n keys of res is decided:
+// extended on a majority of nodes, or unable to reach one with the nodes
+// still silent.
+func (l *Locker) everyKeyDecided(res *quorum.Result[manyReply], n int) bool {
+	pending := res.Pending()
+	if pending == 0 {
+		return true
+	}
+	for j := range n {
+		yes := 0
+		for _, r := range res.Replies {
+			if r.Vote == quorum.Yes && r.Value.s[j] == manyOurs {
+				yes++
+			}
+		}
+		if yes < l.need && yes+pending >= l.need {
+			return false
 		}
 	}
-	return yes >= l.need
+	return true
+}
+
+// validity returns what is left of the TTL for the j-th key of res: a
+// majority of nodes must have extended it, and its validity counts from
+// the moment that majority was complete (the need-th of its answers to
+// come), whatever the round waited for after; 0 or less when the key was
+// not extended in time.
+func (l *Locker) validity(res *quorum.Result[manyReply], j int, cfg *config) time.Duration {
+	ats := make([]time.Duration, 0, len(res.Replies))
+	for _, r := range res.Replies {
+		if r.Vote == quorum.Yes && r.Value.s[j] == manyOurs {
+			ats = append(ats, r.Value.at)
+		}
+	}
+	if len(ats) < l.need {
+		return 0
+	}
+	slices.Sort(ats)
+	return clock.Validity(cfg.ttl, ats[l.need-1], cfg.driftFactor)
 }

@@ -174,3 +174,47 @@ func TestKeepAliveManyLocksRideOutSlowNodes(t *testing.T) {
 		t.Fatalf("after the stall, %d of %d locks were lost and %d more not extended", gone, n-len(lost), m-gone)
 	}
 }
+
+// A hung node does not hold KeepAlive's extensions up: a round ends as soon
+// as every key in it is decided, so the lock's new Until is known a few
+// milliseconds after the round began, not one node timeout later (when, for
+// an extension begun at the last moment, the warning has already ended the
+// lock). The round's start is read back from the new Until: Until is the
+// start plus the TTL less the drift and the time its majority took.
+func TestKeepAliveHungNodeDoesNotHoldUpExtensions(t *testing.T) {
+	const (
+		ttl         = 3 * time.Second
+		nodeTimeout = time.Second
+	)
+	c := newSlowCluster(t, 3)
+	l := newLocker(t, c.clients, redlock.WithTTL(ttl), redlock.WithNodeTimeout(nodeTimeout))
+	lock := mustObtain(t, l, "hung")
+	c.forwards[2].SetDelay(time.Minute) // hung: its replies never come in time
+	obtained := lock.Until()
+	held, stop := lock.KeepAlive(t.Context())
+	defer stop()
+	for range 2 { // two extensions in a row
+		var seen time.Time
+		for seen.IsZero() {
+			if held.Err() != nil {
+				t.Fatalf("lost: %v", context.Cause(held))
+			}
+			if lock.Until().After(obtained) {
+				seen = time.Now()
+				break
+			}
+			time.Sleep(time.Millisecond) // polls Until; nothing to await
+		}
+		until := lock.Until()
+		// The drift margin is 1% of the TTL plus 2ms; a majority's answers
+		// take a few more.
+		began := until.Add(-ttl + ttl/100 + 2*time.Millisecond)
+		if lag := seen.Sub(began); lag > nodeTimeout/2 {
+			t.Fatalf("the extension's Until came %v after its round began, want well under the %v node timeout the hung node could hold it", lag, nodeTimeout)
+		}
+		obtained = until
+	}
+	if held.Err() != nil {
+		t.Fatalf("lost: %v", context.Cause(held))
+	}
+}

@@ -51,6 +51,9 @@ type round[T any] struct {
 	// waitAll waits for every node's answer (or the timeout) instead of
 	// deciding as soon as the outcome is known.
 	waitAll bool
+	// decided is a quorum.Round's Decided: with waitAll, the round ends
+	// as soon as it returns true.
+	decided func(*quorum.Result[T]) bool
 	start   startFunc[T]
 	// accept and late are a quorum.Round's Accept and Late.
 	accept func(*quorum.Result[T]) bool
@@ -70,6 +73,7 @@ func runRound[T any](ctx context.Context, l *Locker, rd round[T]) quorum.Result[
 		Need:       need,
 		Timeout:    rd.timeout,
 		WaitAll:    rd.waitAll,
+		Decided:    rd.decided,
 		Start:      rd.start,
 		Accept:     rd.accept,
 		Late:       rd.late,
