@@ -44,8 +44,9 @@ func newPlan(key string, cfg *config) acquirePlan {
 	return acquirePlan{token: token, prefix: prefix, keys: keys, lockKeys: keys[:1], args: args}
 }
 
-// attempt is one quorum round of the acquire script, plus, with fencing, one
-// round that writes the fence back.
+// attempt is one quorum round of the acquire script, plus, with fencing,
+// one round that writes the fence back when the granting nodes disagree on
+// it (see writeBackFence).
 //
 // An ended ctx obtains nothing: attempt then asks no node. The node calls do
 // not watch ctx (each runs on its own deadline, so that a round's undo and
@@ -208,41 +209,69 @@ func (s *settle) finish(failed bool) []int {
 }
 
 // writeBackFence takes the highest fence among the granting nodes and
-// raises every node's counter to it, before the lock is handed out; a node
-// where our token holds the key gets exactly the fence, so that a re-entry
-// reads it back there (see fence.lua).
+// makes sure a majority of nodes count at least that far before the lock is
+// handed out: when a majority of the granting nodes answered that very
+// fence, they already do, and nothing waits; otherwise it raises every
+// node's counter to the fence in a second round. Either way every other
+// node gets the fence too, a node where our token holds the key exactly
+// the fence, so that a re-entry reads it back there (see fence.lua).
 //
-// Why this makes fences grow: a later holder needs a majority, which shares
-// at least one node with the granting nodes that took the write-back. It can
-// only be granted there once our key is gone, that is after our Release or
-// expiry, both after this write-back; so its INCR there returns more than our
-// fence, and its fence, a maximum, is larger still. This needs the write-back
-// to reach a majority of granting nodes within the lock's validity, and nodes
-// that keep their counters. Where a node lost its counter (it expired, or the
-// node lost its memory, or a reload brought back an older one) the counter
-// starts again from the server's clock, which is above our fence as long as
-// that clock is not behind it by the counter's lifetime, or, under the
-// restart guard, by the guard's maximum TTL: the time the node abstained
-// since it last saw our fence (see acquire.lua).
+// Why fences grow strictly across successive holders of a key: a majority
+// W of nodes count at least our fence f before the lock is handed out,
+// either because they answered f (their counter after the grant) or because
+// they took the write-back. A later holder needs a majority too, which
+// shares at least one node with W. It can only be granted there once our
+// key is gone, that is after our Release or expiry, both after W counted
+// to f; its grant there raises the counter past f, and its fence, a
+// maximum, is larger still. Nodes agree on f when they granted the same
+// holders of the key within one 10 ms window of the clock floor (see
+// acquire.lua), the usual case, which is why one round trip usually does.
+// This needs nodes that keep their counters. Where a node lost its counter
+// (it expired, or the node lost its memory, or a reload brought back an
+// older one) the counter starts again from the server's clock, which is
+// above our fence as long as that clock is not behind it by the counter's
+// lifetime, or, under the restart guard, by the guard's maximum TTL: the
+// time the node abstained since it last saw our fence (see acquire.lua).
 func (l *Locker) writeBackFence(ctx context.Context, key, prefix string, cfg *config, acq *quorum.Result[int64], start time.Time) (uint64, time.Duration, error) {
 	var fence int64
-	granted := make([]bool, len(l.nodes))
-	for i, r := range acq.Replies {
+	for _, r := range acq.Replies {
 		if r.Vote == quorum.Yes {
-			granted[i] = true
 			fence = max(fence, r.Value)
+		}
+	}
+	// counted: the granting nodes whose counter is the fence already.
+	counted := make([]bool, len(l.nodes))
+	agree := 0
+	for i, r := range acq.Replies {
+		if r.Vote == quorum.Yes && r.Value == fence {
+			counted[i] = true
+			agree++
 		}
 	}
 	keys := []string{key, fenceKey(key)}
 	args := fenceArgs(fence, serverMillis(cfg.fenceLifetime()), prefix)
 	cmd := evalSha(fenceScript, keys, args)
+	if agree >= l.need {
+		// The rest get the fence in the background (it helps a node that
+		// later rejoins a majority, and gives a node that grants after the
+		// decision the fence exactly); the guarantee does not wait for it.
+		for i := range l.nodes {
+			if counted[i] {
+				continue
+			}
+			l.bg.Add(1) // the caller holds the guard, or a count on l.bg
+			l.nodes[i].pipe.start(cfg.nodeTimeout, i, fenceScript, keys, args, cmd, decodeBestEffort,
+				func(int, quorum.Vote, int64, error) { l.bg.Done() }, false)
+		}
+		return uint64(fence), clock.Validity(cfg.ttl, cfg.clock.Since(start), cfg.driftFactor), nil
+	}
 	res := runRound(ctx, l, round[int64]{
 		timeout: cfg.nodeTimeout,
 		// Every node gets the fence (it costs nothing more and helps a node
 		// that later rejoins a majority); only granting nodes count.
 		start: func(ctx context.Context, i int, reply func(int, quorum.Vote, int64, error)) {
 			decode := decodeBestEffort
-			if granted[i] {
+			if acq.Replies[i].Vote == quorum.Yes {
 				decode = decodeDone
 			}
 			l.nodes[i].pipe.start(cfg.nodeTimeout, i, fenceScript, keys, args, cmd, decode, reply, l.sendsInline())

@@ -118,8 +118,9 @@ func WithToken(token string) Option {
 //
 // Each node keeps a counter per key (redlock:fence:KEY) and raises it, in the
 // step that grants the lock, to max(counter+1, the server's clock in µs);
-// the lock's fence is the maximum over the granting majority, written back
-// to the nodes before Obtain returns. Fences of successive holders strictly
+// the lock's fence is the maximum over the granting majority. Before Obtain
+// returns, a majority of nodes count at least that far: they answered it, or
+// it is written back to them. Fences of successive holders strictly
 // increase while the nodes keep their counters. A counter expires seven days
 // (plus the lock's TTL) after its last grant or write-back, so keys locked
 // once do not keep memory forever; a node that lost its counter that way, or
@@ -133,7 +134,9 @@ func WithToken(token string) Option {
 // seven days may see its counter expire while held: its re-entries then
 // report fence 0 where the counter is gone.
 //
-// It costs one more round trip per acquisition. Default off.
+// It costs no extra round trip when a majority of the granting nodes answer
+// the same fence, the usual case (they granted the same holders, and the
+// clock counts in 10ms windows); one more when they do not. Default off.
 func WithFencing() Option { return func(c *config) { c.fencing = true } }
 
 // WithRestartGuard protects against nodes that forget the locks they

@@ -38,6 +38,11 @@ type wire struct {
 	// cut, if set, loses the reply of every write with a script call: the
 	// connection ends (EOF) right after the node got the call.
 	cut bool
+	// lose, if set, loses every write that contains it on its way: the
+	// node never gets it, and its reply never comes; lost counts them.
+	// Under mu.
+	lose []byte
+	lost int
 }
 
 // newWire returns a wire to server s, its client set up as
@@ -113,6 +118,15 @@ type wireConn struct {
 }
 
 func (c *wireConn) Write(b []byte) (int, error) {
+	c.w.mu.Lock()
+	lost := c.w.lose != nil && bytes.Contains(b, c.w.lose)
+	if lost {
+		c.w.lost++
+	}
+	c.w.mu.Unlock()
+	if lost {
+		return len(b), nil
+	}
 	n := scriptCalls(b)
 	if n > 0 {
 		c.w.mu.Lock()

@@ -59,9 +59,11 @@ if guard > 0 then
     if policy ~= 'noeviction' and field('maxmemory', '^%d+') ~= '0' then
       return redis.error_reply('ABSTAIN maxmemory-policy ' .. tostring(policy) .. ' may evict lock keys: set noeviction or maxmemory 0')
     end
-    -- A quarantine already running is only ever lengthened.
-    if redis.call('PTTL', KEYS[4]) < guard then
-      redis.call('SET', KEYS[4], '1', 'PX', guard)
+    -- A quarantine already running is only ever lengthened. It lasts one
+    -- fence window (10 ms, see below) longer than the maximum TTL: a
+    -- counter that went back meets the window's start, not the clock.
+    if redis.call('PTTL', KEYS[4]) < guard + 10 then
+      redis.call('SET', KEYS[4], '1', 'PX', guard + 10)
     end
     redis.call('SET', KEYS[3], stamp)
   end
@@ -85,9 +87,27 @@ if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
     -- maximum TTL after a loss, since the node abstains that long.
     -- The clock value is kept as an exact decimal string: Lua numbers are
     -- doubles and print such values rounded.
+    --
+    -- The clock is read in windows of 10 ms (the start of the current
+    -- one), so that nodes which granted the same holders of the key answer
+    -- the same count, and the client then needs no second round trip to
+    -- write the fence back (see acquire.go, writeBackFence). Fences stay
+    -- at or below the exact clock, as before; a counter that restarts from
+    -- the window's start may be up to one window below the exact clock, so
+    -- each case of a lost counter keeps its margin as follows. A counter
+    -- that is gone (INCR gives 1) starts from the exact clock. One that went
+    -- back is used, under the restart guard, only after a quarantine one
+    -- window longer than the maximum TTL. Without the guard (which such a
+    -- node's locks need anyway), one that went back starts from the
+    -- window's start: the margin there is the time since the lost fences
+    -- were written less one window.
     local t = redis.call('TIME')
-    local now = t[1] .. string.format('%06d', tonumber(t[2]))
     local c = redis.call('INCR', KEYS[2])
+    local us = tonumber(t[2])
+    if c > 1 then
+      us = us - us % 10000
+    end
+    local now = t[1] .. string.format('%06d', us)
     if c < tonumber(now) then
       redis.call('SET', KEYS[2], now, 'PX', ARGV[6])
       return tonumber(now)

@@ -45,8 +45,10 @@ if marker == stamp then
   return 0
 end
 if marker then
+  -- One fence window (10 ms) longer than the maximum TTL, as acquire.lua.
   local guard = tonumber(ARGV[1])
   if guard > 0 then
+    guard = guard + 10
     redis.call('SET', KEYS[2], '1', 'PX', guard)
     redis.call('SET', KEYS[1], stamp)
     return -guard

@@ -1,0 +1,142 @@
+package redlock_test
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"errors"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/quorumlock/redlock/redlock"
+)
+
+// Nodes that answer different fences need the write-back before the lock
+// is handed out: here the granting majority is nodes 1 and 2, node 1's
+// counter far ahead of node 2's, and the next holder's majority is nodes 0
+// and 2. Only the write-back to node 2 can make the next fence larger.
+func TestFenceWrittenBackWhenNodesDisagree(t *testing.T) {
+	const counter = "redlock:fence:k"
+	c := newCluster(t, 3)
+	l := c.locker(t, redlock.WithFencing())
+	now, err := c.clients[1].Time(t.Context()).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// About 11 days ahead of the servers' clock, in its microseconds.
+	ahead := now.UnixMicro() + 1_000_000_000_000
+	if err := c.clients[1].Set(t.Context(), counter, ahead, time.Hour).Err(); err != nil {
+		t.Fatal(err)
+	}
+	other := func(t *testing.T, node int) func() {
+		t.Helper()
+		if err := c.clients[node].Set(t.Context(), "k", "other\x001\x00", time.Hour).Err(); err != nil {
+			t.Fatal(err)
+		}
+		return func() {
+			if err := c.clients[node].Del(t.Context(), "k").Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+
+	free := other(t, 0) // the first majority is nodes 1 and 2
+	first := mustObtain(t, l, "k")
+	if first.Fence() != uint64(ahead+1) {
+		t.Fatalf("fence %d, want node 1's counter plus one, %d", first.Fence(), ahead+1)
+	}
+	// A re-entry reads the same fence back from a majority.
+	again := mustObtain(t, l, "k", redlock.WithToken(first.Token()))
+	if again.Fence() != first.Fence() {
+		t.Fatalf("re-entry fence %d, want %d", again.Fence(), first.Fence())
+	}
+	for _, lock := range []*redlock.Lock{again, first} {
+		if err := lock.Release(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	free()
+
+	other(t, 1) // the next majority is nodes 0 and 2
+	next := mustObtain(t, l, "k")
+	if next.Fence() <= first.Fence() {
+		t.Fatalf("next holder's fence %d, not above %d", next.Fence(), first.Fence())
+	}
+	if err := next.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The same, with every write-back to nodes 0 and 2 lost on its way: the
+// first holder's fence reaches no majority, so it must not get the lock;
+// had it got it, the next holder (nodes 0 and 2) would get a smaller fence.
+func TestFenceNotHandedOutWithoutWriteBack(t *testing.T) {
+	const counter = "redlock:fence:k"
+	src, err := os.ReadFile("scripts/fence.lua")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha1.Sum(src)
+	fenceSHA := []byte(hex.EncodeToString(sum[:]))
+	servers := redistest.StartT(t, 3, redistest.Options{})
+	wires := []*wire{newWire(t, servers[0]), newWire(t, servers[1]), newWire(t, servers[2])}
+	wires[0].lose, wires[2].lose = fenceSHA, fenceSHA
+	clients := make([]redis.UniversalClient, len(wires))
+	for i, w := range wires {
+		clients[i] = w.Client
+	}
+	direct := redistest.ClientsT(t, servers)
+	l := newLocker(t, clients, redlock.WithFencing())
+
+	now, err := direct[1].Time(t.Context()).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ahead := now.UnixMicro() + 1_000_000_000_000
+	if err := direct[1].Set(t.Context(), counter, ahead, time.Hour).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := direct[0].Set(t.Context(), "k", "other\x001\x00", time.Hour).Err(); err != nil {
+		t.Fatal(err)
+	}
+	first, err := l.TryObtain(t.Context(), "k")
+	if err != nil && !errors.Is(err, redlock.ErrNoQuorum) {
+		t.Fatalf("TryObtain: %v, want ErrNoQuorum (the fence reached no majority)", err)
+	}
+	// The write-backs go out (and are lost) before the lock is handed
+	// out, or else soon after.
+	for _, w := range []*wire{wires[0], wires[2]} {
+		lost := func() bool { w.mu.Lock(); defer w.mu.Unlock(); return w.lost > 0 }
+		if !poll(t, 10*time.Second, lost) {
+			t.Fatal("no write-back was sent")
+		}
+		w.mu.Lock()
+		w.lose = nil
+		w.mu.Unlock()
+	}
+	// A first holder's keys end as if they expired (its connections may
+	// wait for lost writes).
+	for _, cl := range direct {
+		if err := cl.Del(t.Context(), "k").Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := direct[1].Set(t.Context(), "k", "other\x001\x00", time.Hour).Err(); err != nil {
+		t.Fatal(err)
+	}
+	// Retried: a connection that lost a write is replaced after the node
+	// timeout.
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	next, err := l.Obtain(ctx, "k", redlock.WithRetry(redlock.LinearBackoff(100*time.Millisecond)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first != nil && next.Fence() <= first.Fence() {
+		t.Fatalf("next holder's fence %d, not above the first holder's %d", next.Fence(), first.Fence())
+	}
+}
