@@ -238,13 +238,17 @@ func checkFences(f *Fencing, key string, holds []Hold, t0 time.Time) {
 // had a write accepted, and must be rejected; a write made while its writer
 // believed it held the lock must be accepted.
 func checkWrites(f *Fencing, holds []Hold, writes []Write) {
-	acquired := make(map[string]time.Time) // token → Obtain's return
-	segments := make(map[string][]Hold)
+	// A token names a lock on one key: the same token may hold other keys
+	// (a multi-key lock, or a label such as a leader's term, which may
+	// repeat on another key), so both maps are by key and token.
+	acquired := make(map[holder]time.Time) // → Obtain's return
+	segments := make(map[holder][]Hold)
 	for _, h := range holds {
+		id := holder{h.Key, h.Token}
 		if h.Segment == 0 {
-			acquired[h.Token] = h.Start
+			acquired[id] = h.Start
 		}
-		segments[h.Token] = append(segments[h.Token], h)
+		segments[id] = append(segments[id], h)
 	}
 	writes = slices.Clone(writes)
 	slices.SortStableFunc(writes, func(a, b Write) int { return a.At.Compare(b.At) })
@@ -255,9 +259,10 @@ func checkWrites(f *Fencing, holds []Hold, writes []Write) {
 		if !w.Accepted {
 			f.Rejected++
 		}
-		mine, known := acquired[w.Token]
+		id := holder{w.Key, w.Token}
+		mine, known := acquired[id]
 		stale := known && newest[w.Key].After(mine)
-		believed := slices.ContainsFunc(segments[w.Token], func(h Hold) bool {
+		believed := slices.ContainsFunc(segments[id], func(h Hold) bool {
 			return !w.At.Before(h.Start) && w.At.Before(h.End)
 		})
 		switch {
@@ -271,6 +276,9 @@ func checkWrites(f *Fencing, holds []Hold, writes []Write) {
 		}
 	}
 }
+
+// holder is a lock on one key: the key and its holder's token.
+type holder struct{ key, token string }
 
 // merge sorts windows and merges those that overlap or touch.
 func merge(windows [][2]time.Time) [][2]time.Time {

@@ -200,6 +200,31 @@ func TestWriteChecks(t *testing.T) {
 			t.Errorf("valid rejected %+v, want b's write\n%s", r.Fencing.ValidRejected, r.String())
 		}
 	})
+	t.Run("one token on two keys", func(t *testing.T) {
+		// The token "t" (a label such as a leader's term, which may repeat
+		// on another key) held "other" later than b acquired "k": its
+		// write to "k" is still the first holder's, and stale.
+		h := history(fenced(hold(1, "k", "t", 0, 100), 1), fenced(hold(2, "k", "b", 200, 300), 2),
+			fenced(hold(1, "other", "t", 400, 500), 1))
+		h.AddWrite(checker.Write{Client: 2, Key: "k", Token: "b", Fence: 2, At: at(210), Accepted: true})
+		h.AddWrite(checker.Write{Client: 1, Key: "k", Token: "t", Fence: 2, At: at(220), Accepted: true})
+		h.AddWrite(checker.Write{Client: 1, Key: "other", Token: "t", Fence: 1, At: at(410), Accepted: true})
+		r := checker.Check(h)
+		if len(r.Fencing.StaleAccepted) != 1 || r.Fencing.StaleAccepted[0].Key != "k" {
+			t.Errorf("stale accepted %+v, want t's write to k only\n%s", r.Fencing.StaleAccepted, r.String())
+		}
+		// And the other way: b's later acquisition of "other" does not
+		// make d's write to "k", acquired after b's hold of "k" ended,
+		// look stale.
+		h = history(fenced(hold(2, "k", "b", 0, 100), 1), fenced(hold(2, "other", "b", 200, 300), 5),
+			fenced(hold(3, "k", "d", 120, 180), 2))
+		h.AddWrite(checker.Write{Client: 2, Key: "k", Token: "b", Fence: 1, At: at(50), Accepted: true})
+		h.AddWrite(checker.Write{Client: 3, Key: "k", Token: "d", Fence: 2, At: at(130), Accepted: true})
+		h.AddWrite(checker.Write{Client: 2, Key: "other", Token: "b", Fence: 5, At: at(210), Accepted: true})
+		if r := checker.Check(h); r.Fencing.Failed() {
+			t.Errorf("unexpected fencing failure\n%s", r.String())
+		}
+	})
 	t.Run("zombie write before the next holder writes", func(t *testing.T) {
 		// Nothing newer had been written: the resource may take it.
 		h := history(fenced(hold(1, "k", "a", 0, 100), 1), fenced(hold(2, "k", "b", 200, 300), 2))
