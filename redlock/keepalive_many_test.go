@@ -20,16 +20,17 @@ type keptLock struct {
 	obtained time.Time
 }
 
-// keepMany obtains n locks on keys prefix-0.. with 8 goroutines, puts each
-// under KeepAlive, and stops and releases them at cleanup.
-func keepMany(t *testing.T, l *redlock.Locker, prefix string, n int) []keptLock {
+// keepMany obtains n locks on keys prefix-0.. with the given number of
+// goroutines, puts each under KeepAlive, and stops and releases them at
+// cleanup.
+func keepMany(t *testing.T, l *redlock.Locker, prefix string, n, workers int) []keptLock {
 	t.Helper()
 	kept := make([]keptLock, n)
 	var wg sync.WaitGroup
-	errs := make(chan error, 8)
-	for w := range 8 {
+	errs := make(chan error, workers)
+	for w := range workers {
 		wg.Go(func() {
-			for i := w; i < n; i += 8 {
+			for i := w; i < n; i += workers {
 				lock, err := l.Obtain(t.Context(), fmt.Sprintf("%s-%d", prefix, i))
 				if err != nil {
 					errs <- err
@@ -91,7 +92,7 @@ func TestKeepAliveManyLocksRideOutSlowNodes(t *testing.T) {
 	)
 	c := newCluster(t, 5)
 	l := newLocker(t, c.clients, redlock.WithTTL(ttl), redlock.WithNodeTimeout(nodeTimeout))
-	kept := keepMany(t, l, "many", n)
+	kept := keepMany(t, l, "many", n, 8)
 	// Every lock extended once: the scheduler works at all.
 	if m := awaitAll(kept, 2*ttl, func(k keptLock) bool { return k.lock.Until().After(k.obtained) }); m > 0 {
 		for _, k := range kept {
