@@ -153,6 +153,11 @@ type manyReply struct {
 	at time.Duration
 }
 
+// ours reports whether the node of r extended the j-th key.
+func ours(r quorum.Reply[manyReply], j int) bool {
+	return r.Vote == quorum.Yes && r.Value.s[j] == manyOurs
+}
+
 // everyKeyDecided reports whether each of the n keys of res is decided:
 // extended on a majority of nodes, or unable to reach one with the nodes
 // still silent.
@@ -164,7 +169,7 @@ func (l *Locker) everyKeyDecided(res *quorum.Result[manyReply], n int) bool {
 	for j := range n {
 		yes := 0
 		for _, r := range res.Replies {
-			if r.Vote == quorum.Yes && r.Value.s[j] == manyOurs {
+			if ours(r, j) {
 				yes++
 			}
 		}
@@ -183,7 +188,7 @@ func (l *Locker) everyKeyDecided(res *quorum.Result[manyReply], n int) bool {
 func (l *Locker) validity(res *quorum.Result[manyReply], j int, cfg *config) time.Duration {
 	ats := make([]time.Duration, 0, len(res.Replies))
 	for _, r := range res.Replies {
-		if r.Vote == quorum.Yes && r.Value.s[j] == manyOurs {
+		if ours(r, j) {
 			ats = append(ats, r.Value.at)
 		}
 	}
