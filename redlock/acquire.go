@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -67,12 +66,8 @@ func (l *Locker) attempt(ctx context.Context, key string, cfg *config) (*Lock, e
 	defer release()
 
 	p := newPlan(key, cfg)
-	// The closures take copies, so that p itself stays on the stack.
-	lockKeys, prefix := p.lockKeys, p.prefix
-	var (
-		validity time.Duration
-		late     settle
-	)
+	late := l.settler(&p, cfg.nodeTimeout, cfg.tokenSet)
+	var validity time.Duration
 	start := cfg.clock.Now()
 	res := runRound(ctx, l, round[int64]{
 		timeout: cfg.nodeTimeout,
@@ -85,15 +80,10 @@ func (l *Locker) attempt(ctx context.Context, key string, cfg *config) (*Lock, e
 			return validity > 0
 		},
 		// A node that answers after the decision may have set the key (or
-		// may have, if its reply was lost): if the attempt fails, release
-		// it there as its reply arrives.
-		late: func(r quorum.Reply[int64], _ bool) {
-			if mustUndo(r.Vote, cfg.tokenSet) && late.releaseNow(r.Node) {
-				l.releaseOn(r.Node, lockKeys, prefix, cfg.nodeTimeout)
-			}
-		},
+		// may have, if its reply was lost): see settle.
+		late: func(r quorum.Reply[int64], _ bool) { late.arrived(r) },
 	})
-	return l.conclude(ctx, key, cfg, &p, &res, start, validity, &late, "")
+	return l.conclude(ctx, key, cfg, &p, &res, start, validity, late, "")
 }
 
 // mustUndo says whether a failed attempt must release a node that voted v.
@@ -118,8 +108,9 @@ func (l *Locker) conclude(ctx context.Context, key string, cfg *config, p *acqui
 		fence  uint64
 		reason error
 	)
+	var rest *fenceWrite // the fence write-back that stragglers may need
 	if res.OK && cfg.fencing {
-		fence, validity, reason = l.writeBackFence(ctx, key, p.prefix, cfg, res, start)
+		fence, validity, rest, reason = l.writeBackFence(ctx, key, p.prefix, cfg, res, start)
 	}
 	if res.OK && reason == nil && misconfigured(res) {
 		// A node was refused because it reaches another node's server:
@@ -133,7 +124,7 @@ func (l *Locker) conclude(ctx context.Context, key string, cfg *config, p *acqui
 	// passed would have its holder work past its validity. It fails as a
 	// majority that came too late does (ErrNoQuorum), and is undone.
 	if res.OK && reason == nil && cfg.clock.Now().Before(start.Add(validity)) {
-		late.finish(false)
+		late.succeed(rest)
 		return &Lock{
 			locker: l,
 			key:    key,
@@ -152,7 +143,7 @@ func (l *Locker) conclude(ctx context.Context, key string, cfg *config, p *acqui
 
 	// Failed: release on every node that granted or may have applied the
 	// SET before its reply was lost, and on those that answer later.
-	pending := late.finish(true)
+	pending := late.fail()
 	l.undoAll(ctx, cfg.nodeTimeout, p.lockKeys, p.prefix, channel, func(i int) bool {
 		return mustUndo(res.Replies[i].Vote, cfg.tokenSet) || slices.Contains(pending, i)
 	})
@@ -174,47 +165,16 @@ func (l *Locker) conclude(ctx context.Context, key string, cfg *config, p *acqui
 	return nil, withContext(ctx, l.roundError("obtain", key, res, acquireOutcome, reason))
 }
 
-// settle tells the late callback of an acquire round what to do with a
-// straggler: while the attempt is undecided (the fence write-back may still
-// fail it), stragglers are recorded; once it is, a failed attempt releases
-// them.
-type settle struct {
-	mu      sync.Mutex
-	done    bool
-	failed  bool
-	waiting []int
-}
-
-// releaseNow reports whether node must be released now: the attempt
-// failed. While the attempt is not settled yet, it records the node for
-// finish instead and reports false.
-func (s *settle) releaseNow(node int) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.done {
-		s.waiting = append(s.waiting, node)
-		return false
-	}
-	return s.failed
-}
-
-// finish settles the attempt and returns the stragglers recorded so far.
-func (s *settle) finish(failed bool) []int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.done, s.failed = true, failed
-	w := s.waiting
-	s.waiting = nil
-	return w
-}
-
 // writeBackFence takes the highest fence among the granting nodes and
 // makes sure a majority of nodes count at least that far before the lock is
 // handed out: when a majority of the granting nodes answered that very
 // fence, they already do, and nothing waits; otherwise it raises every
 // node's counter to the fence in a second round. Either way every other
-// node gets the fence too, a node where our token holds the key exactly
-// the fence, so that a re-entry reads it back there (see fence.lua).
+// node that has not counted exactly the fence gets it too (in the first
+// case only once it has answered, if it had not yet: see settle), a node
+// where our token holds the key exactly the fence, so that a re-entry
+// reads it back there (see fence.lua). The returned fenceWrite is what
+// stragglers still need; nil when none does.
 //
 // Why fences grow strictly across successive holders of a key: a majority
 // W of nodes count at least our fence f before the lock is handed out,
@@ -232,38 +192,36 @@ func (s *settle) finish(failed bool) []int {
 // above our fence as long as that clock is not behind it by the counter's
 // lifetime, or, under the restart guard, by the guard's maximum TTL: the
 // time the node abstained since it last saw our fence (see acquire.lua).
-func (l *Locker) writeBackFence(ctx context.Context, key, prefix string, cfg *config, acq *quorum.Result[int64], start time.Time) (uint64, time.Duration, error) {
+func (l *Locker) writeBackFence(ctx context.Context, key, prefix string, cfg *config, acq *quorum.Result[int64],
+	start time.Time) (uint64, time.Duration, *fenceWrite, error) {
 	var fence int64
 	for _, r := range acq.Replies {
 		if r.Vote == quorum.Yes {
 			fence = max(fence, r.Value)
 		}
 	}
-	// counted: the granting nodes whose counter is the fence already.
-	counted := make([]bool, len(l.nodes))
 	agree := 0
-	for i, r := range acq.Replies {
-		if r.Vote == quorum.Yes && r.Value == fence {
-			counted[i] = true
+	for _, r := range acq.Replies {
+		if answered(r, fence) {
 			agree++
 		}
 	}
 	keys := []string{key, fenceKey(key)}
 	args := fenceArgs(fence, serverMillis(cfg.fenceLifetime()), prefix)
-	cmd := evalSha(fenceScript, keys, args)
+	fw := &fenceWrite{fence: fence, keys: keys, args: args, cmd: evalSha(fenceScript, keys, args)}
 	if agree >= l.need {
 		// The rest get the fence in the background (it helps a node that
 		// later rejoins a majority, and gives a node that grants after the
 		// decision the fence exactly); the guarantee does not wait for it.
-		for i := range l.nodes {
-			if counted[i] {
-				continue
+		// A node that had not answered yet gets it only if its answer
+		// differs (see settle): usually it grants the same fence, and the
+		// write would change nothing.
+		for _, r := range acq.Replies {
+			if r.Vote != quorum.Pending && !answered(r, fence) {
+				l.sendOn(r.Node, cfg.nodeTimeout, fenceScript, keys, args, fw.cmd) // the caller holds the guard, or a count on l.bg
 			}
-			l.bg.Add(1) // the caller holds the guard, or a count on l.bg
-			l.nodes[i].pipe.start(cfg.nodeTimeout, i, fenceScript, keys, args, cmd, decodeBestEffort,
-				func(int, quorum.Vote, int64, error) { l.bg.Done() }, false)
 		}
-		return uint64(fence), clock.Validity(cfg.ttl, cfg.clock.Since(start), cfg.driftFactor), nil
+		return uint64(fence), clock.Validity(cfg.ttl, cfg.clock.Since(start), cfg.driftFactor), fw, nil
 	}
 	res := runRound(ctx, l, round[int64]{
 		timeout: cfg.nodeTimeout,
@@ -274,14 +232,22 @@ func (l *Locker) writeBackFence(ctx context.Context, key, prefix string, cfg *co
 			if acq.Replies[i].Vote == quorum.Yes {
 				decode = decodeDone
 			}
-			l.nodes[i].pipe.start(cfg.nodeTimeout, i, fenceScript, keys, args, cmd, decode, reply, l.sendsInline())
+			l.nodes[i].pipe.start(cfg.nodeTimeout, i, fenceScript, keys, args, fw.cmd, decode, reply, l.sendsInline())
 		},
 	})
 	validity := clock.Validity(cfg.ttl, cfg.clock.Since(start), cfg.driftFactor)
 	if !res.OK || validity <= 0 {
-		return 0, 0, ErrNoQuorum
+		return 0, 0, nil, ErrNoQuorum
 	}
-	return uint64(fence), validity, nil
+	// Every node, stragglers included, had the fence queued behind its
+	// acquisition: nothing is left for them.
+	return uint64(fence), validity, nil, nil
+}
+
+// answered reports whether r granted with counter fence: that node counts
+// the fence already, and a write-back there would change nothing.
+func answered(r quorum.Reply[int64], fence int64) bool {
+	return r.Vote == quorum.Yes && r.Value == fence
 }
 
 // misconfigured reports whether a node of the round was refused for a

@@ -139,7 +139,7 @@ func (k *Lock) handoff(ctx context.Context, o *offer) error {
 
 	var (
 		validity time.Duration
-		late     = new(settle)
+		late     = l.settler(p, timeout, false)
 		// Replies after the decision, for the release's outcome when the
 		// decision left it open; each node sends at most one.
 		stray = make(chan quorum.Reply[handoffReply], len(l.nodes))
@@ -159,12 +159,10 @@ func (k *Lock) handoff(ctx context.Context, o *offer) error {
 			validity = clock.Validity(cfg.ttl, cfg.clock.Since(start), cfg.driftFactor)
 			return validity > 0
 		},
-		// As in an attempt: if the acquisition fails, undo it on nodes
-		// that answer late.
+		// As in an attempt: nodes that answer late are settled with the
+		// acquisition (see settle).
 		late: func(r quorum.Reply[handoffReply], _ bool) {
-			if mustUndo(acquireVote(r).Vote, false) && late.releaseNow(r.Node) {
-				l.releaseOn(r.Node, p.lockKeys, p.prefix, timeout)
-			}
+			late.arrived(acquireVote(r))
 			stray <- r
 		},
 	})

@@ -281,11 +281,8 @@ func (l *Locker) attemptMulti(ctx context.Context, keys []string, name string, c
 	}
 	defer release()
 	p := newMultiPlan(keys, cfg)
-	lockKeys, prefix := p.lockKeys, p.prefix
-	var (
-		validity time.Duration
-		late     settle
-	)
+	late := l.settler(&p, cfg.nodeTimeout, false)
+	var validity time.Duration
 	start := cfg.clock.Now()
 	res := quorum.Run(ctx, &quorum.Round[int64]{
 		Nodes:   len(l.nodes),
@@ -296,12 +293,8 @@ func (l *Locker) attemptMulti(ctx context.Context, keys []string, name string, c
 			validity = clock.Validity(cfg.ttl, cfg.clock.Since(start), cfg.driftFactor)
 			return validity > 0
 		},
-		Late: func(r quorum.Reply[int64], _ bool) {
-			if mustUndo(r.Vote, false) && late.releaseNow(r.Node) {
-				l.releaseOn(r.Node, lockKeys, prefix, cfg.nodeTimeout)
-			}
-		},
+		Late:       func(r quorum.Reply[int64], _ bool) { late.arrived(r) },
 		Background: &l.bg,
 	})
-	return l.conclude(ctx, name, cfg, &p, &res, start, validity, &late, "")
+	return l.conclude(ctx, name, cfg, &p, &res, start, validity, late, "")
 }

@@ -12,8 +12,8 @@ import (
 // through the node's pipe (sender), and lets quorum.Run count the votes
 // (runRound); calls that are still out when the round is decided are
 // stragglers, tracked on the Locker's background group until their replies
-// come, so that Close waits for them and for their clean-up (releaseOn,
-// undoAll).
+// come, so that Close waits for them and for their clean-up (settle,
+// sendOn, undoAll).
 
 // guard admits an operation that may start work on the Locker's background
 // group (node calls that outlive it): it fails with ErrClosed after Close,
@@ -129,17 +129,24 @@ func (l *Locker) undoAll(ctx context.Context, timeout time.Duration, keys []stri
 	})
 }
 
-// releaseOn queues the undo of our write on one node, outside of any round,
-// with its own timeout, whatever became of the caller. It does not wait; the
-// Locker's background group tracks it. Best effort: a key left behind on an
-// unreachable node expires by its TTL and only delays others, it never
-// breaks mutual exclusion.
+// releaseOn queues the undo of our write on one node (see sendOn). Best
+// effort: a key left behind on an unreachable node expires by its TTL and
+// only delays others, it never breaks mutual exclusion.
 func (l *Locker) releaseOn(i int, keys []string, prefix string, timeout time.Duration) {
-	l.bg.Add(1) // called with a count held on bg (by a straggling call)
 	s, args := multiCall(releaseScript, keys, undoArgs(prefix, ""))
-	// Queued, never sent inline: it runs in a straggler's reply, on a
-	// worker that other calls wait for.
-	l.nodes[i].pipe.start(timeout, i, s, keys, args, evalSha(s, keys, args), decodeAny,
+	l.sendOn(i, timeout, s, keys, args, evalSha(s, keys, args))
+}
+
+// sendOn queues a call of script s on node i outside of any round, with its
+// own timeout, whatever became of the caller; cmd is its command line
+// (evalSha). It does not wait and ignores the reply; the Locker's
+// background group tracks it, so that Close waits for it. The caller holds
+// the guard or a count on bg (a straggling call's). Queued, never sent
+// inline: it may run in a straggler's reply, on a worker that other calls
+// wait for.
+func (l *Locker) sendOn(i int, timeout time.Duration, s *script, keys []string, args, cmd []any) {
+	l.bg.Add(1)
+	l.nodes[i].pipe.start(timeout, i, s, keys, args, cmd, decodeBestEffort,
 		func(int, quorum.Vote, int64, error) { l.bg.Done() }, false)
 }
 

@@ -43,6 +43,10 @@ type wire struct {
 	// Under mu.
 	lose []byte
 	lost int
+	// mark, if set, counts the occurrences of it in the writes that go
+	// through (a script's hash: its calls) in marked. Under mu.
+	mark   []byte
+	marked int
 }
 
 // newWire returns a wire to server s, its client set up as
@@ -122,6 +126,8 @@ func (c *wireConn) Write(b []byte) (int, error) {
 	lost := c.w.lose != nil && bytes.Contains(b, c.w.lose)
 	if lost {
 		c.w.lost++
+	} else if c.w.mark != nil {
+		c.w.marked += bytes.Count(b, c.w.mark)
 	}
 	c.w.mu.Unlock()
 	if lost {

@@ -1,0 +1,104 @@
+package redlock
+
+import (
+	"sync"
+	"time"
+
+	"github.com/quorumlock/redlock/quorum"
+)
+
+// settle decides what becomes of an acquisition's stragglers, the nodes
+// that answer after its round was decided. Until the acquisition is
+// concluded (the fence write-back may still fail it) their replies are
+// kept. Once it is, a failed acquisition is undone on every straggler that
+// may have applied it, and a fenced lock has its fence written back to
+// every straggler that did not grant that very fence (a node that grants
+// late after another holder counted past ours, say), so that a re-entry
+// reads the fence back there.
+type settle struct {
+	l        *Locker
+	lockKeys []string
+	prefix   string
+	timeout  time.Duration
+	// ownToken: the token is the caller's, so a failed reply may be an
+	// earlier hold of the same owner (see mustUndo).
+	ownToken bool
+
+	mu     sync.Mutex
+	done   bool
+	failed bool
+	// rest is the fence to write back to stragglers; nil for none.
+	rest *fenceWrite
+	// early holds the replies that came before the acquisition was
+	// concluded.
+	early []quorum.Reply[int64]
+}
+
+// fenceWrite is a fence write-back: the fence and its script call.
+type fenceWrite struct {
+	fence     int64
+	keys      []string
+	args, cmd []any
+}
+
+// settler returns the settle of an acquisition of plan p whose node calls
+// have timeout.
+func (l *Locker) settler(p *acquirePlan, timeout time.Duration, ownToken bool) *settle {
+	return &settle{l: l, lockKeys: p.lockKeys, prefix: p.prefix, timeout: timeout, ownToken: ownToken}
+}
+
+// arrived is a straggler's reply (an acquire round's Late). It is called
+// with a count held on the Locker's background group.
+func (s *settle) arrived(r quorum.Reply[int64]) {
+	s.mu.Lock()
+	if !s.done {
+		s.early = append(s.early, r)
+		s.mu.Unlock()
+		return
+	}
+	failed, rest := s.failed, s.rest
+	s.mu.Unlock()
+	s.act(r, failed, rest)
+}
+
+// succeed concludes a granted acquisition whose stragglers need rest (nil
+// for nothing) and deals with those that have answered so far.
+func (s *settle) succeed(rest *fenceWrite) {
+	for _, r := range s.finish(false, rest) {
+		s.act(r, false, rest)
+	}
+}
+
+// fail concludes a failed acquisition and returns the stragglers so far
+// that must be undone, for the caller's undo round.
+func (s *settle) fail() []int {
+	var undo []int
+	for _, r := range s.finish(true, nil) {
+		if mustUndo(r.Vote, s.ownToken) {
+			undo = append(undo, r.Node)
+		}
+	}
+	return undo
+}
+
+func (s *settle) finish(failed bool, rest *fenceWrite) []quorum.Reply[int64] {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.done, s.failed, s.rest = true, failed, rest
+	early := s.early
+	s.early = nil
+	return early
+}
+
+// act does with one straggler's reply what the concluded acquisition
+// needs.
+func (s *settle) act(r quorum.Reply[int64], failed bool, rest *fenceWrite) {
+	switch {
+	case failed:
+		if mustUndo(r.Vote, s.ownToken) {
+			s.l.releaseOn(r.Node, s.lockKeys, s.prefix, s.timeout)
+		}
+	case rest != nil && !answered(r, rest.fence):
+		s.l.sendOn(r.Node, s.timeout, fenceScript, rest.keys, rest.args, rest.cmd)
+	}
+}
