@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 
@@ -60,18 +59,11 @@ func (a *app) hold(fs *flagSet, f *lockFlags, args []string) int {
 // keep holds the lock until a signal arrives, or until it is lost, and
 // returns the exit code.
 func (a *app) keep(c *command, lock *redlock.Lock, f *lockFlags, sigs <-chan os.Signal) int {
-	held, stopKeepAlive := lock.KeepAlive(context.Background())
-	defer stopKeepAlive()
-	if err := context.Cause(held); err != nil {
-		stopKeepAlive()
-		if errors.Is(err, redlock.ErrInvalid) {
-			a.release(c, lock, 0, f.verbose)
-			return a.usageError(c, errMsg(err))
-		}
-		a.errorf(c, "lock %q lost as soon as obtained: %s", lock.Key(), lossReason(err))
-		_ = lock.Release(context.Background())
-		return exitLost
+	held, stopKeepAlive, code, ok := a.keepAlive(c, lock, f.verbose, "as soon as obtained")
+	if !ok {
+		return code
 	}
+	defer stopKeepAlive()
 	if _, err := fmt.Fprintln(a.stdout, lock.Fence()); err != nil {
 		// Nobody can learn that the lock is held: give it up.
 		stopKeepAlive()
@@ -89,11 +81,7 @@ func (a *app) keep(c *command, lock *redlock.Lock, f *lockFlags, sigs <-chan os.
 		return exitOK
 	case <-held.Done():
 		a.errorf(c, "lock %q lost while held: %s", lock.Key(), lossReason(context.Cause(held)))
-		// Our keys may survive on a minority of nodes; remove them so that
-		// others need not wait for them to expire.
-		if err := lock.Release(context.Background()); err != nil && f.verbose {
-			a.errorf(c, "cleaning up the lost lock: %s", errMsg(err))
-		}
+		a.dropLost(c, lock, f.verbose)
 		return exitLost
 	}
 }

@@ -278,3 +278,33 @@ func (a *app) release(c *command, lock *redlock.Lock, cooldown time.Duration, ve
 		a.errorf(c, "released %q", lock.Key())
 	}
 }
+
+// keepAlive starts lock's KeepAlive. When KeepAlive refuses the TTL, or
+// the lock is lost before it starts (the acquisition left less validity
+// than the warning needs), it says so, gives the lock up and returns ok
+// false with the exit code; when names the moment in the message ("as
+// soon as obtained").
+func (a *app) keepAlive(c *command, lock *redlock.Lock, verbose bool, when string) (held context.Context, stop func(), code int, ok bool) {
+	held, stop = lock.KeepAlive(context.Background())
+	err := context.Cause(held)
+	if err == nil {
+		return held, stop, 0, true
+	}
+	stop()
+	if errors.Is(err, redlock.ErrInvalid) {
+		a.release(c, lock, 0, verbose)
+		return nil, nil, a.usageError(c, errMsg(err)), false
+	}
+	a.errorf(c, "lock %q lost %s: %s", lock.Key(), when, lossReason(err))
+	a.dropLost(c, lock, verbose)
+	return nil, nil, exitLost, false
+}
+
+// dropLost removes what is left of a lost lock: our keys may survive on a
+// minority of nodes (those that could not be reached), and others need not
+// wait for them to expire. The lock is lost either way.
+func (a *app) dropLost(c *command, lock *redlock.Lock, verbose bool) {
+	if err := lock.Release(context.Background()); err != nil && verbose {
+		a.errorf(c, "cleaning up the lost lock: %s", errMsg(err))
+	}
+}

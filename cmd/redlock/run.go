@@ -149,21 +149,13 @@ func (a *app) run(fs *flagSet, f *runFlags, args []string) int {
 // when the command has exited. It returns the exit code.
 func (a *app) supervise(c *command, lock *redlock.Lock, argv []string, f *runFlags, sigs <-chan os.Signal) int {
 	// Keep the lock alive first: KeepAlive refuses a --ttl too short to
-	// extend in time, and the command must not start then.
-	held, stopKeepAlive := lock.KeepAlive(context.Background())
-	defer stopKeepAlive()
-	if err := context.Cause(held); err != nil {
-		stopKeepAlive()
-		if errors.Is(err, redlock.ErrInvalid) {
-			a.release(c, lock, 0, f.verbose)
-			return a.usageError(c, errMsg(err))
-		}
-		// Lost already (the acquisition left less validity than the
-		// warning needs): do not start what could not be stopped in time.
-		a.errorf(c, "lock %q lost before the command started: %s", lock.Key(), lossReason(err))
-		_ = lock.Release(context.Background())
-		return exitLost
+	// extend in time, and the command must not start then, nor when the
+	// lock is lost already: it could not be stopped in time.
+	held, stopKeepAlive, exit, ok := a.keepAlive(c, lock, f.verbose, "before the command started")
+	if !ok {
+		return exit
 	}
+	defer stopKeepAlive()
 
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = a.stdin, a.stdout, a.stderr
@@ -225,12 +217,7 @@ wait:
 	}
 
 	if lost != nil {
-		// Our keys may survive on a minority of nodes (those that could
-		// not be reached); remove them so that others need not wait for
-		// them to expire. The lock is lost either way.
-		if err := lock.Release(context.Background()); err != nil && f.verbose {
-			a.errorf(c, "cleaning up the lost lock: %s", errMsg(err))
-		}
+		a.dropLost(c, lock, f.verbose)
 		return exitLost
 	}
 	a.release(c, lock, f.cooldown, f.verbose)
