@@ -90,16 +90,7 @@ func TestPausedNodeBoundedWithoutContextTimeouts(t *testing.T) {
 	for _, s := range c.servers {
 		clients = append(clients, defaultClient(t, s.Addr, nil))
 	}
-	l, err := redlock.New(clients, redlock.WithNodeTimeout(hungTimeout), redlock.WithRetry(redlock.NoRetry()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed := false
-	t.Cleanup(func() {
-		if !closed {
-			_ = l.Close()
-		}
-	})
+	l := newHungLocker(t, clients, redlock.WithRetry(redlock.NoRetry()))
 	if err := c.servers[2].Pause(); err != nil {
 		t.Fatal(err)
 	}
@@ -122,5 +113,5 @@ func TestPausedNodeBoundedWithoutContextTimeouts(t *testing.T) {
 			t.Fatalf("Obtain with two paused nodes of three: %v, want ErrNoQuorum", err)
 		}
 	})
-	closeWithin(t, l, &closed)
+	closeWithin(t, l)
 }

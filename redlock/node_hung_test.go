@@ -76,16 +76,7 @@ func TestHungNodeDelaysNothing(t *testing.T) {
 				}
 				clients = append(clients, defaultClient(t, addr, tt.tls))
 			}
-			l, err := redlock.New(clients, redlock.WithNodeTimeout(hungTimeout), redlock.WithRetry(redlock.NoRetry()))
-			if err != nil {
-				t.Fatal(err)
-			}
-			closed := false
-			t.Cleanup(func() {
-				if !closed {
-					_ = l.Close()
-				}
-			})
+			l := newHungLocker(t, clients, redlock.WithRetry(redlock.NoRetry()))
 			key := "hung-" + t.Name()
 			within(t, "Obtain", hungBound, func() {
 				lock, err := l.Obtain(t.Context(), key)
@@ -107,7 +98,7 @@ func TestHungNodeDelaysNothing(t *testing.T) {
 					t.Errorf("the hung node %s was never dialled: the test proves nothing", h.Addr)
 				}
 			}
-			closeWithin(t, l, &closed)
+			closeWithin(t, l)
 		})
 	}
 }
@@ -122,32 +113,14 @@ func TestHungNodeDoesNotHoldUpWaiters(t *testing.T) {
 		defaultClient(t, servers[1].Addr, nil),
 		defaultClient(t, h.Addr, nil),
 	}
-	l, err := redlock.New(clients, redlock.WithNodeTimeout(hungTimeout))
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed := false
-	t.Cleanup(func() {
-		if !closed {
-			_ = l.Close()
-		}
-	})
+	l := newHungLocker(t, clients)
 	held, err := l.TryObtain(t.Context(), "w")
 	if err != nil {
 		t.Fatal(err)
 	}
 	// A second Locker over the same nodes waits for the holder: it
 	// subscribes to the release channel on every node, the hung one too.
-	waiter, err := redlock.New(clients, redlock.WithNodeTimeout(hungTimeout))
-	if err != nil {
-		t.Fatal(err)
-	}
-	waiterClosed := false
-	t.Cleanup(func() {
-		if !waiterClosed {
-			_ = waiter.Close()
-		}
-	})
+	waiter := newHungLocker(t, clients)
 	ctx, cancel := context.WithTimeout(t.Context(), 3*hungTimeout)
 	defer cancel()
 	within(t, "a waiting Obtain with a 600ms deadline", hungBound, func() {
@@ -155,16 +128,11 @@ func TestHungNodeDoesNotHoldUpWaiters(t *testing.T) {
 			t.Fatalf("waiting Obtain: %v, want ErrNotObtained", err)
 		}
 	})
-	within(t, "Close of the waiting Locker", hungBound, func() {
-		waiterClosed = true
-		if err := waiter.Close(); err != nil {
-			t.Fatal(err)
-		}
-	})
+	closeWithin(t, waiter)
 	if err := held.Release(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	closeWithin(t, l, &closed)
+	closeWithin(t, l)
 }
 
 // A client with TLS facing a server's plain port waits in its handshake for
@@ -177,16 +145,7 @@ func TestTLSClientOnPlainPort(t *testing.T) {
 		defaultClient(t, servers[1].Addr, nil),
 		defaultClient(t, servers[2].Addr, &tls.Config{InsecureSkipVerify: true}), //nolint:gosec // the handshake never completes
 	}
-	l, err := redlock.New(clients, redlock.WithNodeTimeout(hungTimeout), redlock.WithRetry(redlock.NoRetry()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed := false
-	t.Cleanup(func() {
-		if !closed {
-			_ = l.Close()
-		}
-	})
+	l := newHungLocker(t, clients, redlock.WithRetry(redlock.NoRetry()))
 	within(t, "Obtain and Release", hungBound, func() {
 		lock, err := l.Obtain(t.Context(), "tls")
 		if err != nil {
@@ -196,15 +155,40 @@ func TestTLSClientOnPlainPort(t *testing.T) {
 			t.Fatalf("Release: %v", err)
 		}
 	})
-	closeWithin(t, l, &closed)
+	closeWithin(t, l)
 }
 
-// closeWithin closes l, marking it closed for the test's cleanup, and fails
-// the test unless Close returns within hungBound.
-func closeWithin(t *testing.T, l *redlock.Locker, closed *bool) {
+// hungLocker is a Locker of a hung-node test: node timeout hungTimeout,
+// then opts. It is closed at cleanup unless the test closed it with
+// closeWithin.
+type hungLocker struct {
+	*redlock.Locker
+	closed bool
+}
+
+func newHungLocker(t *testing.T, clients []redis.UniversalClient, opts ...redlock.Option) *hungLocker {
+	t.Helper()
+	l, err := redlock.New(clients, append([]redlock.Option{redlock.WithNodeTimeout(hungTimeout)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &hungLocker{Locker: l}
+	t.Cleanup(func() {
+		if !h.closed {
+			if err := l.Close(); err != nil {
+				t.Errorf("Close at cleanup: %v", err)
+			}
+		}
+	})
+	return h
+}
+
+// closeWithin closes l, and fails the test unless Close returns within
+// hungBound.
+func closeWithin(t *testing.T, l *hungLocker) {
 	t.Helper()
 	within(t, "Close", hungBound, func() {
-		*closed = true
+		l.closed = true
 		if err := l.Close(); err != nil {
 			t.Fatal(err)
 		}
