@@ -287,10 +287,15 @@ func TestErrorGarbledReplyOneLine(t *testing.T) {
 	t.Cleanup(func() { _ = cl.Close() })
 	l := newLocker(t, []redis.UniversalClient{cl})
 	release := mustObtain(t, l, "g")
-	f.Garble()
+	// An error reply with control bytes: go-redis hands it over as it is,
+	// so only the library's own care keeps the message on one line.
+	f.GarbleWith("-ERR gar\rbled\x00\x1b[31m reply")
 	err = release.Extend(t.Context(), 10*time.Second)
 	if err == nil {
 		t.Fatal("extend through a garbled reply succeeded")
+	}
+	if !strings.Contains(err.Error(), "bled") {
+		t.Fatalf("error %q does not show the node's reply: the test proves nothing", err)
 	}
 	requireOneLine(t, err.Error())
 }

@@ -31,9 +31,9 @@ type Forwarder struct {
 
 	target string
 	ln     net.Listener
-	delay  atomic.Int64  // nanoseconds; read per reply chunk, so it may change at any time
-	garble atomic.Bool   // the next reply chunk gets garbage in front (Garble)
-	done   chan struct{} // closed by Close: delayed replies are dropped
+	delay  atomic.Int64           // nanoseconds; read per reply chunk, so it may change at any time
+	garble atomic.Pointer[string] // the next reply chunk gets this line in front (Garble)
+	done   chan struct{}          // closed by Close: delayed replies are dropped
 	wg     sync.WaitGroup
 
 	mu     sync.Mutex
@@ -86,7 +86,12 @@ func (f *Forwarder) SetDelay(d time.Duration) { f.delay.Store(int64(d)) }
 // reply the server sends, on whichever connection that is. The client reads
 // it as the reply to its oldest pending command, and the real reply stays
 // unread behind it.
-func (f *Forwarder) Garble() { f.garble.Store(true) }
+func (f *Forwarder) Garble() { f.GarbleWith("?garbled") }
+
+// GarbleWith is Garble with line (without its CRLF) as the garbage: an
+// error reply ("-ERR ...") that holds control bytes, say, which the client
+// reads as an error reply and hands over as it is.
+func (f *Forwarder) GarbleWith(line string) { f.garble.Store(&line) }
 
 // Hold holds up the bytes sent from now on over every connection open now;
 // connections opened later pass freely, as a replacement connection does
@@ -251,8 +256,8 @@ func (f *Forwarder) replies(l *link) {
 		n, err := l.server.Read(buf)
 		if n > 0 {
 			var data []byte
-			if f.garble.CompareAndSwap(true, false) {
-				data = []byte("?garbled\r\n")
+			if g := f.garble.Swap(nil); g != nil {
+				data = []byte(*g + "\r\n")
 			}
 			d := delayed{data: append(data, buf[:n]...), due: time.Now().Add(time.Duration(f.delay.Load()))}
 			select {
