@@ -184,7 +184,7 @@ func (l *Locker) conclude(ctx context.Context, key string, cfg *config, p *acqui
 // key is gone, that is after our Release or expiry, both after W counted
 // to f; its grant there raises the counter past f, and its fence, a
 // maximum, is larger still. Nodes agree on f when they granted the same
-// holders of the key within one 10 ms window of the clock floor (see
+// holders of the key within one 100 ms window of the clock floor (see
 // acquire.lua), the usual case, which is why one round trip usually does.
 // This needs nodes that keep their counters. Where a node lost its counter
 // (it expired, or the node lost its memory, or a reload brought back an

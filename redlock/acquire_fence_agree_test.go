@@ -152,7 +152,7 @@ func scriptSHA(t *testing.T, file string) []byte {
 // change nothing. (Each acquisition used to send one to every node that
 // had not answered when the round was decided: two per acquisition on five
 // nodes.) The counters start equal and far ahead of the clock, so that
-// every grant counts on from them and no 10 ms window of the clock can end
+// every grant counts on from them and no 100 ms window of the clock can end
 // between two nodes' grants.
 func TestFenceNoWriteBackWhereNodesAgree(t *testing.T) {
 	const n = 40

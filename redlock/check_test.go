@@ -176,8 +176,8 @@ func TestCheckGuard(t *testing.T) {
 	mustObtain(t, l, "guarded")
 	rep = check()
 	// The quarantine lasts the guard's maximum TTL and one fence window
-	// (10ms, see acquire.lua).
-	if g := rep.Nodes[1].Guard; !g.Current || g.Abstain <= 0 || g.Abstain > time.Minute+10*time.Millisecond {
+	// (100ms, see acquire.lua).
+	if g := rep.Nodes[1].Guard; !g.Current || g.Abstain <= 0 || g.Abstain > time.Minute+100*time.Millisecond {
 		t.Errorf("abstaining node: %+v", g)
 	}
 	finding(t, rep, redlock.CheckGuard, servers[1].Addr, "abstains for")

@@ -136,7 +136,7 @@ func WithToken(token string) Option {
 //
 // It costs no extra round trip when a majority of the granting nodes answer
 // the same fence, the usual case (they granted the same holders, and the
-// clock counts in 10ms windows); one more when they do not. Default off.
+// clock counts in 100ms windows); one more when they do not. Default off.
 func WithFencing() Option { return func(c *config) { c.fencing = true } }
 
 // WithRestartGuard protects against nodes that forget the locks they

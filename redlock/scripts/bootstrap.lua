@@ -45,10 +45,10 @@ if marker == stamp then
   return 0
 end
 if marker then
-  -- One fence window (10 ms) longer than the maximum TTL, as acquire.lua.
+  -- One fence window (100 ms) longer than the maximum TTL, as acquire.lua.
   local guard = tonumber(ARGV[1])
   if guard > 0 then
-    guard = guard + 10
+    guard = guard + 100
     redis.call('SET', KEYS[2], '1', 'PX', guard)
     redis.call('SET', KEYS[1], stamp)
     return -guard
