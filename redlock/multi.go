@@ -129,13 +129,15 @@ func (l *Locker) multiConfig(keys []string, opts []Option) (config, string, erro
 // node (late replies are cleaned up in the background), and an error as
 // Obtain's: ErrNotObtained when keys held by others keep a majority out of
 // reach, ErrNoQuorum on an outage, with ctx.Err() when ctx ended.
-func (l *Locker) ObtainMulti(ctx context.Context, keys []string, opts ...Option) (*Lock, error) {
+func (l *Locker) ObtainMulti(ctx context.Context, keys []string, opts ...Option) (lock *Lock, err error) {
+	if len(keys) == 1 {
+		return l.Obtain(ctx, keys[0], opts...)
+	}
+	ctx, tr := l.cfg.obs.begin(ctx, OpObtain, strings.Join(keys, ","))
+	defer func() { tr.obtained(ctx, lock, err) }()
 	cfg, name, err := l.multiConfig(keys, opts)
 	if err != nil {
 		return nil, err
-	}
-	if len(keys) == 1 {
-		return l.Obtain(ctx, keys[0], opts...)
 	}
 	if ctx.Err() != nil {
 		return nil, notTried(ctx, name)
@@ -158,7 +160,9 @@ func (l *Locker) ObtainMulti(ctx context.Context, keys []string, opts ...Option)
 			default:
 			}
 		}
+		began := tr.now()
 		lock, aerr := l.attemptMulti(ctx, keys, name, &cfg)
+		tr.attempted(began)
 		if errors.Is(aerr, errNotTried) && err != nil {
 			return nil, withContext(ctx, err)
 		}
@@ -194,26 +198,34 @@ func (l *Locker) ObtainMulti(ctx context.Context, keys []string, opts ...Option)
 		} else {
 			timer.Reset(wait)
 		}
+		slept := tr.now()
 		select {
 		case <-ctx.Done():
-			return nil, withContext(ctx, err)
 		case <-timer.C:
 		case <-wake:
+		}
+		tr.waited(ctx, slept)
+		if ctx.Err() != nil {
+			return nil, withContext(ctx, err)
 		}
 	}
 }
 
 // TryObtainMulti makes exactly one attempt to acquire one lock on all of
 // keys, whatever the retry strategy; otherwise it is ObtainMulti.
-func (l *Locker) TryObtainMulti(ctx context.Context, keys []string, opts ...Option) (*Lock, error) {
+func (l *Locker) TryObtainMulti(ctx context.Context, keys []string, opts ...Option) (lock *Lock, err error) {
+	if len(keys) == 1 {
+		return l.TryObtain(ctx, keys[0], opts...)
+	}
+	ctx, tr := l.cfg.obs.begin(ctx, OpObtain, strings.Join(keys, ","))
+	defer func() { tr.obtained(ctx, lock, err) }()
 	cfg, name, err := l.multiConfig(keys, opts)
 	if err != nil {
 		return nil, err
 	}
-	if len(keys) == 1 {
-		return l.TryObtain(ctx, keys[0], opts...)
-	}
-	lock, err := l.attemptMulti(ctx, slices.Clone(keys), name, &cfg)
+	began := tr.now()
+	lock, err = l.attemptMulti(ctx, slices.Clone(keys), name, &cfg)
+	tr.attempted(began)
 	if err != nil && ctx.Err() != nil {
 		err = withContext(ctx, err)
 	}
@@ -288,7 +300,7 @@ func (l *Locker) attemptMulti(ctx context.Context, keys []string, name string, c
 		Nodes:   len(l.nodes),
 		Need:    l.need,
 		Timeout: cfg.nodeTimeout,
-		Start:   l.sender(cfg.nodeTimeout, acquireMultiScript, p.keys, p.args, decodeAcquire, nil),
+		Start:   l.observeNodes(acquireMultiScript, name, l.sender(cfg.nodeTimeout, acquireMultiScript, p.keys, p.args, decodeAcquire, nil)),
 		Accept: func(*quorum.Result[int64]) bool {
 			validity = clock.Validity(cfg.ttl, cfg.clock.Since(start), cfg.driftFactor)
 			return validity > 0

@@ -27,8 +27,8 @@ import (
 // Embed NopObserver to implement only some methods.
 type Observer interface {
 	// OpStart is called when an operation begins, before any check of its
-	// arguments, in the goroutine of the call: Obtain, TryObtain (and the
-	// acquisition of Do) with OpObtain, Release and ReleaseAfter (and Do's
+	// arguments, in the goroutine of the call: Obtain, TryObtain,
+	// ObtainMulti, TryObtainMulti (and the acquisition of Do) with OpObtain, Release and ReleaseAfter (and Do's
 	// release) with OpRelease, Extend (and the extensions of KeepAlive and
 	// Do) with OpExtend. It returns the context the operation goes on with:
 	// ctx itself, or a context derived from it that carries values only
@@ -81,7 +81,9 @@ type Op string
 
 // The operations an Observer sees.
 const (
-	// OpObtain is Obtain, TryObtain and the acquisition of Do.
+	// OpObtain is Obtain, TryObtain, ObtainMulti, TryObtainMulti (whose
+	// key is the lock's name, its keys joined by commas) and the
+	// acquisition of Do.
 	OpObtain Op = "obtain"
 	// OpRelease is Release, ReleaseAfter and the release at the end of Do.
 	OpRelease Op = "release"
@@ -319,7 +321,7 @@ func (l *Locker) observeNodes(s *script, key string, start startFunc[int64]) sta
 		outcome func(quorum.Reply[int64]) NodeResult
 	)
 	switch s {
-	case acquireScript:
+	case acquireScript, acquireMultiScript:
 		op, outcome = OpObtain, acquireOutcome
 	case releaseScript:
 		op, outcome = OpRelease, compareOutcome

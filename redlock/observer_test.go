@@ -522,3 +522,59 @@ func ExampleWithObserver() {
 	// obtain example:observer: ok after 1 attempt(s)
 	// release example:observer: ok, held true
 }
+
+// A multi-key lock is seen as one: its acquisition under its name (the keys
+// joined by commas) with every node's answer in its context, including one
+// that had to wait for a holder of one of its keys, and its release.
+func TestObserverSeesMultiKeyLock(t *testing.T) {
+	c := newCluster(t, 3)
+	rec := newRecorder()
+	l := c.locker(t, redlock.WithObserver(rec))
+	ctx := t.Context()
+
+	blocker := mustObtain(t, l, "obs:m2")
+	if _, err := l.TryObtainMulti(ctx, []string{"obs:m1", "obs:m2"}); !errors.Is(err, redlock.ErrNotObtained) {
+		t.Fatalf("TryObtainMulti over a held key: %v, want ErrNotObtained", err)
+	}
+	if err := blocker.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	lock, err := l.ObtainMulti(ctx, []string{"obs:m1", "obs:m2"}, redlock.WithRetry(redlock.LinearBackoff(5*time.Millisecond)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lock.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rec.await(t, "the multi-key lock's release on every node", func(r *recorder) bool {
+		return r.countNodes(redlock.OpRelease, redlock.OutcomeOK) == 6 // the blocker's and the lock's
+	})
+	obtains, ids := rec.opsOf(redlock.OpObtain)
+	if len(obtains) != 3 {
+		t.Fatalf("obtain events %+v, want the blocker's, the try's and the multi-key lock's", obtains)
+	}
+	try, got := obtains[1], obtains[2]
+	if try.Key != "obs:m1,obs:m2" || !errors.Is(try.Err, redlock.ErrNotObtained) || try.Attempts != 1 {
+		t.Errorf("try event %+v, want ErrNotObtained on obs:m1,obs:m2 after one attempt", try)
+	}
+	if got.Key != "obs:m1,obs:m2" || got.Err != nil || got.Attempts < 1 || got.Latency <= 0 {
+		t.Errorf("multi-key obtain event %+v, want success on obs:m1,obs:m2", got)
+	}
+	nodes, nodeIDs := rec.nodesOf(redlock.OpObtain)
+	byOp := map[any]int{}
+	for i, n := range nodes {
+		byOp[nodeIDs[i]]++
+		if nodeIDs[i] != ids[0] && n.Key != "obs:m1,obs:m2" {
+			t.Errorf("node event %+v of a multi-key obtain, want key obs:m1,obs:m2", n)
+		}
+	}
+	for i, id := range ids[1:] {
+		if byOp[id] == 0 {
+			t.Errorf("no node event in the context of obtain event %+v", obtains[i+1])
+		}
+	}
+	releases, _ := rec.opsOf(redlock.OpRelease)
+	if len(releases) != 2 || releases[1].Key != "obs:m1,obs:m2" || releases[1].Err != nil {
+		t.Errorf("release events %+v, want the multi-key lock's second", releases)
+	}
+}
