@@ -40,6 +40,11 @@ func nodeClient(i int, c redis.UniversalClient) (*redis.Client, error) {
 		"so that no script is sent twice and no wait outlasts the node timeout (inject faults with the client's Dialer instead)", i, c)
 }
 
+// poolRoom is the size of the pools of the lock's own clients (see
+// privateOptions). It costs 8 bytes a connection of room, whether used or
+// not.
+const poolRoom = 1024
+
 // privateOptions derives the options of the lock's own clients for a node
 // from the caller's: same server, credentials, TLS and database, but the
 // lock's rules for every wait and retry. timeout, the Locker's node
@@ -78,7 +83,13 @@ func privateOptions(caller *redis.Options, timeout time.Duration) (cmd, sub *red
 	// A pool turn is only ever waited for by a subscription; the workers
 	// hold a connection each.
 	o.PoolTimeout = timeout
-	o.PoolSize = workersPerNode
+	// Room for far more connections than the workers hold, because a
+	// go-redis pool stops dialling once it has counted as many failed
+	// dials as it has room for (over its whole life), and then only
+	// probes the server once a second: a node back from an outage would
+	// stay out of the votes for up to a second more. With this room a
+	// pool gives up only after that many failed dials, a long outage.
+	o.PoolSize = poolRoom
 	o.MinIdleConns, o.MaxIdleConns = 0, workersPerNode
 
 	c, s := o, o

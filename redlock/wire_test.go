@@ -47,6 +47,9 @@ type wire struct {
 	// through (a script's hash: its calls) in marked. Under mu.
 	mark   []byte
 	marked int
+	// dials counts the connections dialled through the wire, failed
+	// ones included.
+	dials atomic.Int64
 }
 
 // newWire returns a wire to server s, its client set up as
@@ -102,6 +105,7 @@ func (w *wire) calls() int { w.mu.Lock(); defer w.mu.Unlock(); return w.n }
 func (w *wire) reset()     { w.mu.Lock(); w.n = 0; w.mu.Unlock() }
 
 func (w *wire) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	w.dials.Add(1)
 	var d net.Dialer
 	c, err := d.DialContext(ctx, network, addr)
 	if err != nil {
