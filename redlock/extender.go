@@ -136,6 +136,16 @@ func (kp *keeper) window() time.Duration { return kp.k.cfg.ttl / 32 }
 func (e *extender) add(k *Lock, ctx context.Context, lose context.CancelCauseFunc) *keeper {
 	kp := newKeeper(k, ctx, lose)
 	now := time.Now()
+	if !kp.warnAt(now).After(now) {
+		// The warning is due already: tell the work now, before KeepAlive
+		// returns, so that it does not start on a lock it must not count
+		// on (the run goroutine would tell it a moment after it started).
+		kp.gone, kp.unwatch = true, func() bool { return false }
+		err := &lostError{reason: errNoTimeLeft}
+		k.markLost(err)
+		kp.signal(err)
+		return kp
+	}
 	e.mu.Lock()
 	kp.at[heapWarn] = kp.warnAt(now)
 	kp.at[heapDue] = kp.nextAt(now)

@@ -19,16 +19,26 @@ func (e *lostError) Error() string {
 		return "redlock: lock lost"
 	case e.reason == ErrLockExpired:
 		return "redlock: lock lost: no extension reached a majority in time (its validity ends within the node timeout and margin)"
+	case e.reason == errNoTimeLeft:
+		return "redlock: lock lost: too little of its validity was left to keep it (within the node timeout and margin) when KeepAlive began"
 	}
 	return "redlock: lock lost: " + e.reason.Error()
 }
 
 func (e *lostError) Unwrap() []error {
-	if e.reason == nil {
+	switch e.reason {
+	case nil:
 		return []error{ErrLockLost}
+	case errNoTimeLeft:
+		return []error{ErrLockLost, ErrLockExpired}
 	}
 	return []error{ErrLockLost, e.reason}
 }
+
+// errNoTimeLeft is the reason of a loss found as KeepAlive began: the
+// acquisition left less validity than the warning lead, or the holder was
+// held up since.
+var errNoTimeLeft = errors.New("no time left")
 
 // minWarnMargin is the least margin of the warning lead (see warnLead).
 const minWarnMargin = 5 * time.Millisecond
@@ -82,6 +92,11 @@ func (c *config) checkKeepAlive() error {
 // locks of a Locker with an Observer (which sees each extension as an
 // Extend), are extended one by one.
 //
+// When the warning is due already as KeepAlive begins (the acquisition took
+// nearly the TTL, or the holder was held up since), the returned context is
+// cancelled already, with a cause matching ErrLockLost and ErrLockExpired:
+// do not start the work.
+//
 // When the lock's TTL leaves no room for one extension before that warning
 // (it must exceed twice the node timeout, the margin and the drift), the
 // returned context is already cancelled with a cause matching ErrInvalid,
@@ -118,7 +133,11 @@ func (k *Lock) KeepAlive(ctx context.Context) (held context.Context, stop contex
 // extension in flight is doing; Do then returns an error matching
 // ErrLockLost (joined with fn's own error, if any). Otherwise Do returns
 // fn's error joined with any error from Release. When the lock cannot be
-// obtained, fn does not run and Do returns Obtain's error. When the TTL
+// obtained, fn does not run and Do returns Obtain's error. When the lock
+// is lost before fn could start (less of its validity was left than that
+// warning needs: the acquisition took nearly the TTL, or the goroutine was
+// held up), or ctx ends meanwhile, fn does not run either: Do releases the
+// lock and returns an error matching ErrLockLost, or ctx's cause. When the TTL
 // leaves no room to extend the lock before that warning (it must exceed
 // twice the node timeout, the margin and the drift), fn does not run and
 // Do returns an error matching ErrInvalid without asking any node.
@@ -156,5 +175,15 @@ func (l *Locker) Do(ctx context.Context, key string, fn func(ctx context.Context
 		}
 		err = errors.Join(err, rerr)
 	}()
+	// A lock lost before the work could start (too little validity was
+	// left: the acquisition took nearly the TTL, or this goroutine was held
+	// up since), or a ctx that ended meanwhile: fn would start unprotected,
+	// with its context cancelled already. It does not run.
+	if cause := context.Cause(held); cause != nil {
+		if errors.Is(cause, ErrLockLost) {
+			return nil // the deferred release reports the loss
+		}
+		return cause
+	}
 	return fn(held)
 }

@@ -477,3 +477,56 @@ func TestKeepAliveAfterReleaseIsNotLoss(t *testing.T) {
 	case <-time.After(600 * time.Millisecond):
 	}
 }
+
+// slowRounds is the real clock, except that every round seems to have
+// taken extra longer than it did.
+type slowRounds struct{ extra time.Duration }
+
+func (c slowRounds) Now() time.Time                  { return time.Now() }
+func (c slowRounds) Since(t time.Time) time.Duration { return time.Since(t) + c.extra }
+
+// A lock whose acquisition left less validity than KeepAlive's warning
+// needs is lost as KeepAlive begins, before it returns, and Do does not
+// start its work on it: the work would run unprotected, its context
+// cancelled a moment after it began. (The chaos suite's Do holds showed
+// exactly that: work started after the lock's validity, told of the loss
+// microseconds later.)
+func TestDoDoesNotStartOnLockLostAlready(t *testing.T) {
+	c := newCluster(t, 3)
+	// testOpts: TTL 10s, node timeout 1s, so the warning comes 1.5s before
+	// Until; each acquisition leaves about 500ms of validity.
+	const ttl, left = 10 * time.Second, 500 * time.Millisecond
+	late := slowRounds{extra: ttl - clock.Drift(ttl, redlock.DefaultDriftFactor) - left}
+	l := c.locker(t, redlock.WithClock(late))
+
+	lock := mustObtain(t, l, "k")
+	held, stop := lock.KeepAlive(t.Context())
+	defer stop()
+	if cause := context.Cause(held); !errors.Is(cause, redlock.ErrLockLost) || !errors.Is(cause, redlock.ErrLockExpired) {
+		t.Fatalf("KeepAlive's context as it returned: cause %v, want ErrLockLost and ErrLockExpired", cause)
+	}
+	if lock.Valid() {
+		t.Error("the lock is still Valid after KeepAlive found it lost")
+	}
+	if err := lock.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+
+	ran := false
+	err := l.Do(t.Context(), "k", func(context.Context) error {
+		ran = true
+		return nil
+	})
+	if ran {
+		t.Fatal("Do ran its work on a lock lost before the work began")
+	}
+	if !errors.Is(err, redlock.ErrLockLost) {
+		t.Fatalf("Do: %v, want ErrLockLost", err)
+	}
+	t.Logf("Do: %v", err)
+	for i, v := range c.values(t, "k") {
+		if v != "" {
+			t.Errorf("node %d keeps %q after Do gave the lock up", i, v)
+		}
+	}
+}
