@@ -241,11 +241,15 @@ func checkWrites(f *Fencing, holds []Hold, writes []Write) {
 	// A token names a lock on one key: the same token may hold other keys
 	// (a multi-key lock, or a label such as a leader's term, which may
 	// repeat on another key), so both maps are by key and token.
+	// A lock that came back already expired takes no part in the order,
+	// as in checkFences: it may have been granted before a lock that
+	// returned earlier, so the moment it returned says nothing of which
+	// holder came later.
 	acquired := make(map[holder]time.Time) // → Obtain's return
 	segments := make(map[holder][]Hold)
 	for _, h := range holds {
 		id := holder{h.Key, h.Token}
-		if h.Segment == 0 {
+		if h.Segment == 0 && !h.Empty() {
 			acquired[id] = h.Start
 		}
 		segments[id] = append(segments[id], h)

@@ -200,6 +200,18 @@ func TestWriteChecks(t *testing.T) {
 			t.Errorf("valid rejected %+v, want b's write\n%s", r.Fencing.ValidRejected, r.String())
 		}
 	})
+	t.Run("expired on return", func(t *testing.T) {
+		// a was granted first (fence 1) but its Obtain returned late, its
+		// validity over (an empty hold); b, granted after it (fence 2),
+		// returned earlier. Each writes once, a first: fences in grant
+		// order, nothing stale, though a returned after b.
+		h := history(fenced(hold(1, "k", "a", 300, 250), 1), fenced(hold(2, "k", "b", 200, 400), 2))
+		h.AddWrite(checker.Write{Client: 1, Key: "k", Token: "a", Fence: 1, At: at(305), Accepted: true})
+		h.AddWrite(checker.Write{Client: 2, Key: "k", Token: "b", Fence: 2, At: at(310), Accepted: true})
+		if r := checker.Check(h); r.Fencing.Failed() {
+			t.Errorf("unexpected fencing failure\n%s", r.String())
+		}
+	})
 	t.Run("one token on two keys", func(t *testing.T) {
 		// The token "t" (a label such as a leader's term, which may repeat
 		// on another key) held "other" later than b acquired "k": its
