@@ -43,6 +43,14 @@ func fenced(h checker.Hold, fence uint64) checker.Hold {
 	return h
 }
 
+// fencingHolds fails the test if the checker finds a fencing failure in h.
+func fencingHolds(t *testing.T, h *checker.History) {
+	t.Helper()
+	if r := checker.Check(h); r.Fencing.Failed() {
+		t.Errorf("unexpected fencing failure\n%s", r.String())
+	}
+}
+
 func history(holds ...checker.Hold) *checker.History {
 	h := checker.NewHistory(t0)
 	for _, x := range holds {
@@ -208,9 +216,7 @@ func TestWriteChecks(t *testing.T) {
 		h := history(fenced(hold(1, "k", "a", 300, 250), 1), fenced(hold(2, "k", "b", 200, 400), 2))
 		h.AddWrite(checker.Write{Client: 1, Key: "k", Token: "a", Fence: 1, At: at(305), Accepted: true})
 		h.AddWrite(checker.Write{Client: 2, Key: "k", Token: "b", Fence: 2, At: at(310), Accepted: true})
-		if r := checker.Check(h); r.Fencing.Failed() {
-			t.Errorf("unexpected fencing failure\n%s", r.String())
-		}
+		fencingHolds(t, h)
 	})
 	t.Run("one token on two keys", func(t *testing.T) {
 		// The token "t" (a label such as a leader's term, which may repeat
@@ -233,18 +239,14 @@ func TestWriteChecks(t *testing.T) {
 		h.AddWrite(checker.Write{Client: 2, Key: "k", Token: "b", Fence: 1, At: at(50), Accepted: true})
 		h.AddWrite(checker.Write{Client: 3, Key: "k", Token: "d", Fence: 2, At: at(130), Accepted: true})
 		h.AddWrite(checker.Write{Client: 2, Key: "other", Token: "b", Fence: 5, At: at(210), Accepted: true})
-		if r := checker.Check(h); r.Fencing.Failed() {
-			t.Errorf("unexpected fencing failure\n%s", r.String())
-		}
+		fencingHolds(t, h)
 	})
 	t.Run("zombie write before the next holder writes", func(t *testing.T) {
 		// Nothing newer had been written: the resource may take it.
 		h := history(fenced(hold(1, "k", "a", 0, 100), 1), fenced(hold(2, "k", "b", 200, 300), 2))
 		h.AddWrite(checker.Write{Client: 1, Key: "k", Token: "a", Fence: 1, At: at(220), Accepted: true})
 		h.AddWrite(checker.Write{Client: 2, Key: "k", Token: "b", Fence: 2, At: at(230), Accepted: true})
-		if r := checker.Check(h); r.Fencing.Failed() {
-			t.Errorf("unexpected fencing failure\n%s", r.String())
-		}
+		fencingHolds(t, h)
 	})
 }
 
