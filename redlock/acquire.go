@@ -206,23 +206,23 @@ func (l *Locker) writeBackFence(ctx context.Context, key, prefix string, cfg *co
 			agree++
 		}
 	}
-	keys := []string{key, fenceKey(key)}
-	args := fenceArgs(fence, serverMillis(cfg.fenceLifetime()), prefix)
-	fw := &fenceWrite{fence: fence, keys: keys, args: args, cmd: evalSha(fenceScript, keys, args)}
+	fw := &fenceWrite{key: key, prefix: prefix, fence: fence, lifetimeMs: serverMillis(cfg.fenceLifetime())}
 	if agree >= l.need {
 		// The rest get the fence in the background (it helps a node that
 		// later rejoins a majority, and gives a node that grants after the
 		// decision the fence exactly); the guarantee does not wait for it.
 		// A node that had not answered yet gets it only if its answer
 		// differs (see settle): usually it grants the same fence, and the
-		// write would change nothing.
+		// write would change nothing. Usually nothing is sent at all, and
+		// the script call is never built.
 		for _, r := range acq.Replies {
 			if r.Vote != quorum.Pending && !answered(r, fence) {
-				l.sendOn(r.Node, cfg.nodeTimeout, fenceScript, keys, args, fw.cmd) // the caller holds the guard, or a count on l.bg
+				fw.sendTo(l, r.Node, cfg.nodeTimeout) // the caller holds the guard, or a count on l.bg
 			}
 		}
 		return uint64(fence), clock.Validity(cfg.ttl, cfg.clock.Since(start), cfg.driftFactor), fw, nil
 	}
+	keys, args, cmd := fw.call()
 	res := runRound(ctx, l, round[int64]{
 		timeout: cfg.nodeTimeout,
 		// Every node gets the fence (it costs nothing more and helps a node
@@ -232,7 +232,7 @@ func (l *Locker) writeBackFence(ctx context.Context, key, prefix string, cfg *co
 			if acq.Replies[i].Vote == quorum.Yes {
 				decode = decodeDone
 			}
-			l.nodes[i].pipe.start(cfg.nodeTimeout, i, fenceScript, keys, args, fw.cmd, decode, reply, l.sendsInline())
+			l.nodes[i].pipe.start(cfg.nodeTimeout, i, fenceScript, keys, args, cmd, decode, reply, l.sendsInline())
 		},
 	})
 	validity := clock.Validity(cfg.ttl, cfg.clock.Since(start), cfg.driftFactor)

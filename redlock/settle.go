@@ -34,11 +34,25 @@ type settle struct {
 	early []quorum.Reply[int64]
 }
 
-// fenceWrite is a fence write-back: the fence and its script call.
+// fenceWrite is a fence write-back of a lock on key, whose token's prefix
+// is prefix.
 type fenceWrite struct {
-	fence     int64
-	keys      []string
-	args, cmd []any
+	key, prefix       string
+	fence, lifetimeMs int64
+}
+
+// call builds the write-back's script call: its keys, arguments and
+// command line.
+func (fw *fenceWrite) call() (keys []string, args, cmd []any) {
+	keys = []string{fw.key, fenceKey(fw.key)}
+	args = fenceArgs(fw.fence, fw.lifetimeMs, fw.prefix)
+	return keys, args, evalSha(fenceScript, keys, args)
+}
+
+// sendTo queues the write-back on node i in the background (see sendOn).
+func (fw *fenceWrite) sendTo(l *Locker, i int, timeout time.Duration) {
+	keys, args, cmd := fw.call()
+	l.sendOn(i, timeout, fenceScript, keys, args, cmd)
 }
 
 // settler returns the settle of an acquisition of plan p whose node calls
@@ -99,6 +113,6 @@ func (s *settle) act(r quorum.Reply[int64], failed bool, rest *fenceWrite) {
 			s.l.releaseOn(r.Node, s.lockKeys, s.prefix, s.timeout)
 		}
 	case rest != nil && !answered(r, rest.fence):
-		s.l.sendOn(r.Node, s.timeout, fenceScript, rest.keys, rest.args, rest.cmd)
+		rest.sendTo(s.l, r.Node, s.timeout)
 	}
 }
