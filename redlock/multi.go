@@ -75,36 +75,35 @@ func multiCall(s *script, keys []string, args []any) (*script, []any) {
 }
 
 // multiConfig checks the keys and options of a multi-key call and returns
-// the call's config and the lock's name for messages (the keys joined by
-// commas).
-func (l *Locker) multiConfig(keys []string, opts []Option) (config, string, error) {
+// the call's config. The lock's name is the keys joined by commas.
+func (l *Locker) multiConfig(keys []string, opts []Option) (config, error) {
 	switch {
 	case len(keys) == 0:
-		return config{}, "", invalid("no keys")
+		return config{}, invalid("no keys")
 	case len(keys) > MaxMultiKeys:
-		return config{}, "", invalid("%d keys, more than the %d a multi-key lock takes", len(keys), MaxMultiKeys)
+		return config{}, invalid("%d keys, more than the %d a multi-key lock takes", len(keys), MaxMultiKeys)
 	}
 	seen := make(map[string]struct{}, len(keys))
 	for i, key := range keys {
 		if err := checkKey(key); err != nil {
-			return config{}, "", err
+			return config{}, err
 		}
 		if _, dup := seen[key]; dup {
-			return config{}, "", invalid("key %s is given twice (at %d)", quoteKey(key), i)
+			return config{}, invalid("key %s is given twice (at %d)", quoteKey(key), i)
 		}
 		seen[key] = struct{}{}
 	}
 	cfg, err := l.callConfig(keys[0], opts)
 	if err != nil {
-		return cfg, "", err
+		return cfg, err
 	}
 	switch {
 	case cfg.tokenSet && len(keys) > 1:
-		return cfg, "", invalid("WithToken takes one key: a multi-key lock is never a re-entry")
+		return cfg, invalid("WithToken takes one key: a multi-key lock is never a re-entry")
 	case cfg.fencing && len(keys) > 1:
-		return cfg, "", invalid("WithFencing takes one key: a multi-key lock has no fencing token")
+		return cfg, invalid("WithFencing takes one key: a multi-key lock has no fencing token")
 	}
-	return cfg, strings.Join(keys, ","), nil
+	return cfg, nil
 }
 
 // ObtainMulti acquires one lock on all of keys together, or on none,
@@ -133,9 +132,10 @@ func (l *Locker) ObtainMulti(ctx context.Context, keys []string, opts ...Option)
 	if len(keys) == 1 {
 		return l.Obtain(ctx, keys[0], opts...)
 	}
-	ctx, tr := l.cfg.obs.begin(ctx, OpObtain, strings.Join(keys, ","))
+	name := strings.Join(keys, ",")
+	ctx, tr := l.cfg.obs.begin(ctx, OpObtain, name)
 	defer func() { tr.obtained(ctx, lock, err) }()
-	cfg, name, err := l.multiConfig(keys, opts)
+	cfg, err := l.multiConfig(keys, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -217,9 +217,10 @@ func (l *Locker) TryObtainMulti(ctx context.Context, keys []string, opts ...Opti
 	if len(keys) == 1 {
 		return l.TryObtain(ctx, keys[0], opts...)
 	}
-	ctx, tr := l.cfg.obs.begin(ctx, OpObtain, strings.Join(keys, ","))
+	name := strings.Join(keys, ",")
+	ctx, tr := l.cfg.obs.begin(ctx, OpObtain, name)
 	defer func() { tr.obtained(ctx, lock, err) }()
-	cfg, name, err := l.multiConfig(keys, opts)
+	cfg, err := l.multiConfig(keys, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -28,9 +28,10 @@ import (
 type Observer interface {
 	// OpStart is called when an operation begins, before any check of its
 	// arguments, in the goroutine of the call: Obtain, TryObtain,
-	// ObtainMulti, TryObtainMulti (and the acquisition of Do) with OpObtain, Release and ReleaseAfter (and Do's
-	// release) with OpRelease, Extend (and the extensions of KeepAlive and
-	// Do) with OpExtend. It returns the context the operation goes on with:
+	// ObtainMulti, TryObtainMulti (and the acquisition of Do) with
+	// OpObtain, Release and ReleaseAfter (and Do's release) with
+	// OpRelease, Extend (and the extensions of KeepAlive and Do) with
+	// OpExtend. It returns the context the operation goes on with:
 	// ctx itself, or a context derived from it that carries values only
 	// (a span, say) and that the Observer never cancels. NodeDone, Waited
 	// and OpDone of the operation then receive that context.
