@@ -3,6 +3,7 @@ package redlock_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -524,9 +525,10 @@ func TestDoDoesNotStartOnLockLostAlready(t *testing.T) {
 		t.Fatalf("Do: %v, want ErrLockLost", err)
 	}
 	t.Logf("Do: %v", err)
-	for i, v := range c.values(t, "k") {
-		if v != "" {
-			t.Errorf("node %d keeps %q after Do gave the lock up", i, v)
-		}
+	// Release returns at a majority; the last node's release may still be
+	// on its way.
+	released := func() bool { return slices.Equal(c.values(t, "k"), []string{"", "", ""}) }
+	if !poll(t, 10*time.Second, released) {
+		t.Errorf("nodes keep %q after Do gave the lock up", c.values(t, "k"))
 	}
 }
