@@ -136,6 +136,7 @@ func (w *worker) open(ctx context.Context) error {
 		return err
 	}
 	w.id, w.stale = id, connID{}
+	w.netConn = p.dialed.claim(id.addr)
 	return nil
 }
 

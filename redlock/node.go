@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"errors"
+	"net"
 	"strings"
 	"sync"
 	"time"
@@ -93,6 +94,9 @@ type pipe struct {
 	// route is where go-redis's log lines about the calls of the workers
 	// go (see RedisLogger).
 	route *redisRoute
+	// dialed are the connections the pipe's client opened last, for the
+	// workers to find their sockets in (see conncheck.go).
+	dialed dialed
 	// cause is why the last connection attempt failed, for error text.
 	cause lastCause
 }
@@ -105,8 +109,9 @@ func newPipe(c *redis.Client, timeout time.Duration, route *redisRoute) *pipe {
 	// nothing we do changes the caller's client, and none of its settings
 	// can make a script run twice or a wait outlast the node timeout.
 	cmd, sub := privateOptions(c.Options(), timeout)
-	cmd.Dialer, sub.Dialer = routeDial(cmd.Dialer, route), routeDial(sub.Dialer, route)
-	p := &pipe{own: redis.NewClient(cmd), sub: redis.NewClient(sub), route: route}
+	p := &pipe{route: route}
+	cmd.Dialer, sub.Dialer = p.dialed.note(routeDial(cmd.Dialer, route)), routeDial(sub.Dialer, route)
+	p.own, p.sub = redis.NewClient(cmd), redis.NewClient(sub)
 	p.wg.Add(workersPerNode)
 	for i := range p.queues {
 		q := &p.queues[i]
@@ -205,6 +210,10 @@ type worker struct {
 	// opened; stale is that of the connection it replaced, dropped with
 	// calls in flight, until the server has killed it (see open).
 	id, stale connID
+	// netConn is conn's socket as the dialer made it, nil when unknown
+	// (see conncheck.go), and sentAt when the last batch went out on it.
+	netConn net.Conn
+	sentAt  time.Time
 }
 
 func (p *pipe) work(q *queue) {
@@ -244,6 +253,7 @@ func (w *worker) drop() {
 		_ = w.conn.Close()
 		w.conn = nil
 	}
+	w.netConn = nil
 }
 
 // abandon drops a connection that may still have calls in flight: the
@@ -281,8 +291,15 @@ func (w *worker) send(batch []*nodeCall) []*redis.Cmd {
 	// The batch has its own deadline, the longest node timeout in it: the
 	// rounds decide on their own timers, and one caller's cancellation must
 	// not fail the others' calls.
-	w.ctx.deadline = time.Now().Add(timeout)
+	now := time.Now()
+	w.ctx.deadline = now.Add(timeout)
 	ctx := &w.ctx
+	if w.conn != nil && w.closedIdle(now) {
+		// Nothing of this batch has gone out: it may go on a new
+		// connection (see conncheck.go).
+		w.abandon()
+	}
+	w.sentAt = now
 	if w.conn == nil {
 		// Nothing is sent on a connection before its server is known: a
 		// node's vote never counts before its identity has been checked.

@@ -1,6 +1,8 @@
 package redlock_test
 
 import (
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -66,5 +68,66 @@ func TestNodeBackVotesAtOnce(t *testing.T) {
 	}
 	if err := lock.Release(t.Context()); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A node that restarted between two calls fails neither: the lock's
+// connection to it, idle since the last call and closed by the old
+// process, is replaced before anything is written on it. Nothing of the
+// next call would have reached the old process, but a call once written
+// cannot be sent again (it may have run), so only a look before writing
+// can spare it. Without that look the first call after the restart failed
+// with EOF, and in single-node mode so did the Obtain. An idle connection
+// that is still open is kept.
+func TestNodeRestartBetweenCallsFailsNone(t *testing.T) {
+	servers := redistest.StartT(t, 1, redistest.Options{})
+	l := newLocker(t, redistest.ClientsT(t, servers))
+	// connections is the count of connections the server has accepted,
+	// its own included.
+	connections := func() int {
+		c := servers[0].NewClient()
+		defer func() {
+			if err := c.Close(); err != nil {
+				t.Error(err)
+			}
+		}()
+		info, err := c.Info(t.Context(), "stats").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, rest, _ := strings.Cut(info, "total_connections_received:")
+		field, _, _ := strings.Cut(rest, "\r\n")
+		n, err := strconv.Atoi(field)
+		if err != nil {
+			t.Fatalf("INFO stats: total_connections_received %q: %v", field, err)
+		}
+		return n
+	}
+	for _, key := range []string{"a", "b", "c", "d"} { // a key on every queue
+		if err := mustObtain(t, l, key).Release(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := connections()
+	time.Sleep(20 * time.Millisecond) // idle: the next calls look at their connections
+	for _, key := range []string{"a", "b", "c", "d"} {
+		if err := mustObtain(t, l, key).Release(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if after := connections(); after != before+1 {
+		t.Fatalf("idle open connections replaced: %d connections received before, %d after, want one more (this count's own)", before, after)
+	}
+	if err := servers[0].Restart(); err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{"a", "b", "c", "d"} {
+		lock, err := l.TryObtain(t.Context(), key)
+		if err != nil {
+			t.Fatalf("first TryObtain of %q after the node restarted: %v", key, err)
+		}
+		if err := lock.Release(t.Context()); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
