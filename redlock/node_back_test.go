@@ -14,11 +14,12 @@ import (
 
 // A node that comes back after a short outage votes again at once.
 // go-redis's pools stop dialling after as many failed dials as the pool has
-// room for, and then probe the server once a second: with room for only the
-// workers' four connections, a node that restarted just after a probe stayed
-// out of every vote for about a second more (879ms here): its first attempt
-// after the restart did not even dial it. The lock's pools have room for
-// 1024 (see privateOptions): a long outage still trips them.
+// room for, and then probe the server once a second: with room for only
+// four connections (one per worker, as the pools once had), a node that
+// restarted just after a probe stayed out of every vote for about a second
+// more (879ms here): its first attempt after the restart did not even dial
+// it. The lock's pools have room for 1024 (see privateOptions): a long
+// outage still trips them.
 func TestNodeBackVotesAtOnce(t *testing.T) {
 	servers := redistest.StartT(t, 3, redistest.Options{})
 	back := newWire(t, servers[0])
