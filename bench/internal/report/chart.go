@@ -30,7 +30,8 @@ func (r *Report) WriteChart(path string) error {
 }
 
 // writePanels draws rows of plots, 11 inches wide and h high, to path, an
-// .svg or .png file; a nil plot (no data) is the error empty.
+// .svg or .png file. A nil plot (no data) is drawn as an empty panel that
+// says so; with no plot at all, the error is empty.
 func writePanels(path string, h vg.Length, panels [][]*plot.Plot, empty string) error {
 	const w = 11 * vg.Inch
 	var c vg.CanvasWriterTo
@@ -42,12 +43,20 @@ func writePanels(path string, h vg.Length, panels [][]*plot.Plot, empty string) 
 	default:
 		return fmt.Errorf("report: chart format %q: want .svg or .png", ext)
 	}
+	// A run of some scenarios only (-scenarios) leaves some panels
+	// without data: they say so, and only a chart with none fails.
+	drawn := 0
 	for _, row := range panels {
-		for _, p := range row {
+		for j, p := range row {
 			if p == nil {
-				return errors.New(empty)
+				row[j] = notRun()
+				continue
 			}
+			drawn++
 		}
+	}
+	if drawn == 0 {
+		return errors.New(empty)
 	}
 	tiles := draw.Tiles{Rows: len(panels), Cols: len(panels[0]), PadX: vg.Millimeter * 6, PadY: vg.Millimeter * 6,
 		PadTop: vg.Millimeter * 4, PadBottom: vg.Millimeter * 4, PadLeft: vg.Millimeter * 4, PadRight: vg.Millimeter * 4}
@@ -66,6 +75,13 @@ func writePanels(path string, h vg.Length, panels [][]*plot.Plot, empty string) 
 		return err
 	}
 	return f.Close()
+}
+
+// notRun is the panel of a scenario that did not run.
+func notRun() *plot.Plot {
+	p := newPlot("(scenario not run)", "")
+	p.HideAxes()
+	return p
 }
 
 // label is a mode's short name on an axis.

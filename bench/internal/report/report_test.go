@@ -4,6 +4,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -161,5 +162,30 @@ func TestWriteJSONAndChart(t *testing.T) {
 	}
 	if err := r.WriteChart(filepath.Join(dir, "bench.gif")); err == nil {
 		t.Error("WriteChart accepted a .gif")
+	}
+}
+
+// A run of some scenarios only draws their panels and marks the others;
+// a report with no results at all has no chart.
+func TestWriteChartOfSomeScenarios(t *testing.T) {
+	r := sample()
+	r.Results = slices.DeleteFunc(r.Results, func(x report.Result) bool { return x.Scenario != report.Uncontended })
+	if len(r.Results) == 0 {
+		t.Fatal("the sample has no uncontended results")
+	}
+	p := filepath.Join(t.TempDir(), "bench.svg")
+	if err := r.WriteChart(p); err != nil {
+		t.Fatalf("WriteChart of uncontended results only: %v", err)
+	}
+	svg, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(svg), "scenario not run"); n != 3 {
+		t.Errorf("chart marks %d panels as not run, want 3 (throughput, contention, faults)", n)
+	}
+	r.Results = nil
+	if err := r.WriteChart(p); err == nil {
+		t.Error("WriteChart of no results succeeded")
 	}
 }
