@@ -49,13 +49,15 @@ func (d *dialed) note(dial func(context.Context, string, string) (net.Conn, erro
 	}
 }
 
-// claim takes the kept connection whose local address is addr, or returns
-// nil.
+// claim takes the newest kept connection whose local address is addr, or
+// returns nil. Newest first: an older one with the same address (a port
+// used again) is closed.
 func (d *dialed) claim(addr string) net.Conn {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	for i, c := range d.conns {
-		if c != nil && c.LocalAddr().String() == addr {
+	for k := 1; k <= len(d.conns); k++ {
+		i := (d.next - k + len(d.conns)) % len(d.conns)
+		if c := d.conns[i]; c != nil && c.LocalAddr().String() == addr {
 			d.conns[i] = nil
 			return c
 		}
