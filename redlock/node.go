@@ -39,9 +39,9 @@ type node struct {
 // two queues made 1.2 to 1.8 times the pairs per second of four, and one
 // queue up to 1.2 times that of two. But a single queue stops and waits:
 // a call that arrives while the node's batch is out waits for its replies,
-// a whole round trip on a real network. With two, one batch can go out
-// while the other's replies are on their way. Uncontended latency was the
-// same with one, two and four.
+// a whole round trip on a real network. With two, a call for a key of the
+// other queue goes out while the first batch's replies are on their way.
+// Uncontended latency was the same with one, two and four.
 const (
 	workersPerNode = 2
 	maxBatch       = 64
