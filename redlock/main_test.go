@@ -64,6 +64,23 @@ func (c *cluster) values(t *testing.T, key string) []string {
 	return out
 }
 
+// emptied waits, up to 10s, for every node to hold none of keys, and
+// reports whether they all came to. A release returns at a majority; the
+// last node's, or a clean-up's, may still be on its way.
+func (c *cluster) emptied(t *testing.T, keys ...string) bool {
+	t.Helper()
+	return poll(t, 10*time.Second, func() bool {
+		for _, k := range keys {
+			for i := range c.clients {
+				if c.value(t, i, k) != "" {
+					return false
+				}
+			}
+		}
+		return true
+	})
+}
+
 // value returns the raw value of key on node i ("" when missing).
 func (c *cluster) value(t *testing.T, i int, key string) string {
 	t.Helper()

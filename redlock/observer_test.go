@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log"
-	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -552,11 +551,7 @@ func TestObserverSeesMultiKeyLock(t *testing.T) {
 	// then removes it, and the lock's release there finds another's token.
 	// So wait for the nodes to be empty and for the releases that must be
 	// ok: the blocker's three and the lock's majority.
-	empty := func() bool {
-		return slices.Equal(c.values(t, "obs:m1"), []string{"", "", ""}) &&
-			slices.Equal(c.values(t, "obs:m2"), []string{"", "", ""})
-	}
-	if !poll(t, 10*time.Second, empty) {
+	if !c.emptied(t, "obs:m1", "obs:m2") {
 		t.Fatalf("nodes keep obs:m1 %q, obs:m2 %q after the release", c.values(t, "obs:m1"), c.values(t, "obs:m2"))
 	}
 	rec.await(t, "the blocker's release on every node and the lock's on a majority", func(r *recorder) bool {
