@@ -334,10 +334,23 @@ func TestFencesGrowAcrossSnapshotReload(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The reload must have put a majority's counters back below the last
+	// fence, or the test would prove nothing: each node of the last grant's
+	// majority answered at most that fence and reloaded a value from before
+	// it. A node that answered its first grant late may have started its
+	// counter from a later clock reading and stay above: that is safe.
+	var behind []uint64
 	for i := range c.clients {
-		if got, err := strconv.ParseUint(c.value(t, i, "redlock:fence:f"), 10, 64); err != nil || got >= last {
-			t.Fatalf("node %d's counter after the reload is %d (%v), want it back below the last fence %d", i, got, err, last)
+		got, err := strconv.ParseUint(c.value(t, i, "redlock:fence:f"), 10, 64)
+		if err != nil {
+			t.Fatalf("node %d's counter after the reload: %v", i, err)
 		}
+		if got < last {
+			behind = append(behind, got)
+		}
+	}
+	if len(behind) < 2 {
+		t.Fatalf("after the reload %d nodes' counters are below the last fence %d (%v), want a majority", len(behind), last, behind)
 	}
 	next, err := l.Obtain(t.Context(), "f", redlock.WithRetry(redlock.LinearBackoff(50*time.Millisecond)))
 	if err != nil {
