@@ -295,6 +295,7 @@ func TestReleaseFailedOnReplicaExpires(t *testing.T) {
 	ctx := t.Context()
 	const key = "stale-release"
 	first := mustObtain(t, l, key)
+	c.heldEverywhere(t, key, first.Token())
 	dead := redistest.HangT(t)
 	host, port, _ := net.SplitHostPort(dead.Addr)
 	if err := c.clients[0].ConfigSet(ctx, "replica-serve-stale-data", "no").Err(); err != nil {

@@ -103,6 +103,16 @@ func (c *cluster) holders(t *testing.T, key, token string) int {
 	return n
 }
 
+// heldEverywhere waits, up to 10s, for the lock's token to hold key on
+// every node, and fails the test if it does not. An acquisition returns at
+// a majority; the last node's grant may still be on its way.
+func (c *cluster) heldEverywhere(t *testing.T, key, token string) {
+	t.Helper()
+	if !poll(t, 10*time.Second, func() bool { return c.holders(t, key, token) == len(c.clients) }) {
+		t.Fatalf("%s not held on every node: %q", key, c.values(t, key))
+	}
+}
+
 func mustObtain(t *testing.T, l *redlock.Locker, key string, opts ...redlock.Option) *redlock.Lock {
 	t.Helper()
 	lock, err := l.TryObtain(t.Context(), key, opts...)
