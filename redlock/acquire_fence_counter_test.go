@@ -1,6 +1,7 @@
 package redlock_test
 
 import (
+	"strconv"
 	"testing"
 	"time"
 
@@ -26,20 +27,31 @@ func TestFenceCounterLifetime(t *testing.T) {
 		c := newCluster(t, 3)
 		ttl, life := 2*time.Second, time.Minute
 		l := c.locker(t, redlock.WithFencing(), redlock.WithTTL(ttl), redlock.WithFenceLifetime(life))
-		// Node 2 holds the key for someone else, and a counter far ahead
-		// with a short expiry: it grants nothing, but takes the write-back.
+		// Node 2 holds the key for someone else, and a counter a lead
+		// ahead of its clock with a short expiry: it grants nothing, but
+		// takes the write-back, and keeps its counter the lead longer.
 		if err := c.clients[2].Set(t.Context(), "f", "other\x001\x00", 10*time.Second).Err(); err != nil {
 			t.Fatal(err)
 		}
-		if err := c.clients[2].Set(t.Context(), counter, "99999999999999999", 5*time.Second).Err(); err != nil {
+		const lead = 30 * time.Second
+		now, err := c.clients[2].Time(t.Context()).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ahead := strconv.FormatInt(now.Add(lead).UnixMicro(), 10)
+		if err := c.clients[2].Set(t.Context(), counter, ahead, 5*time.Second).Err(); err != nil {
 			t.Fatal(err)
 		}
 		lock := mustObtain(t, l, "f")
 		// The write-back to node 2 is decided at a majority; wait for it.
 		poll(t, 10*time.Second, func() bool { return pttl(t, c.clients[2]) > 5*time.Second })
 		for i, cl := range c.clients {
-			if d := pttl(t, cl); d <= life || d > life+ttl {
-				t.Errorf("node %d: counter expires in %v, want in (%v, %v]", i, d, life, life+ttl)
+			low, high := life, life+ttl
+			if i == 2 {
+				low, high = life+lead-time.Second, life+ttl+lead
+			}
+			if d := pttl(t, cl); d <= low || d > high {
+				t.Errorf("node %d: counter expires in %v, want in (%v, %v]", i, d, low, high)
 			}
 		}
 		if err := lock.Release(t.Context()); err != nil {
@@ -71,6 +83,40 @@ func TestFenceCounterLifetime(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// A grant sets the counter's expiry only when it starts it again from the
+// clock, at a window's first grant; a key locked over and over keeps a
+// counter that lives at least its lifetime less two windows (200 ms).
+func TestFenceCounterOfBusyKeyLives(t *testing.T) {
+	c := newCluster(t, 3)
+	ttl, life := 2*time.Second, time.Minute
+	l := c.locker(t, redlock.WithFencing(), redlock.WithTTL(ttl), redlock.WithFenceLifetime(life))
+	// Measured from before each grant; 100 ms more than the bound for the
+	// time between the grant and the reading.
+	want := life + ttl - 300*time.Millisecond
+	start := time.Now()
+	grants := 0
+	for time.Since(start) < time.Second {
+		lock := mustObtain(t, l, "f")
+		grants++
+		c.heldEverywhere(t, "f", lock.Token())
+		for i, cl := range c.clients {
+			d, err := cl.PTTL(t.Context(), "redlock:fence:f").Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d < want {
+				t.Fatalf("node %d after %d grants in %v: counter expires in %v, want at least %v", i, grants, time.Since(start), d, want)
+			}
+		}
+		if err := lock.Release(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if grants < 20 {
+		t.Fatalf("only %d grants in a second", grants)
+	}
 }
 
 // poll reports whether cond came true within d, checking it every 10ms.

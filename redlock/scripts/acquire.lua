@@ -82,8 +82,8 @@ if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
     -- reloaded, a replica promoted) starts again from its clock. That is
     -- above every fence handed out before, as long as this clock is not
     -- behind those fences by as much as the time since they were written
-    -- here: the counter's lifetime (ARGV[6], refreshed on every grant and
-    -- write-back) when it expired; with the restart guard, at least its
+    -- here: about the counter's lifetime (ARGV[6], see below) when it
+    -- expired; with the restart guard, at least its
     -- maximum TTL after a loss, since the node abstains that long.
     -- The clock value is kept as an exact decimal string: Lua numbers are
     -- doubles and print such values rounded.
@@ -105,6 +105,18 @@ if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
     -- node's locks need anyway), one that went back starts from the
     -- window's start: the margin there is the time since the lost fences
     -- were written less one window.
+    --
+    -- The counter's expiry (its lifetime, ARGV[6]) is set when a grant
+    -- starts it again from the clock (a fresh start, or a window's first
+    -- grant), not at every grant: one command less for a busy key. A
+    -- counter so set is at most the clock. It then grows by one per grant
+    -- (a node makes far fewer than one per microsecond), far slower than
+    -- the clock, so the first grant after the next window's start finds it
+    -- below that start and sets it again: the last expiry was set at most
+    -- about two windows before any grant, and a counter lives at least its
+    -- lifetime less 200 ms after its last grant. A write-back (fence.lua)
+    -- that raises it above this clock adds the lead to its lifetime, for
+    -- the grants that follow do not set it until the clock has caught up.
     local t = redis.call('TIME')
     local c = redis.call('INCR', KEYS[2])
     local us = tonumber(t[2])
@@ -116,7 +128,6 @@ if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
       redis.call('SET', KEYS[2], now, 'PX', ARGV[6])
       return tonumber(now)
     end
-    redis.call('PEXPIRE', KEYS[2], ARGV[6])
     return c
   end
   return 0
