@@ -247,7 +247,9 @@ func TestResignHandsOverAtOnce(t *testing.T) {
 	}
 	d := at.Sub(start)
 	t.Logf("handed over in %v", d)
-	if d > 250*time.Millisecond {
+	// Its retry timer (5s) would take at least 2.5s; a second is room for
+	// a loaded machine.
+	if d > time.Second {
 		t.Errorf("the next leader took %v after Resign began", d)
 	}
 	if next.Term() <= a.Term() {
