@@ -127,7 +127,9 @@ func (l *Locker) Inspect(ctx context.Context, key string) (*Status, error) {
 // too long, or starting with ReservedPrefix) fails with an error matching
 // ErrInvalid and touches no node: the library's own keys cannot be removed
 // through it.
-func (l *Locker) ForceRelease(ctx context.Context, key string) error {
+func (l *Locker) ForceRelease(ctx context.Context, key string) (err error) {
+	ctx, tr := l.cfg.obs.begin(ctx, OpForceRelease, key)
+	defer func() { tr.done(ctx, err) }()
 	if err := checkKey(key); err != nil {
 		return err
 	}
@@ -139,7 +141,7 @@ func (l *Locker) ForceRelease(ctx context.Context, key string) error {
 		need:    len(l.nodes), // ask every node; success below needs a majority
 		timeout: timeout,
 		waitAll: true,
-		start:   l.sender(timeout, forceScript, []string{key}, []any{releaseChannel(key)}, decodeDone, nil),
+		start:   l.observeNodes(forceScript, key, l.sender(timeout, forceScript, []string{key}, []any{releaseChannel(key)}, decodeDone, nil)),
 	})
 	if err != nil {
 		return err

@@ -11,8 +11,9 @@ import (
 // Observer sees what a Locker does, for metrics, traces or logs: every
 // acquisition with its outcome, latency and wait, every sleep between
 // attempts, every release with the time the lock was held, every extension,
-// every loss signalled by KeepAlive or Do, and every node's answer with its
-// latency (an abstention of the restart guard among them). Give it to New
+// every loss signalled by KeepAlive or Do, every lock broken with
+// ForceRelease, and every node's answer with its latency (an abstention of
+// the restart guard among them). Give it to New
 // with WithObserver; the OpenTelemetry adapter in the module
 // github.com/quorumlock/redlock/redlockotel is one.
 //
@@ -31,7 +32,7 @@ type Observer interface {
 	// ObtainMulti, TryObtainMulti (and the acquisition of Do) with
 	// OpObtain, Release and ReleaseAfter (and Do's release) with
 	// OpRelease, Extend (and the extensions of KeepAlive and Do) with
-	// OpExtend. It returns the context the operation goes on with:
+	// OpExtend, Locker.ForceRelease with OpForceRelease. It returns the context the operation goes on with:
 	// ctx itself, or a context derived from it that carries values only
 	// (a span, say) and that the Observer never cancels. NodeDone, Waited
 	// and OpDone of the operation then receive that context.
@@ -44,9 +45,9 @@ type Observer interface {
 	// of ctx), in the goroutine of the call.
 	Waited(ctx context.Context, e WaitEvent)
 	// NodeDone is called for each node's answer in the rounds of Obtain,
-	// TryObtain, Release, Extend, Lock.TTL and handoffs, in the goroutine
-	// that delivers the node's replies, before the round counts the
-	// answer. A node that answers after its round was decided (a
+	// TryObtain, Release, Extend, Lock.TTL, handoffs and ForceRelease, in
+	// the goroutine that delivers the node's replies, before the round
+	// counts the answer. A node that answers after its round was decided (a
 	// straggler, or a node that never answered before its call's timeout)
 	// is reported when it does, which may be after OpDone.
 	NodeDone(ctx context.Context, e NodeEvent)
@@ -97,11 +98,16 @@ const (
 	// the waiter's acquisition as their outcome, in the releaser's
 	// context.
 	OpHandoff Op = "handoff"
+	// OpForceRelease is Locker.ForceRelease: the lock on the key was
+	// broken, whoever held it. Its node events say where the key was
+	// deleted (OutcomeOK) and where there was none (OutcomeMissing).
+	OpForceRelease Op = "force-release"
 )
 
 // OpEvent is an operation that ended.
 type OpEvent struct {
-	// Op is the operation: OpObtain, OpRelease or OpExtend.
+	// Op is the operation: OpObtain, OpRelease, OpExtend or
+	// OpForceRelease.
 	Op Op
 	// Key is the lock key.
 	Key string
@@ -144,8 +150,8 @@ type WaitEvent struct {
 
 // NodeEvent is one node's answer in a round.
 type NodeEvent struct {
-	// Op is the round's operation: OpObtain, OpRelease, OpExtend, OpTTL or
-	// OpHandoff.
+	// Op is the round's operation: OpObtain, OpRelease, OpExtend, OpTTL,
+	// OpHandoff or OpForceRelease.
 	Op Op
 	// Key is the lock key.
 	Key string
@@ -330,6 +336,8 @@ func (l *Locker) observeNodes(s *script, key string, start startFunc[int64]) sta
 		op, outcome = OpExtend, compareOutcome
 	case pttlScript:
 		op, outcome = OpTTL, compareOutcome
+	case forceScript:
+		op, outcome = OpForceRelease, forceOutcome
 	default:
 		return start
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -317,6 +318,50 @@ func TestObserverSeesAbstention(t *testing.T) {
 	obtains, _ := rec.opsOf(redlock.OpObtain)
 	if len(obtains) != 1 || !errors.Is(obtains[0].Err, redlock.ErrNoQuorum) {
 		t.Errorf("obtain events %+v, want one ErrNoQuorum", obtains)
+	}
+}
+
+// A lock broken with ForceRelease is seen as one operation, with every
+// node's answer (deleted, or no key there) in its context; a bad key is
+// seen failing.
+func TestObserverSeesForceRelease(t *testing.T) {
+	c := newCluster(t, 3)
+	rec := newRecorder()
+	l := c.locker(t, redlock.WithObserver(rec))
+	// Someone else's lock, on nodes 0 and 1 only.
+	for _, cl := range c.clients[:2] {
+		if err := cl.Set(t.Context(), "obs:force", "other\x001\x00", time.Minute).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.ForceRelease(t.Context(), "obs:force"); err != nil {
+		t.Fatal(err)
+	}
+	// ForceRelease waits for every node, up to the node timeout.
+	rec.await(t, "three force-release node events", func(r *recorder) bool {
+		return r.countNodes(redlock.OpForceRelease, redlock.OutcomeOK)+r.countNodes(redlock.OpForceRelease, redlock.OutcomeMissing) == 3
+	})
+	forced, ids := rec.opsOf(redlock.OpForceRelease)
+	if len(forced) != 1 || forced[0].Key != "obs:force" || forced[0].Err != nil || forced[0].Latency <= 0 {
+		t.Fatalf("force-release events %+v, want one that succeeded", forced)
+	}
+	nodes, nodeIDs := rec.nodesOf(redlock.OpForceRelease)
+	outcomes := map[int]redlock.Outcome{}
+	for i, e := range nodes {
+		outcomes[e.Node] = e.Outcome
+		if nodeIDs[i] != ids[0] {
+			t.Errorf("node %d's event carried context %v, want the operation's %v", e.Node, nodeIDs[i], ids[0])
+		}
+	}
+	want := map[int]redlock.Outcome{0: redlock.OutcomeOK, 1: redlock.OutcomeOK, 2: redlock.OutcomeMissing}
+	if !reflect.DeepEqual(outcomes, want) {
+		t.Errorf("node outcomes %v, want %v", outcomes, want)
+	}
+	if err := l.ForceRelease(t.Context(), ""); !errors.Is(err, redlock.ErrInvalid) {
+		t.Fatalf("ForceRelease of an empty key: %v", err)
+	}
+	if forced, _ = rec.opsOf(redlock.OpForceRelease); len(forced) != 2 || !errors.Is(forced[1].Err, redlock.ErrInvalid) {
+		t.Errorf("force-release events %+v, want the second failing with ErrInvalid", forced)
 	}
 }
 

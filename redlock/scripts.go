@@ -182,6 +182,20 @@ func compareOutcome(r quorum.Reply[int64]) NodeResult {
 	return NodeResult{Outcome: OutcomeNoReply}
 }
 
+// forceOutcome is a node's answer to force.lua: the count of keys it
+// deleted, or an error.
+func forceOutcome(r quorum.Reply[int64]) NodeResult {
+	switch {
+	case r.Vote == quorum.Failed:
+		return NodeResult{Outcome: OutcomeError, Err: r.Err}
+	case r.Vote == quorum.Yes && r.Value > 0:
+		return NodeResult{Outcome: OutcomeOK}
+	case r.Vote == quorum.Yes:
+		return NodeResult{Outcome: OutcomeMissing}
+	}
+	return NodeResult{Outcome: OutcomeNoReply}
+}
+
 // decodePTTL turns a pttl reply into a vote: Yes with the PTTL where our
 // token holds the key, No as decodeCompare's where it does not.
 func decodePTTL(r int64, err error) (quorum.Vote, int64, error) {

@@ -187,6 +187,8 @@ var spanNames = map[redlock.Op]string{
 	redlock.OpObtain:  "redlock.Obtain",
 	redlock.OpRelease: "redlock.Release",
 	redlock.OpExtend:  "redlock.Extend",
+	// An operator broke a lock: worth a span of its own in a trace.
+	redlock.OpForceRelease: "redlock.ForceRelease",
 }
 
 // OpStart starts the operation's span.
