@@ -156,42 +156,22 @@ func (f *inflight) done() {
 // not cancel the others: each call has only its own deadline (and ctx).
 func Run[T any](ctx context.Context, rd *Round[T]) Result[T] {
 	n := rd.Nodes
-	res := Result[T]{Replies: make([]Reply[T], n)}
-	for i := range res.Replies {
-		res.Replies[i].Node = i
+	// One allocation for the round's state, which the calls' reply func
+	// shares with the coordinator (and late replies outlive the round):
+	// rounds are the hot path.
+	st := &runState[T]{rd: rd, replies: make(chan Reply[T], n)}
+	if n <= len(st.buf) {
+		st.res.Replies = st.buf[:n]
+	} else {
+		st.res.Replies = make([]Reply[T], n)
 	}
-
-	// decided is set under mu when the coordinator has stopped reading
-	// replies; from then on a call hands its reply to Late instead. The
-	// channel is buffered to n so a sender never blocks.
-	var (
-		mu      sync.Mutex
-		decided bool
-		replies = make(chan Reply[T], n)
-	)
+	for i := range st.res.Replies {
+		st.res.Replies[i].Node = i
+	}
 	if rd.Background != nil {
 		rd.Background.Add(n)
 	}
-	reply := func(i int, vote Vote, v T, err error) {
-		if rd.Background != nil {
-			defer rd.Background.Done()
-		}
-		if err != nil {
-			vote = Failed
-		}
-		rep := Reply[T]{Node: i, Vote: vote, Value: v, Err: err}
-		mu.Lock()
-		if !decided {
-			replies <- rep
-			mu.Unlock()
-			return
-		}
-		ok := res.OK
-		mu.Unlock()
-		if rd.Late != nil {
-			rd.Late(rep, ok)
-		}
-	}
+	reply := st.reply
 	if rd.Start != nil {
 		for i := range n {
 			rd.Start(ctx, i, reply)
@@ -211,52 +191,140 @@ func Run[T any](ctx context.Context, rd *Round[T]) Result[T] {
 			}()
 		}
 	}
+	return st.await()
+}
 
-	timer := time.NewTimer(rd.Timeout)
-	defer timer.Stop()
-	pending := n
-	record := func(rep Reply[T]) {
-		res.Add(rep)
-		pending--
+// runState is one round of Run: the result the coordinator builds, and the
+// replies on their way to it.
+type runState[T any] struct {
+	rd *Round[T]
+	// mu guards decided and, once decided, res.OK. decided is set when
+	// the coordinator has stopped reading replies; from then on a call
+	// hands its reply to Late instead. replies is buffered to the number
+	// of nodes, so a sender never blocks.
+	mu      sync.Mutex
+	decided bool
+	replies chan Reply[T]
+	res     Result[T]
+	pending int
+	// buf holds the replies of a round of up to 8 nodes.
+	buf [8]Reply[T]
+}
+
+// reply is the reply func given to every call.
+func (st *runState[T]) reply(i int, vote Vote, v T, err error) {
+	if st.rd.Background != nil {
+		defer st.rd.Background.Done()
 	}
-	decide := func() {
-		mu.Lock()
-		// Replies that arrived while we were deciding are part of the round.
-		for len(replies) > 0 {
-			record(<-replies)
-		}
-		if res.Yes >= rd.Need {
-			res.OK = rd.Accept == nil || rd.Accept(&res)
-		}
-		decided = true
-		mu.Unlock()
+	if err != nil {
+		vote = Failed
 	}
+	rep := Reply[T]{Node: i, Vote: vote, Value: v, Err: err}
+	st.mu.Lock()
+	if !st.decided {
+		st.replies <- rep
+		st.mu.Unlock()
+		return
+	}
+	ok := st.res.OK
+	st.mu.Unlock()
+	if st.rd.Late != nil {
+		st.rd.Late(rep, ok)
+	}
+}
+
+// await reads the replies until the outcome is decided or the round's
+// timeout has passed.
+func (st *runState[T]) await() Result[T] {
+	rd, res := st.rd, &st.res
+	st.pending = rd.Nodes
+	// Replies already in (a call sent by its caller, say) may decide the
+	// round before any timer is needed.
 	for {
-		if pending == 0 || (!rd.WaitAll && (res.Yes >= rd.Need || res.Yes+pending < rd.Need)) ||
-			(rd.WaitAll && rd.Decided != nil && rd.Decided(&res)) {
-			decide()
-			return res
-		}
 		select {
-		case rep := <-replies:
-			record(rep)
+		case rep := <-st.replies:
+			st.record(rep)
+			continue
+		default:
+		}
+		break
+	}
+	if st.settled() {
+		return st.decide()
+	}
+	timer := getTimer(rd.Timeout)
+	defer putTimer(timer)
+	for {
+		select {
+		case rep := <-st.replies:
+			st.record(rep)
 		case <-timer.C:
 			// Everyone still silent counts as failed; their replies go to Late.
-			mu.Lock()
-			for len(replies) > 0 {
-				record(<-replies)
+			st.mu.Lock()
+			for len(st.replies) > 0 {
+				st.record(<-st.replies)
 			}
 			for i := range res.Replies {
 				if res.Replies[i].Vote == Pending {
 					res.Replies[i].Vote, res.Replies[i].Err = Failed, ErrTimeout
 					res.Failed++
-					pending--
+					st.pending--
 				}
 			}
-			mu.Unlock()
-			decide()
-			return res
+			st.mu.Unlock()
+			return st.decide()
 		}
+		if st.settled() {
+			return st.decide()
+		}
+	}
+}
+
+func (st *runState[T]) record(rep Reply[T]) {
+	st.res.Add(rep)
+	st.pending--
+}
+
+// settled reports whether the replies so far decide the round.
+func (st *runState[T]) settled() bool {
+	rd, res := st.rd, &st.res
+	return st.pending == 0 || (!rd.WaitAll && (res.Yes >= rd.Need || res.Yes+st.pending < rd.Need)) ||
+		(rd.WaitAll && rd.Decided != nil && rd.Decided(res))
+}
+
+// decide ends the round: replies that arrived while it was deciding are
+// part of it, later ones go to Late.
+func (st *runState[T]) decide() Result[T] {
+	st.mu.Lock()
+	for len(st.replies) > 0 {
+		st.record(<-st.replies)
+	}
+	if st.res.Yes >= st.rd.Need {
+		st.res.OK = st.rd.Accept == nil || st.rd.Accept(&st.res)
+	}
+	st.decided = true
+	res := st.res
+	st.mu.Unlock()
+	return res
+}
+
+// timers are the rounds' timeout timers, reused: a round is decided long
+// before its timer fires, and a timer is two allocations. Only a timer
+// stopped before it fired is reused, so no stale tick can be received,
+// whatever the program's asynctimerchan setting.
+var timers sync.Pool
+
+func getTimer(d time.Duration) *time.Timer {
+	if t, ok := timers.Get().(*time.Timer); ok {
+		t.Reset(d)
+		return t
+	}
+	return time.NewTimer(d)
+}
+
+func putTimer(t *time.Timer) {
+	if t.Stop() {
+		timers.Put(t)
 	}
 }
 
