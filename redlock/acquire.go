@@ -28,19 +28,29 @@ func newPlan(key string, cfg *config) acquirePlan {
 		// attempt can then never delete the key of a later one.
 		token = uuid.NewString()
 	}
-	prefix := token + "\x00"
-	value := prefix + "1\x00" + cfg.metadata
-	keys := []string{key}
-	args := []any{value, serverMillis(cfg.serverTTL()), prefix}
-	if cfg.fencing || cfg.guard > 0 {
-		keys = []string{key, fenceKey(key), guardMarker, guardQuarantine}
-		fenced := "0"
-		if cfg.fencing {
-			fenced = "1"
-		}
-		args = append(args, fenced, serverMillis(cfg.guard), serverMillis(cfg.fenceLifetime()))
+	// The value starts with the prefix: one string for both.
+	value := token + "\x00" + "1\x00" + cfg.metadata
+	prefix := value[:len(token)+1]
+	if !cfg.fencing && cfg.guard <= 0 {
+		// The usual case, in one allocation.
+		b := new(planArgs)
+		b.keys[0] = key
+		b.args = [3]any{value, serverMillis(cfg.serverTTL()), prefix}
+		return acquirePlan{token: token, prefix: prefix, keys: b.keys[:], lockKeys: b.keys[:], args: b.args[:]}
 	}
+	keys := []string{key, fenceKey(key), guardMarker, guardQuarantine}
+	fenced := "0"
+	if cfg.fencing {
+		fenced = "1"
+	}
+	args := []any{value, serverMillis(cfg.serverTTL()), prefix, fenced, serverMillis(cfg.guard), serverMillis(cfg.fenceLifetime())}
 	return acquirePlan{token: token, prefix: prefix, keys: keys, lockKeys: keys[:1], args: args}
+}
+
+// planArgs backs the keys and arguments of a plan without fencing or guard.
+type planArgs struct {
+	keys [1]string
+	args [3]any
 }
 
 // attempt is one quorum round of the acquire script, plus, with fencing,

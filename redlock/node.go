@@ -77,7 +77,7 @@ var callPool = sync.Pool{New: func() any { return new(nodeCall) }}
 // nodes of a round.
 func evalSha(s *script, keys []string, args []any) []any {
 	cmd := make([]any, 0, 3+len(keys)+len(args))
-	cmd = append(cmd, "evalsha", s.Hash(), len(keys))
+	cmd = append(cmd, "evalsha", s.hash, len(keys))
 	for _, k := range keys {
 		cmd = append(cmd, k)
 	}

@@ -19,10 +19,14 @@ import (
 type script struct {
 	*redis.Script
 	src string
+	// hash is the script's SHA1 as a command argument, boxed once: every
+	// call's command line starts with it.
+	hash any
 }
 
 func newScript(src string) *script {
 	s := &script{Script: redis.NewScript(src), src: src}
+	s.hash = s.Hash()
 	scripts = append(scripts, s)
 	return s
 }
