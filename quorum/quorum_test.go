@@ -334,3 +334,58 @@ func TestResultAddCountsVotes(t *testing.T) {
 		t.Fatalf("after Add: %+v, pending %d; want one of each vote and 1 pending", r, r.Pending())
 	}
 }
+
+// A round of more nodes than runState keeps inline counts them all.
+func TestRunManyNodes(t *testing.T) {
+	nodes := make([]fakeNode, 11)
+	for i := range nodes {
+		nodes[i] = fakeNode{vote: quorum.Yes}
+		if i%3 == 0 {
+			nodes[i] = fakeNode{vote: quorum.No}
+		}
+	}
+	res, bg := run(t, nodes, time.Second, nil)
+	bg.Wait()
+	if !res.OK || len(res.Replies) != 11 || res.Yes < quorum.Majority(11) {
+		t.Fatalf("11 nodes, 7 yes: %+v", res)
+	}
+	for i, r := range res.Replies {
+		if r.Node != i {
+			t.Fatalf("reply %d is node %d's", i, r.Node)
+		}
+	}
+}
+
+// Every reply given inside Start decides the round before any timer is
+// needed; a timeout of zero, which a timer would hit at once, shows none
+// ran.
+func TestRunDecidedInsideStart(t *testing.T) {
+	res := quorum.Run(t.Context(), &quorum.Round[int]{
+		Nodes: 3, Need: 2, Timeout: 0,
+		Start: func(_ context.Context, i int, reply func(int, quorum.Vote, int, error)) {
+			reply(i, quorum.Yes, i, nil)
+		},
+	})
+	if !res.OK || res.Yes != 3 || res.Failed != 0 {
+		t.Fatalf("got %+v, want three yes votes and no timeout", res)
+	}
+}
+
+// Timers are reused from round to round: a round after others that timed
+// out, or whose timer fired just as their replies decided them, still
+// waits its whole timeout. The test binary runs with asynchronous timer
+// channels (see the go:debug line in debug_test.go), where a fired timer
+// that were reused could deliver its stale tick to the next round.
+func TestRunReusedTimersWaitTheirTimeout(t *testing.T) {
+	yes := []fakeNode{{vote: quorum.Yes}, {vote: quorum.Yes}, {vote: quorum.Yes}}
+	for i := range 300 {
+		// The timer and the replies race.
+		_, bg := run(t, yes, time.Duration(i%50)*time.Microsecond, nil)
+		bg.Wait()
+		if res, bg := run(t, yes, time.Minute, nil); !res.OK {
+			t.Fatalf("round %d, of three yes votes with a minute's timeout: %+v", i, res)
+		} else {
+			bg.Wait()
+		}
+	}
+}
