@@ -48,6 +48,9 @@ func newPlan(key string, cfg *config) acquirePlan {
 }
 
 // planArgs backs the keys and arguments of a plan without fencing or guard.
+// A lock obtained with the plan keeps it (its key slice), about 100 bytes
+// more per held lock than a slice of its own: one allocation less on every
+// attempt.
 type planArgs struct {
 	keys [1]string
 	args [3]any
