@@ -239,15 +239,10 @@ func (st *runState[T]) await() Result[T] {
 	rd, res := st.rd, &st.res
 	st.pending = rd.Nodes
 	// Replies already in (a call sent by its caller, say) may decide the
-	// round before any timer is needed.
-	for {
-		select {
-		case rep := <-st.replies:
-			st.record(rep)
-			continue
-		default:
-		}
-		break
+	// round before any timer is needed. The coordinator is the only
+	// receiver: a reply counted by len is there to take.
+	for len(st.replies) > 0 {
+		st.record(<-st.replies)
 	}
 	if st.settled() {
 		return st.decide()
