@@ -114,7 +114,9 @@ func TestFenceCounterOfBusyKeyLives(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if grants < 20 {
+	// A handful suffice: every grant after the first window's would find
+	// a counter that was never renewed.
+	if grants < 5 {
 		t.Fatalf("only %d grants in a second", grants)
 	}
 }

@@ -232,14 +232,7 @@ func TestHandoffToEndedContextIsUndone(t *testing.T) {
 	// The undo waits for every node, up to the node timeout; on a loaded
 	// machine a node's may come later. The key would expire only after
 	// its TTL (testOpts: 10s).
-	if !poll(t, 5*time.Second, func() bool {
-		for _, v := range c.values(t, "gone") {
-			if v != "" {
-				return false
-			}
-		}
-		return true
-	}) {
+	if !c.emptiedWithin(t, 5*time.Second, "gone") {
 		t.Errorf("nodes still have a key after the waiter gave up: %q", c.values(t, "gone"))
 	}
 }

@@ -69,7 +69,14 @@ func (c *cluster) values(t *testing.T, key string) []string {
 // last node's, or a clean-up's, may still be on its way.
 func (c *cluster) emptied(t *testing.T, keys ...string) bool {
 	t.Helper()
-	return poll(t, 10*time.Second, func() bool {
+	return c.emptiedWithin(t, 10*time.Second, keys...)
+}
+
+// emptiedWithin is emptied with a limit of d, for tests whose keys would
+// expire by their TTL after 10s.
+func (c *cluster) emptiedWithin(t *testing.T, d time.Duration, keys ...string) bool {
+	t.Helper()
+	return poll(t, d, func() bool {
 		for _, k := range keys {
 			for i := range c.clients {
 				if c.value(t, i, k) != "" {
