@@ -236,7 +236,7 @@ func (st *runState[T]) reply(i int, vote Vote, v T, err error) {
 // await reads the replies until the outcome is decided or the round's
 // timeout has passed.
 func (st *runState[T]) await() Result[T] {
-	rd, res := st.rd, &st.res
+	rd := st.rd
 	st.pending = rd.Nodes
 	// Replies already in (a call sent by its caller, say) may decide the
 	// round before any timer is needed. The coordinator is the only
@@ -254,25 +254,32 @@ func (st *runState[T]) await() Result[T] {
 		case rep := <-st.replies:
 			st.record(rep)
 		case <-timer.C:
-			// Everyone still silent counts as failed; their replies go to Late.
-			st.mu.Lock()
-			for len(st.replies) > 0 {
-				st.record(<-st.replies)
-			}
-			for i := range res.Replies {
-				if res.Replies[i].Vote == Pending {
-					res.Replies[i].Vote, res.Replies[i].Err = Failed, ErrTimeout
-					res.Failed++
-					st.pending--
-				}
-			}
-			st.mu.Unlock()
-			return st.decide()
+			return st.giveUp(ErrTimeout)
 		}
 		if st.settled() {
 			return st.decide()
 		}
 	}
+}
+
+// giveUp decides the round with everyone still silent counted as failed
+// with err; their replies go to Late. It marks them and decides in one
+// hold of mu, so that no reply can come in between and be counted twice.
+func (st *runState[T]) giveUp(err error) Result[T] {
+	res := &st.res
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	for len(st.replies) > 0 {
+		st.record(<-st.replies)
+	}
+	for i := range res.Replies {
+		if res.Replies[i].Vote == Pending {
+			res.Replies[i].Vote, res.Replies[i].Err = Failed, err
+			res.Failed++
+			st.pending--
+		}
+	}
+	return st.decideLocked()
 }
 
 func (st *runState[T]) record(rep Reply[T]) {
@@ -291,6 +298,12 @@ func (st *runState[T]) settled() bool {
 // part of it, later ones go to Late.
 func (st *runState[T]) decide() Result[T] {
 	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.decideLocked()
+}
+
+// decideLocked is decide with mu held.
+func (st *runState[T]) decideLocked() Result[T] {
 	for len(st.replies) > 0 {
 		st.record(<-st.replies)
 	}
@@ -298,9 +311,7 @@ func (st *runState[T]) decide() Result[T] {
 		st.res.OK = st.rd.Accept == nil || st.rd.Accept(&st.res)
 	}
 	st.decided = true
-	res := st.res
-	st.mu.Unlock()
-	return res
+	return st.res
 }
 
 // timers are the rounds' timeout timers, reused: a round is decided long

@@ -389,3 +389,44 @@ func TestRunReusedTimersWaitTheirTimeout(t *testing.T) {
 		}
 	}
 }
+
+// TestRunCountsRepliesAtTheTimeoutOnce races replies against the timeout:
+// each reply must count exactly once, in the result or in Late, and a slot
+// marked as timed out must not count again.
+func TestRunCountsRepliesAtTheTimeoutOnce(t *testing.T) {
+	const nodes = 5
+	for iter := range 2000 {
+		var bg sync.WaitGroup
+		var lateMu sync.Mutex
+		lates := map[int]bool{}
+		res := quorum.Run(t.Context(), &quorum.Round[int]{
+			Nodes:   nodes,
+			Need:    nodes, // decided only by every node or the timeout
+			Timeout: 50 * time.Microsecond,
+			Start: func(_ context.Context, i int, reply func(int, quorum.Vote, int, error)) {
+				go func() {
+					// Spread around the timeout, so some replies come in as
+					// the round gives up.
+					time.Sleep(time.Duration(iter%7) * 10 * time.Microsecond)
+					reply(i, quorum.Yes, 0, nil)
+				}()
+			},
+			Late: func(r quorum.Reply[int], _ bool) {
+				lateMu.Lock()
+				lates[r.Node] = true
+				lateMu.Unlock()
+			},
+			Background: &bg,
+		})
+		bg.Wait()
+		if got := res.Yes + res.No + res.Failed; got != nodes || res.Pending() != 0 {
+			t.Fatalf("iteration %d: yes %d + no %d + failed %d = %d votes, pending %d; want %d votes", iter, res.Yes, res.No, res.Failed, got, res.Pending(), nodes)
+		}
+		for i, r := range res.Replies {
+			timedOut := r.Vote == quorum.Failed
+			if timedOut != lates[i] {
+				t.Fatalf("iteration %d, node %d: vote %v in the result, late reply %v: want a late reply exactly for a timed-out node", iter, i, r.Vote, lates[i])
+			}
+		}
+	}
+}
