@@ -125,6 +125,13 @@ type Round[T any] struct {
 	// round whose replies each decide many things (one per key, say)
 	// waits only until every one of them is known.
 	Decided func(r *Result[T]) bool
+	// WatchCtx makes the round end when ctx ends, too, as it does at the
+	// timeout: the nodes still silent count as Failed with ctx's error and
+	// their replies go to Late. It suits a round whose Timeout is long (one
+	// that waits for answers rather than for a node timeout), so that the
+	// caller can still cut it short. Without it, ctx is only handed to the
+	// calls.
+	WatchCtx bool
 	// Accept, if set, is called once, when Need nodes said Yes, before the
 	// round is decided; returning false turns the success into a failure (the
 	// lock's validity ran out, say). Late replies then see ok == false.
@@ -191,7 +198,7 @@ func Run[T any](ctx context.Context, rd *Round[T]) Result[T] {
 			}()
 		}
 	}
-	return st.await()
+	return st.await(ctx)
 }
 
 // runState is one round of Run: the result the coordinator builds, and the
@@ -233,9 +240,9 @@ func (st *runState[T]) reply(i int, vote Vote, v T, err error) {
 	}
 }
 
-// await reads the replies until the outcome is decided or the round's
-// timeout has passed.
-func (st *runState[T]) await() Result[T] {
+// await reads the replies until the outcome is decided, the round's
+// timeout has passed or, with WatchCtx, ctx has ended.
+func (st *runState[T]) await(ctx context.Context) Result[T] {
 	rd := st.rd
 	st.pending = rd.Nodes
 	// Replies already in (a call sent by its caller, say) may decide the
@@ -247,6 +254,10 @@ func (st *runState[T]) await() Result[T] {
 	if st.settled() {
 		return st.decide()
 	}
+	var done <-chan struct{}
+	if rd.WatchCtx {
+		done = ctx.Done()
+	}
 	timer := getTimer(rd.Timeout)
 	defer putTimer(timer)
 	for {
@@ -255,6 +266,8 @@ func (st *runState[T]) await() Result[T] {
 			st.record(rep)
 		case <-timer.C:
 			return st.giveUp(ErrTimeout)
+		case <-done:
+			return st.giveUp(ctx.Err())
 		}
 		if st.settled() {
 			return st.decide()

@@ -390,6 +390,64 @@ func TestRunReusedTimersWaitTheirTimeout(t *testing.T) {
 	}
 }
 
+func TestRunWatchCtxEndsTheWait(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	hold := make(chan struct{})
+	var bg sync.WaitGroup
+	var late sync.WaitGroup
+	late.Add(2)
+	done := make(chan quorum.Result[int], 1)
+	go func() {
+		done <- quorum.Run(ctx, &quorum.Round[int]{
+			Nodes:    3,
+			Need:     2,
+			Timeout:  time.Hour,
+			WatchCtx: true,
+			Start: func(_ context.Context, i int, reply func(int, quorum.Vote, int, error)) {
+				if i == 0 {
+					reply(i, quorum.Yes, 0, nil)
+					return
+				}
+				go func() {
+					<-hold
+					reply(i, quorum.Yes, 0, nil)
+				}()
+			},
+			Late:       func(quorum.Reply[int], bool) { late.Done() },
+			Background: &bg,
+		})
+	}()
+	cancel()
+	res := <-done
+	if res.OK || res.Yes != 1 || res.Failed != 2 {
+		t.Fatalf("after cancel: ok=%v yes=%d failed=%d, want a failed round with 1 yes and 2 failed", res.OK, res.Yes, res.Failed)
+	}
+	for _, i := range []int{1, 2} {
+		if !errors.Is(res.Replies[i].Err, context.Canceled) {
+			t.Errorf("node %d: err %v, want context.Canceled", i, res.Replies[i].Err)
+		}
+	}
+	close(hold)
+	late.Wait()
+	bg.Wait()
+}
+
+func TestRunWithoutWatchCtxIgnoresCtx(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	res := quorum.Run(ctx, &quorum.Round[int]{
+		Nodes:   3,
+		Need:    2,
+		Timeout: time.Hour,
+		Start: func(_ context.Context, i int, reply func(int, quorum.Vote, int, error)) {
+			reply(i, quorum.Yes, 0, nil)
+		},
+	})
+	if !res.OK {
+		t.Fatalf("round with an ended ctx but no WatchCtx: ok=%v yes=%d, want it decided by its replies", res.OK, res.Yes)
+	}
+}
+
 // TestRunCountsRepliesAtTheTimeoutOnce races replies against the timeout:
 // each reply must count exactly once, in the result or in Late, and a slot
 // marked as timed out must not count again.

@@ -37,3 +37,11 @@ func Closing(l *Locker) bool {
 func WithFenceLifetime(d time.Duration) Option {
 	return func(c *config) { c.fenceLife = d }
 }
+
+// HoldQueue stops node's worker for key's queue from sending, as a busy
+// process would, until the returned func is called (tests only).
+func HoldQueue(l *Locker, node int, key string) (letGo func()) {
+	q := &l.nodes[node].pipe.queues[queueOf(key)]
+	q.mu.Lock()
+	return q.mu.Unlock
+}
