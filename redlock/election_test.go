@@ -279,7 +279,7 @@ func TestTermsGrowAcrossNodeRestartsWithGuard(t *testing.T) {
 	}
 	var last uint64
 	for i := range 6 {
-		ld, err := lockers[i%2].Campaign(t.Context(), "e")
+		ld, err := lockers[i%2].Campaign(boundedCtx(t), "e")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -128,3 +128,13 @@ func mustObtain(t *testing.T, l *redlock.Locker, key string, opts ...redlock.Opt
 	}
 	return lock
 }
+
+// boundedCtx is t.Context() cut after 30s, for a call that retries until
+// it succeeds: if it never does, the test fails there instead of hanging
+// until the binary's timeout.
+func boundedCtx(t *testing.T) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
