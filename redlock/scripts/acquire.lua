@@ -85,8 +85,10 @@ if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
     -- here: about the counter's lifetime (ARGV[6], see below) when it
     -- expired; with the restart guard, at least its
     -- maximum TTL after a loss, since the node abstains that long.
-    -- The clock value is kept as an exact decimal string: Lua numbers are
-    -- doubles and print such values rounded.
+    -- Microseconds since 1970 stay below 2^53 until the year 2255, so Lua's
+    -- doubles hold them exactly and Redis returns them as exact integers;
+    -- only tostring would round them (to 14 digits), so the counter is
+    -- written with %.0f.
     --
     -- The clock is read in windows of 100 ms (the start of the current
     -- one), so that nodes which granted the same holders of the key answer
@@ -123,10 +125,10 @@ if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
     if c > 1 then
       us = us - us % 100000
     end
-    local now = t[1] .. string.format('%06d', us)
-    if c < tonumber(now) then
-      redis.call('SET', KEYS[2], now, 'PX', ARGV[6])
-      return tonumber(now)
+    local now = tonumber(t[1]) * 1000000 + us
+    if c < now then
+      redis.call('SET', KEYS[2], string.format('%.0f', now), 'PX', ARGV[6])
+      return now
     end
     return c
   end
