@@ -3,6 +3,7 @@ package redlock_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,11 +14,11 @@ import (
 // held for several of it.
 const releaseTimeout = 100 * time.Millisecond
 
-// heldRelease obtains key on a 3-node cluster and stops the workers of its
+// queuedRelease obtains key on a 3-node cluster and stops the workers of its
 // queue on a majority, as on a process too busy to send its calls within
 // the node timeout. It returns the lock and the func that lets the workers
-// go (called at cleanup too; calling it twice is a no-op).
-func heldRelease(t *testing.T, key string, opts ...redlock.Option) (*cluster, *redlock.Lock, func()) {
+// go (called at cleanup too; only the first call acts).
+func queuedRelease(t *testing.T, key string, opts ...redlock.Option) (*cluster, *redlock.Lock, func()) {
 	t.Helper()
 	c := newCluster(t, 3)
 	l := c.locker(t, append([]redlock.Option{redlock.WithNodeTimeout(releaseTimeout)}, opts...)...)
@@ -25,25 +26,21 @@ func heldRelease(t *testing.T, key string, opts ...redlock.Option) (*cluster, *r
 	// Every node granted, so each queue has its connection open: what
 	// the release waits for is the queue alone.
 	c.heldEverywhere(t, key, lock.Token())
-	var letGo []func()
+	var held []func()
 	for i := range 2 {
-		letGo = append(letGo, redlock.HoldQueue(l, i, key))
+		held = append(held, redlock.HoldQueue(l, i, key))
 	}
-	done := false
-	release := func() {
-		if !done {
-			done = true
-			for _, f := range letGo {
-				f()
-			}
+	letGo := sync.OnceFunc(func() {
+		for _, f := range held {
+			f()
 		}
-	}
-	t.Cleanup(release)
-	return c, lock, release
+	})
+	t.Cleanup(letGo)
+	return c, lock, letGo
 }
 
 func TestReleaseWaitsForQueuedCalls(t *testing.T) {
-	c, lock, letGo := heldRelease(t, "queued")
+	c, lock, letGo := queuedRelease(t, "queued")
 	const held = 4 * releaseTimeout
 	timer := time.AfterFunc(held, letGo)
 	defer timer.Stop()
@@ -60,7 +57,7 @@ func TestReleaseWaitsForQueuedCalls(t *testing.T) {
 }
 
 func TestReleaseWaitEndsWithCtx(t *testing.T) {
-	c, lock, letGo := heldRelease(t, "cut")
+	c, lock, letGo := queuedRelease(t, "cut")
 	ctx, cancel := context.WithTimeout(t.Context(), 3*releaseTimeout)
 	defer cancel()
 	began := time.Now()
@@ -83,7 +80,7 @@ func TestReleaseWaitEndsWithCtx(t *testing.T) {
 
 func TestReleaseWaitEndsWithValidity(t *testing.T) {
 	const ttl = 800 * time.Millisecond
-	_, lock, _ := heldRelease(t, "expiring", redlock.WithTTL(ttl))
+	_, lock, _ := queuedRelease(t, "expiring", redlock.WithTTL(ttl))
 	began := time.Now()
 	err := lock.Release(context.Background())
 	d := time.Since(began)
