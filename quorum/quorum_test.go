@@ -435,14 +435,24 @@ func TestRunWatchCtxEndsTheWait(t *testing.T) {
 func TestRunWithoutWatchCtxIgnoresCtx(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
+	// The replies come after Run has begun to wait, its ctx long ended.
+	answer := make(chan struct{})
+	timer := time.AfterFunc(20*time.Millisecond, func() { close(answer) })
+	defer timer.Stop()
+	var bg sync.WaitGroup
 	res := quorum.Run(ctx, &quorum.Round[int]{
 		Nodes:   3,
 		Need:    2,
 		Timeout: time.Hour,
 		Start: func(_ context.Context, i int, reply func(int, quorum.Vote, int, error)) {
-			reply(i, quorum.Yes, 0, nil)
+			go func() {
+				<-answer
+				reply(i, quorum.Yes, 0, nil)
+			}()
 		},
+		Background: &bg,
 	})
+	bg.Wait()
 	if !res.OK {
 		t.Fatalf("round with an ended ctx but no WatchCtx: ok=%v yes=%d, want it decided by its replies", res.OK, res.Yes)
 	}
