@@ -179,6 +179,7 @@ func (s *Server) args() []string {
 
 func (s *Server) start() error {
 	cmd := exec.Command(s.opts.Binary, s.args()...)
+	dieWithTests(cmd)
 	if len(s.opts.Env) > 0 {
 		cmd.Env = append(os.Environ(), s.opts.Env...)
 	}
