@@ -125,13 +125,13 @@ type Round[T any] struct {
 	// round whose replies each decide many things (one per key, say)
 	// waits only until every one of them is known.
 	Decided func(r *Result[T]) bool
-	// WatchCtx makes the round end when ctx ends, too, as it does at the
-	// timeout: the nodes still silent count as Failed with ctx's error and
-	// their replies go to Late. It suits a round whose Timeout is long (one
-	// that waits for answers rather than for a node timeout), so that the
-	// caller can still cut it short. Without it, ctx is only handed to the
-	// calls.
-	WatchCtx bool
+	// Linger, if positive, makes a round that reaches its Timeout with
+	// calls still out wait up to Linger more for their answers, unless ctx
+	// has ended (then, or when ctx ends while it lingers, the calls still
+	// out count as Failed with ctx's error). It suits calls that may be slow
+	// to go out (queued behind others) but are not lost, so that the round
+	// reports what they did. Within Timeout, ctx is only handed to the calls.
+	Linger time.Duration
 	// Accept, if set, is called once, when Need nodes said Yes, before the
 	// round is decided; returning false turns the success into a failure (the
 	// lock's validity ran out, say). Late replies then see ok == false.
@@ -240,8 +240,8 @@ func (st *runState[T]) reply(i int, vote Vote, v T, err error) {
 	}
 }
 
-// await reads the replies until the outcome is decided, the round's
-// timeout has passed or, with WatchCtx, ctx has ended.
+// await reads the replies until the outcome is decided, or the round's
+// timeout has passed (and, with Linger, the lingering has ended).
 func (st *runState[T]) await(ctx context.Context) Result[T] {
 	rd := st.rd
 	st.pending = rd.Nodes
@@ -254,18 +254,24 @@ func (st *runState[T]) await(ctx context.Context) Result[T] {
 	if st.settled() {
 		return st.decide()
 	}
-	var done <-chan struct{}
-	if rd.WatchCtx {
-		done = ctx.Done()
-	}
 	timer := getTimer(rd.Timeout)
 	defer putTimer(timer)
+	lingering := false
+	var done <-chan struct{} // ctx's, once lingering
 	for {
 		select {
 		case rep := <-st.replies:
 			st.record(rep)
 		case <-timer.C:
-			return st.giveUp(ErrTimeout)
+			if lingering || rd.Linger <= 0 {
+				return st.giveUp(ErrTimeout)
+			}
+			if err := ctx.Err(); err != nil {
+				return st.giveUp(err)
+			}
+			// A fired timer is reset from empty: its tick was received.
+			lingering, done = true, ctx.Done()
+			timer.Reset(rd.Linger)
 		case <-done:
 			return st.giveUp(ctx.Err())
 		}

@@ -390,61 +390,22 @@ func TestRunReusedTimersWaitTheirTimeout(t *testing.T) {
 	}
 }
 
-func TestRunWatchCtxEndsTheWait(t *testing.T) {
-	ctx, cancel := context.WithCancel(t.Context())
-	hold := make(chan struct{})
+// lingerRound runs a round of 3 nodes needing 2, with timeout and linger:
+// node 0 answers Yes at once, nodes 1 and 2 answer Yes when answer is
+// closed. The test waits for their calls at its end.
+func lingerRound(t *testing.T, ctx context.Context, timeout, linger time.Duration, answer <-chan struct{}) quorum.Result[int] {
 	var bg sync.WaitGroup
-	var late sync.WaitGroup
-	late.Add(2)
-	done := make(chan quorum.Result[int], 1)
-	go func() {
-		done <- quorum.Run(ctx, &quorum.Round[int]{
-			Nodes:    3,
-			Need:     2,
-			Timeout:  time.Hour,
-			WatchCtx: true,
-			Start: func(_ context.Context, i int, reply func(int, quorum.Vote, int, error)) {
-				if i == 0 {
-					reply(i, quorum.Yes, 0, nil)
-					return
-				}
-				go func() {
-					<-hold
-					reply(i, quorum.Yes, 0, nil)
-				}()
-			},
-			Late:       func(quorum.Reply[int], bool) { late.Done() },
-			Background: &bg,
-		})
-	}()
-	cancel()
-	res := <-done
-	if res.OK || res.Yes != 1 || res.Failed != 2 {
-		t.Fatalf("after cancel: ok=%v yes=%d failed=%d, want a failed round with 1 yes and 2 failed", res.OK, res.Yes, res.Failed)
-	}
-	for _, i := range []int{1, 2} {
-		if !errors.Is(res.Replies[i].Err, context.Canceled) {
-			t.Errorf("node %d: err %v, want context.Canceled", i, res.Replies[i].Err)
-		}
-	}
-	close(hold)
-	late.Wait()
-	bg.Wait()
-}
-
-func TestRunWithoutWatchCtxIgnoresCtx(t *testing.T) {
-	ctx, cancel := context.WithCancel(t.Context())
-	cancel()
-	// The replies come after Run has begun to wait, its ctx long ended.
-	answer := make(chan struct{})
-	timer := time.AfterFunc(20*time.Millisecond, func() { close(answer) })
-	defer timer.Stop()
-	var bg sync.WaitGroup
-	res := quorum.Run(ctx, &quorum.Round[int]{
+	t.Cleanup(bg.Wait)
+	return quorum.Run(ctx, &quorum.Round[int]{
 		Nodes:   3,
 		Need:    2,
-		Timeout: time.Hour,
+		Timeout: timeout,
+		Linger:  linger,
 		Start: func(_ context.Context, i int, reply func(int, quorum.Vote, int, error)) {
+			if i == 0 {
+				reply(i, quorum.Yes, 0, nil)
+				return
+			}
 			go func() {
 				<-answer
 				reply(i, quorum.Yes, 0, nil)
@@ -452,9 +413,62 @@ func TestRunWithoutWatchCtxIgnoresCtx(t *testing.T) {
 		},
 		Background: &bg,
 	})
-	bg.Wait()
+}
+
+// closeAfter closes a channel after d, or at the test's end.
+func closeAfter(t *testing.T, d time.Duration) <-chan struct{} {
+	ch := make(chan struct{})
+	once := sync.OnceFunc(func() { close(ch) })
+	timer := time.AfterFunc(d, once)
+	t.Cleanup(func() {
+		timer.Stop()
+		once()
+	})
+	return ch
+}
+
+func TestRunLingerWaitsPastTimeout(t *testing.T) {
+	res := lingerRound(t, t.Context(), 10*time.Millisecond, time.Hour, closeAfter(t, 100*time.Millisecond))
+	if !res.OK || res.Yes < 2 {
+		t.Fatalf("answers 90ms after the timeout, lingering an hour: ok=%v yes=%d failed=%d, want them counted", res.OK, res.Yes, res.Failed)
+	}
+}
+
+func TestRunLingerEndsWithCtx(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	answer := make(chan struct{})
+	began := time.Now()
+	res := lingerRound(t, ctx, 10*time.Millisecond, time.Hour, answer)
+	close(answer) // the late answers go nowhere
+	if d := time.Since(began); d > 10*time.Second {
+		t.Fatalf("round returned %v after its ctx ended at 50ms", d)
+	}
+	if res.OK || res.Yes != 1 || res.Failed != 2 {
+		t.Fatalf("ctx ended while lingering: ok=%v yes=%d failed=%d, want a failed round with 1 yes and 2 failed", res.OK, res.Yes, res.Failed)
+	}
+	for _, i := range []int{1, 2} {
+		if !errors.Is(res.Replies[i].Err, context.DeadlineExceeded) {
+			t.Errorf("node %d: err %v, want context.DeadlineExceeded", i, res.Replies[i].Err)
+		}
+	}
+}
+
+func TestRunEndedCtxStillWaitsTimeout(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	// Answers after Run has begun to wait, its ctx long ended: within
+	// Timeout ctx is not watched.
+	res := lingerRound(t, ctx, time.Hour, time.Hour, closeAfter(t, 20*time.Millisecond))
 	if !res.OK {
-		t.Fatalf("round with an ended ctx but no WatchCtx: ok=%v yes=%d, want it decided by its replies", res.OK, res.Yes)
+		t.Fatalf("round with an ended ctx, answered within its timeout: ok=%v yes=%d, want it decided by its replies", res.OK, res.Yes)
+	}
+	// Past Timeout, an ended ctx means no lingering.
+	answer := make(chan struct{})
+	res = lingerRound(t, ctx, 20*time.Millisecond, time.Hour, answer)
+	close(answer)
+	if res.OK || res.Failed != 2 || !errors.Is(res.Replies[1].Err, context.Canceled) {
+		t.Fatalf("round with an ended ctx at its timeout: ok=%v failed=%d node 1 err %v, want 2 failed with context.Canceled", res.OK, res.Failed, res.Replies[1].Err)
 	}
 }
 

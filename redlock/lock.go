@@ -111,9 +111,11 @@ func (k *Lock) markLost(err error) {
 // majority has answered; the other nodes finish in the background. A node
 // that is down or hangs fails its call within the node timeout of sending
 // it, but a release waits for its calls even when they are slow to go out
-// (on a busy process, queued behind others): until ctx ends, and at most
-// until the lock's validity ends, so that it reports what the nodes did
-// rather than a timeout for keys it deleted. Waiters
+// (on a busy process, queued behind others): past the node timeout unless
+// ctx has ended, and at most until the lock's validity ends, so that it
+// reports what the nodes did rather than a timeout for keys it deleted. An
+// ended ctx does not stop a release: its calls are sent all the same, and
+// it waits for them up to the node timeout. Waiters
 // on the key are woken; if one is a goroutine of this Locker, the lock may
 // instead pass to it in the same round trip, the key never free in between
 // (a handoff; see Locker.Obtain). The lock is no longer Valid afterwards,
@@ -191,9 +193,9 @@ func (k *Lock) release(ctx context.Context, op string, cooldownMs int64) (err er
 	defer k.locker.gates.released(k.key)
 	timeout := k.cfg.nodeTimeout
 	res, err := k.locker.call(ctx, round[int64]{
-		timeout:  k.releaseWait(),
-		watchCtx: true,
-		start:    k.locker.observeNodes(releaseScript, k.key, k.locker.sender(timeout, releaseScript, k.keys, releaseArgs(k.prefix, releaseChannel(k.key), cooldownMs), decodeCompare, started)),
+		timeout: timeout,
+		linger:  k.releaseLinger(),
+		start:   k.locker.observeNodes(releaseScript, k.key, k.locker.sender(timeout, releaseScript, k.keys, releaseArgs(k.prefix, releaseChannel(k.key), cooldownMs), decodeCompare, started)),
 	})
 	if err != nil {
 		return err
@@ -204,20 +206,20 @@ func (k *Lock) release(ctx context.Context, op string, cooldownMs int64) (err er
 	return withContext(ctx, k.notHeld(op, &res))
 }
 
-// releaseWait is how long a release waits for its calls' answers. Each
-// call has the node timeout once it is sent; but under load it may first
-// wait in its node's queue for longer than that, behind the batches before
-// it, and its compare-and-delete still runs. A release that gave up at the
-// node timeout would then report a failure for keys that it deleted. So it
-// waits for the answers (a node that is down or hangs still fails its call
-// within the node timeout of sending it), until ctx ends, at most until the
-// lock's validity ends (its keys expire on their own soon after), and at
-// least the node timeout.
-func (k *Lock) releaseWait() time.Duration {
+// releaseLinger is how much longer than the node timeout a release waits
+// for its calls' answers. Each call has the node timeout once it is sent;
+// but under load it may first wait in its node's queue for longer than
+// that, behind the batches before it, and its compare-and-delete still
+// runs. A release that gave up at the node timeout would then report a
+// failure for keys that it deleted. So it waits for the answers (a node
+// that is down or hangs still fails its call within the node timeout of
+// sending it) unless ctx has ended, at most until the lock's validity ends:
+// its keys expire on their own soon after.
+func (k *Lock) releaseLinger() time.Duration {
 	k.mu.Lock()
 	until := k.until
 	k.mu.Unlock()
-	return max(k.cfg.nodeTimeout, until.Sub(k.cfg.clock.Now()))
+	return until.Sub(k.cfg.clock.Now()) - k.cfg.nodeTimeout
 }
 
 // Extend makes the lock's keys live at least ttl more on every node where

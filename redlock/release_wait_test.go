@@ -91,3 +91,19 @@ func TestReleaseWaitEndsWithValidity(t *testing.T) {
 		t.Fatalf("Release returned after %v, long after the lock's validity (TTL %v)", d, ttl)
 	}
 }
+
+// A release whose ctx has ended (a deferred Release of a cancelled
+// request, say) still goes out and reports what the nodes did.
+func TestReleaseWithEndedCtxReleases(t *testing.T) {
+	c := newCluster(t, 3)
+	l := c.locker(t)
+	lock := mustObtain(t, l, "ended")
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if err := lock.Release(ctx); err != nil {
+		t.Fatalf("Release with an ended ctx: %v, want nil", err)
+	}
+	if !c.emptied(t, "ended") {
+		t.Fatalf("key left after the release: %q", c.values(t, "ended"))
+	}
+}

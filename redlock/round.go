@@ -51,9 +51,9 @@ type round[T any] struct {
 	// waitAll waits for every node's answer (or the timeout) instead of
 	// deciding as soon as the outcome is known.
 	waitAll bool
-	// watchCtx ends the round when ctx ends, as at the timeout (a
-	// quorum.Round's WatchCtx).
-	watchCtx bool
+	// linger is a quorum.Round's Linger: how much longer than timeout
+	// the round waits for calls still out, unless ctx ends.
+	linger time.Duration
 	// decided is a quorum.Round's Decided: with waitAll, the round ends
 	// as soon as it returns true.
 	decided func(*quorum.Result[T]) bool
@@ -76,7 +76,7 @@ func runRound[T any](ctx context.Context, l *Locker, rd round[T]) quorum.Result[
 		Need:       need,
 		Timeout:    rd.timeout,
 		WaitAll:    rd.waitAll,
-		WatchCtx:   rd.watchCtx,
+		Linger:     rd.linger,
 		Decided:    rd.decided,
 		Start:      rd.start,
 		Accept:     rd.accept,
