@@ -138,3 +138,38 @@ func poll(t *testing.T, d time.Duration, cond func() bool) bool {
 	}
 	return true
 }
+
+// A lock kept by Extend outlives its fencing counters: a re-entry then gets
+// a fence above the outer's, never 0.
+func TestReentryAfterCounterExpired(t *testing.T) {
+	c := newCluster(t, 3)
+	const ttl, life = 3 * time.Second, 300 * time.Millisecond
+	l := c.locker(t, redlock.WithFencing(), redlock.WithTTL(ttl), redlock.WithFenceLifetime(life))
+	outer := mustObtain(t, l, "f")
+	if err := outer.Extend(t.Context(), 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	// The counters live life+TTL after the grant; the key, extended, lives on.
+	gone := poll(t, 10*time.Second, func() bool {
+		for _, cl := range c.clients {
+			if n, err := cl.Exists(t.Context(), "redlock:fence:f").Result(); err != nil || n != 0 {
+				return false
+			}
+		}
+		return true
+	})
+	if !gone {
+		t.Fatal("fencing counters did not expire")
+	}
+	c.heldEverywhere(t, "f", outer.Token())
+	in := mustObtain(t, l, "f", redlock.WithToken(outer.Token()))
+	if in.Fence() <= outer.Fence() {
+		t.Fatalf("re-entry after the counters expired has fence %d, want above the outer's %d", in.Fence(), outer.Fence())
+	}
+	if err := in.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := outer.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+}

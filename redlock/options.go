@@ -131,8 +131,9 @@ func WithToken(token string) Option {
 // caught (it keeps the node out of every vote that long): use
 // WithRestartGuard unless every node keeps every write (appendfsync always,
 // no replica failover, no eviction). A lock kept by Extend for more than
-// seven days may see its counter expire while held: its re-entries then
-// report fence 0 where the counter is gone.
+// seven days may see its counter expire while held: a node that holds the
+// key but lost the counter starts it again from its clock at the next
+// re-entry, whose fence is then higher than the outer's (see Lock.Fence).
 //
 // It costs no extra round trip when a majority of the granting nodes answer
 // the same fence, the usual case (they granted the same holders, and the

@@ -150,8 +150,20 @@ if v and string.sub(v, 1, #ARGV[3]) == ARGV[3] then
       redis.call('PEXPIRE', KEYS[1], ARGV[2])
     end
     if fenced then
-      -- Same holder: same fence.
-      return tonumber(redis.call('GET', KEYS[2]) or '0')
+      -- Same holder: same fence. A counter that expired while the key was
+      -- held (kept by Extend past the counter's lifetime) starts again
+      -- from the exact clock, as for a new holder: above every fence
+      -- handed out before, under the same assumption as a fresh start.
+      -- The re-entry then has a higher fence than the outer, which is
+      -- written back, as when a node no longer holds the key.
+      local c = redis.call('GET', KEYS[2])
+      if c then
+        return tonumber(c)
+      end
+      local t = redis.call('TIME')
+      local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+      redis.call('SET', KEYS[2], string.format('%.0f', now), 'PX', ARGV[6])
+      return now
     end
     return holds
   end
