@@ -130,7 +130,8 @@ type Round[T any] struct {
 	// has ended (then, or when ctx ends while it lingers, the calls still
 	// out count as Failed with ctx's error). It suits calls that may be slow
 	// to go out (queued behind others) but are not lost, so that the round
-	// reports what they did. Within Timeout, ctx is only handed to the calls.
+	// reports what they did. Within Timeout, ctx is only handed to the calls
+	// (with Call, their ctx then lasts Timeout+Linger).
 	Linger time.Duration
 	// Accept, if set, is called once, when Need nodes said Yes, before the
 	// round is decided; returning false turns the success into a failure (the
@@ -185,10 +186,12 @@ func Run[T any](ctx context.Context, rd *Round[T]) Result[T] {
 		}
 	} else {
 		// The calls share callCtx; the last one to finish cancels it, not
-		// the decision, so stragglers still run to their own deadline.
+		// the decision, so stragglers still run to their own deadline: the
+		// round's Timeout, and its Linger, which would be pointless if the
+		// calls had stopped at the Timeout.
 		var calls inflight
 		calls.left.Store(int32(n))
-		callCtx, cancel := context.WithTimeout(ctx, rd.Timeout)
+		callCtx, cancel := context.WithTimeout(ctx, rd.Timeout+max(rd.Linger, 0))
 		calls.cancel = cancel
 		for i := range n {
 			go func() {
@@ -246,11 +249,8 @@ func (st *runState[T]) await(ctx context.Context) Result[T] {
 	rd := st.rd
 	st.pending = rd.Nodes
 	// Replies already in (a call sent by its caller, say) may decide the
-	// round before any timer is needed. The coordinator is the only
-	// receiver: a reply counted by len is there to take.
-	for len(st.replies) > 0 {
-		st.record(<-st.replies)
-	}
+	// round before any timer is needed.
+	st.drain()
 	if st.settled() {
 		return st.decide()
 	}
@@ -288,9 +288,7 @@ func (st *runState[T]) giveUp(err error) Result[T] {
 	res := &st.res
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	for len(st.replies) > 0 {
-		st.record(<-st.replies)
-	}
+	st.drain()
 	for i := range res.Replies {
 		if res.Replies[i].Vote == Pending {
 			res.Replies[i].Vote, res.Replies[i].Err = Failed, err
@@ -298,7 +296,15 @@ func (st *runState[T]) giveUp(err error) Result[T] {
 			st.pending--
 		}
 	}
-	return st.decideLocked()
+	return st.finish()
+}
+
+// drain records the replies already in. The coordinator is the only
+// receiver: a reply counted by len is there to take.
+func (st *runState[T]) drain() {
+	for len(st.replies) > 0 {
+		st.record(<-st.replies)
+	}
 }
 
 func (st *runState[T]) record(rep Reply[T]) {
@@ -318,14 +324,13 @@ func (st *runState[T]) settled() bool {
 func (st *runState[T]) decide() Result[T] {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	return st.decideLocked()
+	st.drain()
+	return st.finish()
 }
 
-// decideLocked is decide with mu held.
-func (st *runState[T]) decideLocked() Result[T] {
-	for len(st.replies) > 0 {
-		st.record(<-st.replies)
-	}
+// finish decides on the replies recorded, with mu held: from then on
+// replies go to Late.
+func (st *runState[T]) finish() Result[T] {
 	if st.res.Yes >= st.rd.Need {
 		st.res.OK = st.rd.Accept == nil || st.rd.Accept(&st.res)
 	}

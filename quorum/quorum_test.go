@@ -512,3 +512,25 @@ func TestRunCountsRepliesAtTheTimeoutOnce(t *testing.T) {
 		}
 	}
 }
+
+// With Call, the calls' ctx lasts the Linger too: calls that answer after
+// the Timeout, within the Linger, are counted.
+func TestRunLingerKeepsCallsAlive(t *testing.T) {
+	res := quorum.Run(t.Context(), &quorum.Round[int]{
+		Nodes:   3,
+		Need:    2,
+		Timeout: 10 * time.Millisecond,
+		Linger:  time.Hour,
+		Call: func(ctx context.Context, i int) (quorum.Vote, int, error) {
+			select {
+			case <-time.After(50 * time.Millisecond):
+				return quorum.Yes, i, nil
+			case <-ctx.Done():
+				return quorum.Failed, i, ctx.Err()
+			}
+		},
+	})
+	if !res.OK {
+		t.Fatalf("calls answering 40ms after the timeout, lingering an hour: ok=%v yes=%d failed=%d (%v), want them counted", res.OK, res.Yes, res.Failed, res.Replies[0].Err)
+	}
+}
