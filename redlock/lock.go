@@ -61,10 +61,10 @@ func (k *Lock) Metadata() string { return k.meta }
 // exception is a node that no longer holds the key (it restarted, or never
 // granted the outer), or holds it but no longer its counter (the outer was
 // kept by Extend past the counter's lifetime): it grants the re-entry as to
-// a new holder, with a new, higher count; if such a node is among the majority that grants the
-// re-entry, the re-entered lock's fence is higher than the outer's and is
-// written back in turn, so a resource that accepts it then refuses the
-// outer's.
+// a new holder, with a new, higher count; if such a node is among the
+// majority that grants the re-entry, the re-entered lock's fence is higher
+// than the outer's and is written back in turn, so a resource that accepts
+// it then refuses the outer's.
 func (k *Lock) Fence() uint64 { return k.fence }
 
 // Until returns the local validity deadline: the time until which no other

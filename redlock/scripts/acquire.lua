@@ -73,6 +73,18 @@ if guard > 0 then
   end
 end
 local fenced = ARGV[4] == '1'
+-- startCounter sets the fencing counter to now, this server's clock in
+-- microseconds since 1970, with its lifetime (ARGV[6]), and returns it.
+-- Such values stay below 2^53 until the year 2255, so Lua's doubles hold
+-- them exactly and Redis returns them as exact integers; only tostring
+-- would round them (to 14 digits), hence %.0f. Made only when fencing.
+local startCounter
+if fenced then
+  startCounter = function(now)
+    redis.call('SET', KEYS[2], string.format('%.0f', now), 'PX', ARGV[6])
+    return now
+  end
+end
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
   if fenced then
     -- The counter becomes max(counter + 1, this server's clock in
@@ -85,10 +97,7 @@ if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
     -- here: about the counter's lifetime (ARGV[6], see below) when it
     -- expired; with the restart guard, at least its
     -- maximum TTL after a loss, since the node abstains that long.
-    -- Microseconds since 1970 stay below 2^53 until the year 2255, so Lua's
-    -- doubles hold them exactly and Redis returns them as exact integers;
-    -- only tostring would round them (to 14 digits), so the counter is
-    -- written with %.0f.
+    -- The clock is counted in numbers (see startCounter).
     --
     -- The clock is read in windows of 100 ms (the start of the current
     -- one), so that nodes which granted the same holders of the key answer
@@ -127,8 +136,7 @@ if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
     end
     local now = tonumber(t[1]) * 1000000 + us
     if c < now then
-      redis.call('SET', KEYS[2], string.format('%.0f', now), 'PX', ARGV[6])
-      return now
+      return startCounter(now)
     end
     return c
   end
@@ -161,9 +169,7 @@ if v and string.sub(v, 1, #ARGV[3]) == ARGV[3] then
         return tonumber(c)
       end
       local t = redis.call('TIME')
-      local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-      redis.call('SET', KEYS[2], string.format('%.0f', now), 'PX', ARGV[6])
-      return now
+      return startCounter(tonumber(t[1]) * 1000000 + tonumber(t[2]))
     end
     return holds
   end
