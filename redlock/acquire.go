@@ -13,38 +13,45 @@ import (
 )
 
 // acquirePlan is what one acquisition sends: a fresh token (or the
-// caller's) and the acquire script's keys and arguments.
+// caller's), the hold id of the Lock it may become, and the acquire
+// script's keys and arguments.
 type acquirePlan struct {
-	token, prefix string
-	keys          []string // the acquire script's KEYS
-	lockKeys      []string // the lock key alone: what a release names
-	args          []any
+	token    string
+	holder   holder
+	keys     []string // the acquire script's KEYS
+	lockKeys []string // the lock key alone: what a release names
+	args     []any
 }
 
 func newPlan(key string, cfg *config) acquirePlan {
-	token := cfg.token
+	token, hold := cfg.token, "1"
 	if token == "" {
 		// A fresh token per attempt: a straggler's clean-up from a failed
-		// attempt can then never delete the key of a later one.
+		// attempt can then never delete the key of a later one, and the
+		// token alone tells this attempt's hold apart.
 		token = uuid.NewString()
+	} else {
+		// The caller's token may hold the key already, for another Lock:
+		// this attempt's hold needs an id of its own.
+		hold = newHoldID()
 	}
 	// The value starts with the prefix: one string for both.
-	value := token + "\x00" + "1\x00" + cfg.metadata
-	prefix := value[:len(token)+1]
+	value := token + "\x00" + hold + "\x00" + cfg.metadata
+	h := holder{prefix: value[:len(token)+1], hold: hold}
 	if !cfg.fencing && cfg.guard <= 0 {
 		// The usual case, in one allocation.
 		b := new(planArgs)
 		b.keys[0] = key
-		b.args = [3]any{value, serverMillis(cfg.serverTTL()), prefix}
-		return acquirePlan{token: token, prefix: prefix, keys: b.keys[:], lockKeys: b.keys[:], args: b.args[:]}
+		b.args = [3]any{value, serverMillis(cfg.serverTTL()), h.prefix}
+		return acquirePlan{token: token, holder: h, keys: b.keys[:], lockKeys: b.keys[:], args: b.args[:]}
 	}
 	keys := []string{key, fenceKey(key), guardMarker, guardQuarantine}
 	fenced := "0"
 	if cfg.fencing {
 		fenced = "1"
 	}
-	args := []any{value, serverMillis(cfg.serverTTL()), prefix, fenced, serverMillis(cfg.guard), serverMillis(cfg.fenceLifetime())}
-	return acquirePlan{token: token, prefix: prefix, keys: keys, lockKeys: keys[:1], args: args}
+	args := []any{value, serverMillis(cfg.serverTTL()), h.prefix, fenced, serverMillis(cfg.guard), serverMillis(cfg.fenceLifetime())}
+	return acquirePlan{token: token, holder: h, keys: keys, lockKeys: keys[:1], args: args}
 }
 
 // planArgs backs the keys and arguments of a plan without fencing or guard.
@@ -79,7 +86,7 @@ func (l *Locker) attempt(ctx context.Context, key string, cfg *config) (*Lock, e
 	defer release()
 
 	p := newPlan(key, cfg)
-	late := l.settler(&p, cfg.nodeTimeout, cfg.tokenSet)
+	late := l.settler(&p, cfg.nodeTimeout)
 	var validity time.Duration
 	start := cfg.clock.Now()
 	res := runRound(ctx, l, round[int64]{
@@ -99,14 +106,13 @@ func (l *Locker) attempt(ctx context.Context, key string, cfg *config) (*Lock, e
 	return l.conclude(ctx, key, cfg, &p, &res, start, validity, late, "")
 }
 
-// mustUndo says whether a failed attempt must release a node that voted v.
-// A node that granted must; so must one whose reply was an error, since the
-// SET may have been applied with its reply lost, unless the token is the
-// caller's own: then the key may be an earlier hold of the same owner
-// (re-entry), which an undo must not take away; a lost re-entry costs at
-// most one extra hold on that node until the TTL.
-func mustUndo(v quorum.Vote, ownToken bool) bool {
-	return v == quorum.Yes || (v == quorum.Failed && !ownToken)
+// mustUndo says whether a failed attempt must release a node that voted v:
+// one that granted, and one whose reply was an error, since the SET may
+// have been applied with its reply lost. The undo takes away the attempt's
+// own hold only (its hold id), so it never touches an earlier hold of the
+// same token.
+func mustUndo(v quorum.Vote) bool {
+	return v == quorum.Yes || v == quorum.Failed
 }
 
 // conclude turns the round of an acquisition (an attempt's or a handoff's)
@@ -123,7 +129,7 @@ func (l *Locker) conclude(ctx context.Context, key string, cfg *config, p *acqui
 	)
 	var rest *fenceWrite // the fence write-back that stragglers may need
 	if res.OK && cfg.fencing {
-		fence, validity, rest, reason = l.writeBackFence(ctx, key, p.prefix, cfg, res, start)
+		fence, validity, rest, reason = l.writeBackFence(ctx, key, p.holder, cfg, res, start)
 	}
 	if res.OK && reason == nil && misconfigured(res) {
 		// A node was refused because it reaches another node's server:
@@ -143,7 +149,7 @@ func (l *Locker) conclude(ctx context.Context, key string, cfg *config, p *acqui
 			key:    key,
 			keys:   p.lockKeys,
 			token:  p.token,
-			prefix: p.prefix,
+			holder: p.holder,
 			meta:   cfg.metadata,
 			fence:  fence,
 			cfg:    *cfg,
@@ -157,8 +163,8 @@ func (l *Locker) conclude(ctx context.Context, key string, cfg *config, p *acqui
 	// Failed: release on every node that granted or may have applied the
 	// SET before its reply was lost, and on those that answer later.
 	pending := late.fail()
-	l.undoAll(ctx, cfg.nodeTimeout, p.lockKeys, p.prefix, channel, func(i int) bool {
-		return mustUndo(res.Replies[i].Vote, cfg.tokenSet) || slices.Contains(pending, i)
+	l.undoAll(ctx, cfg.nodeTimeout, p.lockKeys, p.holder, channel, func(i int) bool {
+		return mustUndo(res.Replies[i].Vote) || slices.Contains(pending, i)
 	})
 	// Why, from the nodes' answers alone: a context that ended meanwhile
 	// says nothing about the nodes, and an outage reported as contention
@@ -205,7 +211,7 @@ func (l *Locker) conclude(ctx context.Context, key string, cfg *config, p *acqui
 // above our fence as long as that clock is not behind it by the counter's
 // lifetime, or, under the restart guard, by the guard's maximum TTL: the
 // time the node abstained since it last saw our fence (see acquire.lua).
-func (l *Locker) writeBackFence(ctx context.Context, key, prefix string, cfg *config, acq *quorum.Result[int64],
+func (l *Locker) writeBackFence(ctx context.Context, key string, h holder, cfg *config, acq *quorum.Result[int64],
 	start time.Time) (uint64, time.Duration, *fenceWrite, error) {
 	var fence int64
 	for _, r := range acq.Replies {
@@ -219,8 +225,8 @@ func (l *Locker) writeBackFence(ctx context.Context, key, prefix string, cfg *co
 			agree++
 		}
 	}
-	fw := &fenceWrite{key: key, prefix: prefix, fence: fence, lifetimeMs: serverMillis(cfg.fenceLifetime())}
-	if agree >= l.need {
+	fw := &fenceWrite{key: key, holder: h, fence: fence, lifetimeMs: serverMillis(cfg.fenceLifetime())}
+	if agree >= l.need && !cfg.confirmFence {
 		// The rest get the fence in the background (it helps a node that
 		// later rejoins a majority, and gives a node that grants after the
 		// decision the fence exactly); the guarantee does not wait for it.
@@ -235,7 +241,7 @@ func (l *Locker) writeBackFence(ctx context.Context, key, prefix string, cfg *co
 		}
 		return uint64(fence), clock.Validity(cfg.ttl, cfg.clock.Since(start), cfg.driftFactor), fw, nil
 	}
-	keys, args, cmd := fw.call()
+	keys, args, cmd := fw.call(callNonce(cfg.nodeTimeout))
 	res := runRound(ctx, l, round[int64]{
 		timeout: cfg.nodeTimeout,
 		// Every node gets the fence (it costs nothing more and helps a node

@@ -144,11 +144,13 @@ func TestReentryKeepsNoExpiry(t *testing.T) {
 	}
 }
 
-// With fencing, a re-entered lock carries the outer lock's fence, even when a
-// node granted the outer only after the decision and counted past its fence;
-// when the nodes that grant the re-entry include one that lost the key, that
-// node grants it as to a new holder and the re-entry's fence is higher (as
-// WithToken says).
+// With fencing, a re-entered lock's fence is never below the outer lock's:
+// it is read from the counters, which never go back. A node that granted the
+// outer only after the decision counted past its fence and keeps that count,
+// so a re-entry that node grants has that higher fence; when the nodes that
+// grant the re-entry include one that lost the key, that node grants it as
+// to a new holder and the re-entry's fence is higher too (as Lock.Fence
+// says).
 func TestReentryFence(t *testing.T) {
 	tests := []struct {
 		name string
@@ -201,8 +203,8 @@ func TestReentryFence(t *testing.T) {
 				t.Fatal(err)
 			}
 			for n, ns := range st.Nodes {
-				if ns.Fence != outer.Fence() {
-					t.Errorf("node %d counter %d after the write-back, want the outer's fence %d", n, ns.Fence, outer.Fence())
+				if ns.Fence < outer.Fence() {
+					t.Errorf("node %d counter %d after the write-back, below the outer's fence %d", n, ns.Fence, outer.Fence())
 				}
 			}
 			if tt.prepare != nil {
@@ -218,13 +220,13 @@ func TestReentryFence(t *testing.T) {
 			switch {
 			case tt.higher && in.Fence() <= outer.Fence():
 				t.Fatalf("re-entry fence %d, want above the outer's %d", in.Fence(), outer.Fence())
-			case !tt.higher && in.Fence() != outer.Fence():
-				t.Fatalf("re-entry fence %d, want the outer's %d", in.Fence(), outer.Fence())
+			case in.Fence() < outer.Fence():
+				t.Fatalf("re-entry fence %d, below the outer's %d", in.Fence(), outer.Fence())
 			}
-			// A re-entry of the re-entry keeps its fence.
+			// A re-entry of the re-entry has at least its fence.
 			again := mustObtain(t, l, key, redlock.WithToken(outer.Token()))
-			if again.Fence() != in.Fence() {
-				t.Fatalf("second re-entry fence %d, want %d", again.Fence(), in.Fence())
+			if again.Fence() < in.Fence() {
+				t.Fatalf("second re-entry fence %d, below the first's %d", again.Fence(), in.Fence())
 			}
 			for _, lock := range []*redlock.Lock{again, in} {
 				if err := lock.Release(t.Context()); err != nil {

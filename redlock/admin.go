@@ -29,6 +29,8 @@ type NodeStatus struct {
 	// Held is true when the key exists on the node.
 	Held bool
 	// Token, Metadata and Holds describe the holder when Held is true.
+	// Holds counts the Locks that hold the key with the token: 1, more
+	// after re-entries, 0 while a cooldown (ReleaseAfter) keeps the key.
 	Token    string
 	Metadata string
 	Holds    int
@@ -39,6 +41,9 @@ type NodeStatus struct {
 	Fence uint64
 	// Err is the node's error, if it could not be asked.
 	Err error
+	// confirmed is the fence that the one hold on the key wrote back here
+	// (see fence.lua), 0 when none did: a leader's term, once confirmed.
+	confirmed uint64
 }
 
 // Inspect asks every node what it holds for key: the holder's token,
@@ -64,13 +69,17 @@ func (l *Locker) Inspect(ctx context.Context, key string) (*Status, error) {
 		final bool // set once the round is decided: a straggler's answer is dropped
 	)
 	timeout := l.cfg.nodeTimeout
-	cmd := evalSha(inspectScript, keys, nil)
+	// One answer per server (callNonce): a server reached through two node
+	// addresses must not show a holder twice.
+	nonce, keep := callNonce(timeout)
+	args := []any{nonce, keep}
+	cmd := evalSha(inspectScript, keys, args)
 	runRound(ctx, l, round[int64]{
 		need:    len(l.nodes),
 		timeout: timeout,
 		waitAll: true,
 		start: func(_ context.Context, i int, reply func(int, quorum.Vote, int64, error)) {
-			l.nodes[i].pipe.startRaw(timeout, inspectScript, keys, nil, cmd, func(got *redis.Cmd) {
+			l.nodes[i].pipe.startRaw(timeout, inspectScript, keys, args, cmd, func(got *redis.Cmd) {
 				ns := inspectReply(l.nodes[i].addr, got)
 				mu.Lock()
 				if !final {

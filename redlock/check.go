@@ -352,7 +352,7 @@ func (p *nodeProbe) runScripts(ctx context.Context, c *redis.Client, timeout tim
 				return acquireScript.Run(ctx, c, []string{key}, token+"\x001\x00", 1000, token+"\x00").Err()
 			}},
 			step{"release script", func(ctx context.Context) error {
-				return releaseScript.Run(ctx, c, []string{key}, token+"\x00", "", 0).Err()
+				return releaseScript.Run(ctx, c, []string{key}, releaseArgs(holder{prefix: token + "\x00", hold: "1"}, "", 0)...).Err()
 			}},
 		)
 	}

@@ -78,7 +78,7 @@ func (l *Locker) Campaign(ctx context.Context, name string, opts ...Option) (*Le
 	if err := cfg.checkKeepAlive(); err != nil {
 		return nil, err
 	}
-	lock, err := l.Obtain(ctx, name, append(slices.Clone(opts), WithFencing())...)
+	lock, err := l.Obtain(ctx, name, append(slices.Clone(opts), WithFencing(), confirmFence)...)
 	if err != nil {
 		return nil, err
 	}
@@ -161,7 +161,10 @@ type LeaderInfo struct {
 	Leading bool
 	// Metadata is what the leader published (WithMetadata).
 	Metadata string
-	// Term is the leader's term (Leadership.Term).
+	// Term is the leader's term (Leadership.Term), or 0 while the
+	// leader's Campaign has not yet written it back to the nodes (it is
+	// still returning): Leader never reports a term the leader does not
+	// hold, and Observe reports a leader only with its term.
 	Term uint64
 	// TTL is the time the leader's keys have left on a majority of nodes
 	// (-1 without expiry), by the servers' clocks: a leader that stopped
@@ -174,8 +177,8 @@ type LeaderInfo struct {
 // Leader asks every node who leads the election name now: the leader's
 // metadata, term and remaining TTL, or, with Leading false, that nobody
 // does. It reads what Inspect reads. A leader whose Campaign is still
-// returning may show up a round trip early; one that died shows until its
-// keys expire. On failure (fewer than a majority of nodes answered, two
+// returning may show up a round trip early, with Term 0 until its term is
+// written back; one that died shows until its keys expire. On failure (fewer than a majority of nodes answered, two
 // nodes reach one server, a bad name) it returns an error matching
 // ErrNoQuorum or ErrInvalid and a zero LeaderInfo.
 func (l *Locker) Leader(ctx context.Context, name string) (LeaderInfo, error) {
@@ -189,31 +192,24 @@ func (l *Locker) Leader(ctx context.Context, name string) (LeaderInfo, error) {
 	}
 	info.Leading, info.token = true, st.Holder
 	var ttls []time.Duration
-	fences := make(map[uint64]int, len(st.Nodes))
-	var highest uint64
 	for _, n := range st.Nodes {
 		if !n.Held || n.Token != st.Holder {
 			continue
 		}
 		info.Metadata = n.Metadata
-		fences[n.Fence]++
-		highest = max(highest, n.Fence)
+		// The term is the fence that the leader's Campaign wrote back into
+		// its own hold (confirmFence): only that hold's write-back writes
+		// there, so any node that shows one shows the leader's term. The
+		// nodes' counters are no such thing: a node may hold a count that
+		// the leader never took (one of its grants came after the
+		// decision), and before the write-back a majority may agree on a
+		// count below the leader's.
+		info.Term = max(info.Term, n.confirmed)
 		ttl := n.TTL
 		if ttl < 0 {
 			ttl = time.Duration(1<<63 - 1)
 		}
 		ttls = append(ttls, ttl)
-	}
-	// Once Campaign has returned, a majority holds exactly the leader's
-	// term: its fence write-back reached them. A node it did not wait for
-	// may still hold the fence it made up itself, which can be higher. While
-	// no value has a majority yet (the Campaign is still returning), the
-	// highest is the best guess.
-	info.Term = highest
-	for fence, count := range fences {
-		if count >= l.need {
-			info.Term = fence
-		}
 	}
 	// The longest time a majority still holds the keys.
 	slices.Sort(ttls)
@@ -279,7 +275,11 @@ func (l *Locker) observe(ctx context.Context, name string, wake <-chan struct{},
 			return
 		}
 		wait := observePoll
-		if err == nil {
+		if err == nil && info.Leading && info.Term == 0 {
+			// A leader whose Campaign is still writing its term back: look
+			// again shortly rather than report a leader without its term.
+			wait = l.cfg.nodeTimeout
+		} else if err == nil {
 			if last == nil || changed(last, &info) {
 				// Latest wins: a state the reader has not taken yet is
 				// replaced.
@@ -307,8 +307,7 @@ func (l *Locker) observe(ctx context.Context, name string, wake <-chan struct{},
 	}
 }
 
-// changed reports whether b is another leader (or none) than a, or the same
-// leader with its term corrected (a look during its fence's write-back).
+// changed reports whether b is another leader (or none) than a.
 func changed(a, b *LeaderInfo) bool {
-	return a.Leading != b.Leading || a.token != b.token || a.Term != b.Term
+	return a.Leading != b.Leading || a.token != b.token
 }

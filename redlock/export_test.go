@@ -45,3 +45,23 @@ func HoldQueue(l *Locker, node int, key string) (letGo func()) {
 	q.mu.Lock()
 	return q.mu.Unlock
 }
+
+// ScriptSHA returns the SHA1 of the script that the library sends for the
+// file name in scripts/ (tests only): what EVALSHA names.
+func ScriptSHA(name string) string {
+	switch name {
+	case "fence.lua":
+		return fenceScript.Hash()
+	case "acquire.lua":
+		return acquireScript.Hash()
+	case "release.lua":
+		return releaseScript.Hash()
+	case "extend.lua":
+		return extendScript.Hash()
+	case "pttl.lua":
+		return pttlScript.Hash()
+	case "inspect.lua":
+		return inspectScript.Hash()
+	}
+	panic("no script " + name)
+}

@@ -56,7 +56,7 @@ func (l *Locker) extendMany(locks []*Lock) []error {
 	errs := make([]error, len(locks))
 	cfg := locks[0].cfg
 	keys := make([]string, 0, len(locks))
-	args := make([]any, 1, len(locks)+1)
+	args := make([]any, 1, 2*len(locks)+3)
 	args[0] = serverMillis(cfg.serverTTL())
 	which := make([]int, 0, len(locks)) // the index in locks of each key
 	for i, k := range locks {
@@ -70,7 +70,7 @@ func (l *Locker) extendMany(locks []*Lock) []error {
 			errs[i] = lost
 		default:
 			keys = append(keys, k.key)
-			args = append(args, k.prefix)
+			args = append(args, k.holder.prefix, k.holder.hold)
 			which = append(which, i)
 		}
 	}
@@ -85,6 +85,8 @@ func (l *Locker) extendMany(locks []*Lock) []error {
 		return errs
 	}
 	defer release()
+	nonce, keep := callNonce(cfg.nodeTimeout)
+	args = append(args, nonce, keep)
 	cmd := evalSha(extendManyScript, keys, args)
 	timeout := cfg.nodeTimeout
 	start := cfg.clock.Now()

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"sync"
 	"time"
 
@@ -147,6 +148,7 @@ func (e *extender) add(k *Lock, ctx context.Context, lose context.CancelCauseFun
 		return kp
 	}
 	e.mu.Lock()
+	k.kept = append(k.kept, kp)
 	kp.at[heapWarn] = kp.warnAt(now)
 	kp.at[heapDue] = kp.nextAt(now)
 	heap.Push(&e.warn, kp)
@@ -205,6 +207,7 @@ func (e *extender) drop(kp *keeper) {
 		return
 	}
 	kp.gone = true
+	kp.k.kept = slices.DeleteFunc(kp.k.kept, func(o *keeper) bool { return o == kp })
 	for h, q := range []*keeperHeap{&e.due, &e.warn} {
 		if i := kp.idx[h]; i >= 0 {
 			heap.Remove(q, i)
@@ -213,6 +216,25 @@ func (e *extender) drop(kp *keeper) {
 	if e.warn.Len() == 0 {
 		e.kick() // so that run ends
 	}
+}
+
+// moved re-times the keepers of k after its Until moved by an Extend of
+// the owner's own, earlier or later: the warning follows Until, and an
+// extension due after the last moment from which it still ends before the
+// warning comes at that moment instead.
+func (e *extender) moved(k *Lock) {
+	now := time.Now()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, kp := range k.kept {
+		kp.at[heapWarn] = kp.warnAt(now)
+		heap.Fix(&e.warn, kp.idx[heapWarn])
+		if i := kp.idx[heapDue]; i >= 0 {
+			kp.at[heapDue] = kp.extendAt(now, kp.at[heapDue].Sub(now))
+			heap.Fix(&e.due, i)
+		}
+	}
+	e.kick()
 }
 
 // run is the extender's goroutine.

@@ -134,12 +134,12 @@ func (k *Lock) handoff(ctx context.Context, o *offer) error {
 	defer release()
 	cfg, p := o.cfg, &o.plan
 	timeout := k.cfg.nodeTimeout
-	args := handoffArgs(k.prefix, releaseChannel(k.key), p.args)
+	args := handoffArgs(k.holder, releaseChannel(k.key), p.args)
 	cmd := evalSha(handoffScript, p.keys, args)
 
 	var (
 		validity time.Duration
-		late     = l.settler(p, timeout, false)
+		late     = l.settler(p, timeout)
 		// Replies after the decision, for the release's outcome when the
 		// decision left it open; each node sends at most one.
 		stray = make(chan quorum.Reply[handoffReply], len(l.nodes))

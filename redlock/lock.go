@@ -19,7 +19,7 @@ type Lock struct {
 	key    string
 	keys   []string
 	token  string
-	prefix string // token + "\x00": what the scripts compare
+	holder holder // what the scripts know this handle's hold by
 	meta   string
 	fence  uint64
 	cfg    config
@@ -36,6 +36,10 @@ type Lock struct {
 	// forceBorn is the Locker's count of ForceRelease calls when the lock
 	// was obtained: a later one of its key explains a loss.
 	forceBorn uint64
+
+	// kept lists the lock's KeepAlives still running; guarded by the
+	// Locker's extender's mu.
+	kept []*keeper
 }
 
 // Key returns the lock's key; for a multi-key lock (ObtainMulti), its keys
@@ -196,7 +200,7 @@ func (k *Lock) release(ctx context.Context, op string, cooldownMs int64) (err er
 	res, err := k.locker.call(ctx, round[int64]{
 		timeout: timeout,
 		linger:  k.releaseLinger(),
-		start:   k.locker.observeNodes(releaseScript, k.key, k.locker.sender(timeout, releaseScript, k.keys, releaseArgs(k.prefix, releaseChannel(k.key), cooldownMs), decodeCompare, started)),
+		start:   k.locker.observeNodes(releaseScript, k.key, k.locker.sender(timeout, releaseScript, k.keys, releaseArgs(k.holder, releaseChannel(k.key), cooldownMs), decodeCompare, started)),
 	})
 	if err != nil {
 		return err
@@ -267,7 +271,7 @@ func (k *Lock) Extend(ctx context.Context, ttl time.Duration) (err error) {
 	start := cfg.clock.Now()
 	res, err := k.locker.call(ctx, round[int64]{
 		timeout: cfg.nodeTimeout,
-		start:   k.locker.observeNodes(extendScript, k.key, k.locker.sender(cfg.nodeTimeout, extendScript, k.keys, extendArgs(k.prefix, ttlMs), decodeCompare, nil)),
+		start:   k.locker.observeNodes(extendScript, k.key, k.locker.sender(cfg.nodeTimeout, extendScript, k.keys, extendArgs(k.holder, ttlMs, cfg.nodeTimeout), decodeCompare, nil)),
 		accept: func(*quorum.Result[int64]) bool {
 			validity = clock.Validity(ttl, cfg.clock.Since(start), cfg.driftFactor)
 			return validity > 0
@@ -280,6 +284,8 @@ func (k *Lock) Extend(ctx context.Context, ttl time.Duration) (err error) {
 		k.mu.Lock()
 		k.until = start.Add(validity)
 		k.mu.Unlock()
+		// A KeepAlive's warning follows Until, also when it moved earlier.
+		k.locker.ext.moved(k)
 		return nil
 	}
 	// A majority that was too slow to leave any validity is an outage
@@ -314,7 +320,7 @@ func (k *Lock) TTL(ctx context.Context) (time.Duration, error) {
 	res, err := k.locker.call(ctx, round[int64]{
 		timeout: timeout,
 		waitAll: true,
-		start:   k.locker.observeNodes(pttlScript, k.key, k.locker.sender(timeout, pttlScript, k.keys, []any{k.prefix}, decodePTTL, nil)),
+		start:   k.locker.observeNodes(pttlScript, k.key, k.locker.sender(timeout, pttlScript, k.keys, pttlArgs(k.holder, timeout), decodePTTL, nil)),
 	})
 	if err != nil {
 		return 0, err

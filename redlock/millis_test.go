@@ -111,9 +111,9 @@ func TestServerMillisecondsRoundUp(t *testing.T) {
 				t.Fatal(o.err)
 			}
 			// It must have been a handoff: the script with the release's
-			// three arguments, then the acquisition's value, TTL, prefix.
+			// four arguments, then the acquisition's value, TTL, prefix.
 			for _, args := range sentArgs(t, clients[0], key) {
-				if len(args) == 10 && args[8] == "341" {
+				if len(args) == 11 && args[9] == "341" {
 					return
 				}
 			}

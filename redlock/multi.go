@@ -64,6 +64,9 @@ func multiCall(s *script, keys []string, args []any) (*script, []any) {
 			// Each key's release is announced on its own channel.
 			args[1] = releasePrefix
 		}
+		// A release needs no nonce (once.lua): a second copy finds our
+		// hold gone.
+		args = append(args, "", 0)
 	case extendScript:
 		op = "extend"
 	case pttlScript:
@@ -279,7 +282,7 @@ func newMultiPlan(keys []string, cfg *config) acquirePlan {
 		all = append(all, guardMarker, guardQuarantine)
 		args = append(args, "0", serverMillis(cfg.guard), serverMillis(cfg.fenceLifetime()))
 	}
-	return acquirePlan{token: strings.TrimSuffix(prefix, "\x00"), prefix: prefix, keys: all, lockKeys: all[:len(keys)], args: args}
+	return acquirePlan{token: strings.TrimSuffix(prefix, "\x00"), holder: holder{prefix: prefix, hold: "1"}, keys: all, lockKeys: all[:len(keys)], args: args}
 }
 
 // attemptMulti is attempt for several keys: one round of
@@ -294,7 +297,7 @@ func (l *Locker) attemptMulti(ctx context.Context, keys []string, name string, c
 	}
 	defer release()
 	p := newMultiPlan(keys, cfg)
-	late := l.settler(&p, cfg.nodeTimeout, false)
+	late := l.settler(&p, cfg.nodeTimeout)
 	var validity time.Duration
 	start := cfg.clock.Now()
 	res := quorum.Run(ctx, &quorum.Round[int64]{

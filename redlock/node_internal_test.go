@@ -40,7 +40,7 @@ func TestBatchKeepsOrderAfterScriptLoss(t *testing.T) {
 	}
 	acquire := &nodeCall{timeout: time.Second, script: acquireScript, keys: keys, args: args,
 		cmd: evalSha(acquireScript, keys, args), decode: decodeAcquire, reply: reply}
-	undoArgs := []any{prefix, "", 0}
+	undoArgs := []any{prefix, "", 0, "1"}
 	release := &nodeCall{timeout: time.Second, script: releaseScript, keys: keys, args: undoArgs,
 		cmd: evalSha(releaseScript, keys, undoArgs), decode: decodeCompare, reply: reply}
 	// One batch on a fresh connection, as a worker sends it.

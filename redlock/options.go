@@ -35,17 +35,25 @@ type config struct {
 	token       string
 	tokenSet    bool
 	fencing     bool
-	failFast    bool
-	pollingOnly bool
-	guard       time.Duration
-	lockDelay   time.Duration
-	clock       clock.Clock
+	// confirmFence: the fence is written back to every node in a round
+	// the acquisition waits for, even when the granting majority agreed
+	// on it, so that each node's hold carries its fence (Campaign: the
+	// term that Leader reports).
+	confirmFence bool
+	failFast     bool
+	pollingOnly  bool
+	guard        time.Duration
+	lockDelay    time.Duration
+	clock        clock.Clock
 	// fenceLife is how long a fencing counter outlives the lock key it
 	// was last written with; defaultFenceLifetime but in tests.
 	fenceLife time.Duration
 	obs       *observer   // WithObserver; nil: none
 	redisLog  *redisRoute // WithRedisLogger; nil: quiet
 }
+
+// confirmFence is Campaign's option: see config.confirmFence.
+func confirmFence(c *config) { c.confirmFence = true }
 
 // defaultFenceLifetime is how long a key's fencing counter stays on a node
 // after its last grant or write-back (plus the lock's TTL). A week keeps the

@@ -38,7 +38,7 @@ func TestTrySendKeepsOrder(t *testing.T) {
 	acqArgs := []any{prefix + "1\x00", 10000, prefix}
 	acquire := &nodeCall{timeout: time.Second, script: acquireScript, keys: keys, args: acqArgs,
 		cmd: evalSha(acquireScript, keys, acqArgs), decode: decodeAcquire, reply: reply}
-	relArgs := []any{prefix, "", 0}
+	relArgs := []any{prefix, "", 0, "1"}
 	release := &nodeCall{timeout: time.Second, script: releaseScript, keys: keys, args: relArgs,
 		cmd: evalSha(releaseScript, keys, relArgs), decode: decodeCompare, reply: reply}
 

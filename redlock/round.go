@@ -116,8 +116,8 @@ func (l *Locker) sender(timeout time.Duration, s *script, keys []string, args []
 // through the nodes' pipes, and waits for them up to timeout; it announces
 // the release on channel unless that is "". It undoes our own writes, so it
 // runs even when ctx has ended.
-func (l *Locker) undoAll(ctx context.Context, timeout time.Duration, keys []string, prefix, channel string, which func(int) bool) {
-	send := l.sender(timeout, releaseScript, keys, undoArgs(prefix, channel), decodeAny, nil)
+func (l *Locker) undoAll(ctx context.Context, timeout time.Duration, keys []string, h holder, channel string, which func(int) bool) {
+	send := l.sender(timeout, releaseScript, keys, undoArgs(h, channel), decodeAny, nil)
 	runRound(context.WithoutCancel(ctx), l, round[int64]{
 		need:    len(l.nodes),
 		timeout: timeout,
@@ -136,8 +136,8 @@ func (l *Locker) undoAll(ctx context.Context, timeout time.Duration, keys []stri
 // releaseOn queues the undo of our write on one node (see sendOn). Best
 // effort: a key left behind on an unreachable node expires by its TTL and
 // only delays others, it never breaks mutual exclusion.
-func (l *Locker) releaseOn(i int, keys []string, prefix string, timeout time.Duration) {
-	s, args := multiCall(releaseScript, keys, undoArgs(prefix, ""))
+func (l *Locker) releaseOn(i int, keys []string, h holder, timeout time.Duration) {
+	s, args := multiCall(releaseScript, keys, undoArgs(h, ""))
 	l.sendOn(i, timeout, s, keys, args, evalSha(s, keys, args))
 }
 

@@ -4,6 +4,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"time"
@@ -25,6 +26,7 @@ type script struct {
 }
 
 func newScript(src string) *script {
+	src = strings.ReplaceAll(src, "--[[holds.lua]]", holdsSrc)
 	s := &script{Script: redis.NewScript(src), src: src}
 	s.hash = s.Hash()
 	scripts = append(scripts, s)
@@ -57,6 +59,16 @@ const (
 
 // Each script, embedded from scripts/, with its arguments and its replies.
 var (
+	// holds.lua reads and writes the holds in a lock's value; newScript
+	// pastes it where a script says --[[holds.lua]].
+	//go:embed scripts/holds.lua
+	holdsSrc string
+
+	// once.lua, put in front of a script whose answers a round counts,
+	// makes a server answer each call once (see callNonce).
+	//go:embed scripts/once.lua
+	onceSrc string
+
 	// acquire.lua sets the key unless another token holds it; its keys and
 	// arguments are an acquirePlan's (see newPlan).
 	//go:embed scripts/acquire.lua
@@ -72,22 +84,22 @@ var (
 	// extend.lua lengthens the key's expiry where our token holds it.
 	//go:embed scripts/extend.lua
 	extendSrc    string
-	extendScript = newScript(extendSrc)
+	extendScript = newScript(onceSrc + extendSrc)
 
 	// pttl.lua reads the key's PTTL where our token holds it.
 	//go:embed scripts/pttl.lua
 	pttlSrc    string
-	pttlScript = newScript(pttlSrc)
+	pttlScript = newScript(onceSrc + pttlSrc)
 
 	// fence.lua raises a key's fencing counter to the holder's fence.
 	//go:embed scripts/fence.lua
 	fenceSrc    string
-	fenceScript = newScript(fenceSrc)
+	fenceScript = newScript(onceSrc + fenceSrc)
 
 	// inspect.lua reads the key's value, PTTL and fencing counter.
 	//go:embed scripts/inspect.lua
 	inspectSrc    string
-	inspectScript = newScript(inspectSrc)
+	inspectScript = newScript(onceSrc + inspectSrc)
 
 	// force.lua deletes the key whoever holds it, and announces it.
 	//go:embed scripts/force.lua
@@ -139,22 +151,57 @@ func acquireOutcome(r quorum.Reply[int64]) NodeResult {
 	return NodeResult{Outcome: OutcomeNoReply}
 }
 
+// holder is what the scripts know a hold by: the owner's token as the
+// value's prefix (token + "\x00"), and the handle's hold id (see
+// holds.lua). A Lock, an acquisition's undo and its fence write-back each
+// carry the holder of their hold, and touch no other.
+type holder struct {
+	prefix string
+	hold   string
+}
+
 // releaseArgs are the release script's arguments: the owner's prefix, the
-// channel that announces the release ("" for none), and the cooldown in
-// milliseconds (0: delete the key).
-func releaseArgs(prefix, channel string, cooldownMs int64) []any {
-	return []any{prefix, channel, cooldownMs}
+// channel that announces the release ("" for none), the cooldown in
+// milliseconds (0: delete the key), and the hold id.
+func releaseArgs(h holder, channel string, cooldownMs int64) []any {
+	return []any{h.prefix, channel, cooldownMs, h.hold}
 }
 
 // undoArgs are the release script's arguments that undo an attempt's own
 // write, announced on channel unless it is "". An attempt's undo announces
 // nothing: no lock was held that anyone waits for, and waking waiters (the
 // failed client among them) would only start another round.
-func undoArgs(prefix, channel string) []any { return releaseArgs(prefix, channel, 0) }
+func undoArgs(h holder, channel string) []any { return releaseArgs(h, channel, 0) }
 
-// extendArgs are the extend script's arguments: the owner's prefix and the
-// TTL in milliseconds.
-func extendArgs(prefix string, ttlMs int64) []any { return []any{prefix, ttlMs} }
+// extendArgs are the extend script's arguments: the owner's prefix, the
+// TTL in milliseconds, the hold id, and the call's nonce (callNonce).
+func extendArgs(h holder, ttlMs int64, timeout time.Duration) []any {
+	nonce, keep := callNonce(timeout)
+	return []any{h.prefix, ttlMs, h.hold, nonce, keep}
+}
+
+// pttlArgs are the pttl script's arguments: the owner's prefix, the hold
+// id, and the call's nonce (callNonce).
+func pttlArgs(h holder, timeout time.Duration) []any {
+	nonce, keep := callNonce(timeout)
+	return []any{h.prefix, h.hold, nonce, keep}
+}
+
+// callNonce returns a fresh nonce for one call to every node of a round
+// whose calls have timeout, and how long, in ms, a server keeps it
+// (once.lua): a server reached twice in the round, through two node
+// addresses, answers the second copy DUPLICATE. Both copies run within the
+// round (a copy that runs later is not counted), so twice the timeout, with
+// 100 ms for the servers' clocks, is enough.
+func callNonce(timeout time.Duration) (string, int64) {
+	return strconv.FormatUint(rand.Uint64(), 36), serverMillis(2*timeout + 100*time.Millisecond)
+}
+
+// newHoldID returns a hold id for an acquisition with the caller's own
+// token (WithToken): another Lock may hold the key with the same token, and
+// each hold must be told apart. An acquisition with a fresh random token
+// has hold id "1": its token is its own already.
+func newHoldID() string { return strconv.FormatUint(rand.Uint64(), 36) }
 
 // decodeCompare turns a compare-and-X reply into a vote: Yes where our
 // token held the key, No (with replyGone or replyOther) where it did not.
@@ -217,9 +264,11 @@ func decodePTTL(r int64, err error) (quorum.Vote, int64, error) {
 }
 
 // fenceArgs are the fence script's arguments: the fence, the counter's
-// lifetime in milliseconds, and the holder's prefix.
-func fenceArgs(fence, lifetimeMs int64, prefix string) []any {
-	return []any{fence, lifetimeMs, prefix}
+// lifetime in milliseconds, the holder's prefix and hold id, and the
+// call's nonce ("" for a write-back that no round counts) and how long to
+// keep it.
+func fenceArgs(fence, lifetimeMs int64, h holder, nonce string, keepMs int64) []any {
+	return []any{fence, lifetimeMs, h.prefix, h.hold, nonce, keepMs}
 }
 
 // decodeAny counts any answer, even an error, as done.
@@ -279,8 +328,14 @@ func inspectReply(addr string, cmd *redis.Cmd) NodeStatus {
 	parts := strings.SplitN(v, "\x00", 3)
 	ns.Token = parts[0]
 	if len(parts) == 3 {
-		ns.Holds, _ = strconv.Atoi(parts[1])
 		ns.Metadata = parts[2]
+		if parts[1] != "" { // none: a cooldown
+			holds := strings.Split(parts[1], " ")
+			ns.Holds = len(holds)
+			if _, f, ok := strings.Cut(holds[0], ":"); ok && len(holds) == 1 {
+				ns.confirmed, _ = strconv.ParseUint(f, 10, 64)
+			}
+		}
 	}
 	return ns
 }
@@ -288,9 +343,9 @@ func inspectReply(addr string, cmd *redis.Cmd) NodeStatus {
 // handoffArgs are the handoff script's arguments: the release's (announced
 // on channel only if the key ends up free: the acquisition was refused),
 // then the acquisition's.
-func handoffArgs(prefix, channel string, acquire []any) []any {
-	args := make([]any, 0, 3+len(acquire))
-	args = append(args, releaseArgs(prefix, channel, 0)...)
+func handoffArgs(h holder, channel string, acquire []any) []any {
+	args := make([]any, 0, 4+len(acquire))
+	args = append(args, releaseArgs(h, channel, 0)...)
 	return append(args, acquire...)
 }
 

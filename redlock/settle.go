@@ -18,11 +18,8 @@ import (
 type settle struct {
 	l        *Locker
 	lockKeys []string
-	prefix   string
+	holder   holder
 	timeout  time.Duration
-	// ownToken: the token is the caller's, so a failed reply may be an
-	// earlier hold of the same owner (see mustUndo).
-	ownToken bool
 
 	mu     sync.Mutex
 	done   bool
@@ -34,31 +31,32 @@ type settle struct {
 	early []quorum.Reply[int64]
 }
 
-// fenceWrite is a fence write-back of a lock on key, whose token's prefix
-// is prefix.
+// fenceWrite is a fence write-back of the hold of holder on key.
 type fenceWrite struct {
-	key, prefix       string
+	key               string
+	holder            holder
 	fence, lifetimeMs int64
 }
 
-// call builds the write-back's script call: its keys, arguments and
+// call builds the write-back's script call, for a round that counts its
+// answers with nonce (callNonce; "" for none): its keys, arguments and
 // command line.
-func (fw *fenceWrite) call() (keys []string, args, cmd []any) {
+func (fw *fenceWrite) call(nonce string, keepMs int64) (keys []string, args, cmd []any) {
 	keys = []string{fw.key, fenceKey(fw.key)}
-	args = fenceArgs(fw.fence, fw.lifetimeMs, fw.prefix)
+	args = fenceArgs(fw.fence, fw.lifetimeMs, fw.holder, nonce, keepMs)
 	return keys, args, evalSha(fenceScript, keys, args)
 }
 
 // sendTo queues the write-back on node i in the background (see sendOn).
 func (fw *fenceWrite) sendTo(l *Locker, i int, timeout time.Duration) {
-	keys, args, cmd := fw.call()
+	keys, args, cmd := fw.call("", 0)
 	l.sendOn(i, timeout, fenceScript, keys, args, cmd)
 }
 
 // settler returns the settle of an acquisition of plan p whose node calls
 // have timeout.
-func (l *Locker) settler(p *acquirePlan, timeout time.Duration, ownToken bool) *settle {
-	return &settle{l: l, lockKeys: p.lockKeys, prefix: p.prefix, timeout: timeout, ownToken: ownToken}
+func (l *Locker) settler(p *acquirePlan, timeout time.Duration) *settle {
+	return &settle{l: l, lockKeys: p.lockKeys, holder: p.holder, timeout: timeout}
 }
 
 // arrived is a straggler's reply (an acquire round's Late). It is called
@@ -88,7 +86,7 @@ func (s *settle) succeed(rest *fenceWrite) {
 func (s *settle) fail() []int {
 	var undo []int
 	for _, r := range s.finish(true, nil) {
-		if mustUndo(r.Vote, s.ownToken) {
+		if mustUndo(r.Vote) {
 			undo = append(undo, r.Node)
 		}
 	}
@@ -109,8 +107,8 @@ func (s *settle) finish(failed bool, rest *fenceWrite) []quorum.Reply[int64] {
 func (s *settle) act(r quorum.Reply[int64], failed bool, rest *fenceWrite) {
 	switch {
 	case failed:
-		if mustUndo(r.Vote, s.ownToken) {
-			s.l.releaseOn(r.Node, s.lockKeys, s.prefix, s.timeout)
+		if mustUndo(r.Vote) {
+			s.l.releaseOn(r.Node, s.lockKeys, s.holder, s.timeout)
 		}
 	case rest != nil && !answered(r, rest.fence):
 		rest.sendTo(s.l, r.Node, s.timeout)

@@ -3,6 +3,7 @@ package redlock_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net"
 	"sync"
@@ -50,6 +51,52 @@ type wire struct {
 	// dials counts the connections dialled through the wire, failed
 	// ones included.
 	dials atomic.Int64
+	// stall, if set, holds every write that contains it until stalled is
+	// closed (a call held up on its way). Under mu.
+	stall   []byte
+	stalled chan struct{}
+	// refuse, if set, fails every write that contains it and ends its
+	// connection: the node cannot be reached. Under mu.
+	refuse  []byte
+	refused int
+}
+
+// awaitRefused waits until w has refused a call, then lets calls through
+// again.
+func (w *wire) awaitRefused(t *testing.T) {
+	t.Helper()
+	if !poll(t, 10*time.Second, func() bool { w.mu.Lock(); defer w.mu.Unlock(); return w.refused > 0 }) {
+		t.Fatal("no call was refused")
+	}
+	w.mu.Lock()
+	w.refuse, w.refused = nil, 0
+	w.mu.Unlock()
+}
+
+// setRefuse makes the wire fail every write that contains pat (nil: none),
+// ending its connection, as a cut network would.
+func (w *wire) setRefuse(pat []byte) {
+	w.mu.Lock()
+	w.refuse = pat
+	w.mu.Unlock()
+}
+
+// stallOn holds up every write that contains pat from now on, until the
+// returned func is called (safe to call more than once).
+func (w *wire) stallOn(pat []byte) (free func()) {
+	gate := make(chan struct{})
+	w.mu.Lock()
+	w.stall, w.stalled = pat, gate
+	w.mu.Unlock()
+	var once sync.Once
+	return func() { once.Do(func() { close(gate) }) }
+}
+
+// setLose makes the wire lose every write that contains pat (nil: none).
+func (w *wire) setLose(pat []byte) {
+	w.mu.Lock()
+	w.lose = pat
+	w.mu.Unlock()
 }
 
 // newWire returns a wire to server s, its client set up as
@@ -127,6 +174,18 @@ type wireConn struct {
 
 func (c *wireConn) Write(b []byte) (int, error) {
 	c.w.mu.Lock()
+	if c.w.stall != nil && bytes.Contains(b, c.w.stall) {
+		gate := c.w.stalled
+		c.w.mu.Unlock()
+		<-gate
+		c.w.mu.Lock()
+	}
+	if c.w.refuse != nil && bytes.Contains(b, c.w.refuse) {
+		c.w.refused++
+		c.w.mu.Unlock()
+		_ = c.Conn.Close()
+		return 0, errors.New("wire: cut off")
+	}
 	lost := c.w.lose != nil && bytes.Contains(b, c.w.lose)
 	if lost {
 		c.w.lost++

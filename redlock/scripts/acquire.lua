@@ -1,11 +1,12 @@
--- Take the lock if it is free (SET NX PX, atomically), or take one more
--- hold on it if our token already holds it (re-entry).
+-- Take the lock if it is free (SET NX PX, atomically), or add our hold to
+-- it if our token already holds it (re-entry).
 --
 -- KEYS[1]  the lock key
 -- KEYS[2]  the key's fencing counter        (fencing or guard mode only)
 -- KEYS[3]  the node's memory marker          (fencing or guard mode only)
 -- KEYS[4]  the node's quarantine key         (fencing or guard mode only)
--- ARGV[1]  the value: token .. "\0" .. holds .. "\0" .. metadata
+-- ARGV[1]  the value: token .. "\0" .. hold id .. "\0" .. metadata (see
+--          holds.lua)
 -- ARGV[2]  TTL in milliseconds
 -- ARGV[3]  token .. "\0" (the value's prefix)
 -- ARGV[4]  "1" to return a fencing token      (optional)
@@ -14,11 +15,17 @@
 --
 -- Returns, when granted: the fencing token in fencing mode (the counter,
 -- raised in this same step for a new holder), else 0 for a new holder
--- and n >= 2 for a re-entry with n holds. When another token holds the key:
+-- and n >= 2 for a re-entry with n holds. When another token holds the key
+-- (or a cooldown keeps it, with no hold left):
 -- -(PTTL + 2) of that holder, so the caller can sleep until it may expire
 -- (-1: the key has no expiry). With the restart guard on, a node that lost
 -- its memory answers an ABSTAIN error until the maximum TTL has passed, and
 -- a node that may evict keys answers ABSTAIN instead of being stamped.
+-- When the key holds our hold id already, this server granted this very
+-- acquisition before, reached through another node address: a DUPLICATE
+-- error, never a second vote (and never a re-entry: a re-entry is another
+-- handle's acquisition, with a hold id of its own).
+--[[holds.lua]]
 local guard = tonumber(ARGV[5] or '0')
 if guard > 0 then
   -- The marker (no expiry) holds the server's run_id and its count of
@@ -142,36 +149,37 @@ if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
   end
   return 0
 end
-local v = redis.call('GET', KEYS[1])
-if v and string.sub(v, 1, #ARGV[3]) == ARGV[3] then
-  local rest = string.sub(v, #ARGV[3] + 1)
-  local i = string.find(rest, '\0', 1, true)
-  local holds = i and tonumber(string.sub(rest, 1, i - 1))
-  if holds then
-    holds = holds + 1
-    -- A re-entry only ever lengthens the hold: another Lock with this token
-    -- counts on the key living as long as it was told, so the TTL becomes
-    -- max(PTTL, ARGV[2]); a key without expiry keeps none.
-    local left = redis.call('PTTL', KEYS[1])
-    redis.call('SET', KEYS[1], ARGV[3] .. holds .. string.sub(rest, i), 'KEEPTTL')
-    if left >= 0 and left < tonumber(ARGV[2]) then
-      redis.call('PEXPIRE', KEYS[1], ARGV[2])
-    end
-    if fenced then
-      -- Same holder: same fence. A counter that expired while the key was
-      -- held (kept by Extend past the counter's lifetime) starts again
-      -- from the exact clock, as for a new holder: above every fence
-      -- handed out before, under the same assumption as a fresh start.
-      -- The re-entry then has a higher fence than the outer, which is
-      -- written back, as when a node no longer holds the key.
-      local c = redis.call('GET', KEYS[2])
-      if c then
-        return tonumber(c)
-      end
-      local t = redis.call('TIME')
-      return startCounter(tonumber(t[1]) * 1000000 + tonumber(t[2]))
-    end
-    return holds
+local holds, rest = holdsOf(redis.call('GET', KEYS[1]), ARGV[3])
+if holds and holds ~= '' then
+  local id = string.sub(ARGV[1], #ARGV[3] + 1, string.find(ARGV[1], '\0', #ARGV[3] + 1, true) - 1)
+  if findHold(holds, id) then
+    return redis.error_reply('DUPLICATE this server granted this acquisition already, through another node address')
   end
+  local _, n = string.gsub(holds, ' ', '')
+  -- A re-entry only ever lengthens the hold: another Lock with this token
+  -- counts on the key living as long as it was told, so the TTL becomes
+  -- max(PTTL, ARGV[2]); a key without expiry keeps none.
+  local left = redis.call('PTTL', KEYS[1])
+  redis.call('SET', KEYS[1], ARGV[3] .. holds .. ' ' .. id .. rest, 'KEEPTTL')
+  if left >= 0 and left < tonumber(ARGV[2]) then
+    redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  end
+  if fenced then
+    -- Same holder: the fence the counter stands at, which only ever goes
+    -- up (fence.lua), so it is at least every fence handed out for this
+    -- key before. A counter that expired while the key was held (kept by
+    -- Extend past the counter's lifetime) starts again from the exact
+    -- clock, as for a new holder: above every fence handed out before,
+    -- under the same assumption as a fresh start. Where the counter went
+    -- past the outer lock's fence (a late grant of its own acquisition),
+    -- the re-entry's fence is higher than the outer's and is written back.
+    local c = redis.call('GET', KEYS[2])
+    if c then
+      return tonumber(c)
+    end
+    local t = redis.call('TIME')
+    return startCounter(tonumber(t[1]) * 1000000 + tonumber(t[2]))
+  end
+  return n + 2
 end
 return -(redis.call('PTTL', KEYS[1]) + 2)

@@ -5,9 +5,9 @@
 -- if the release had been followed at once by the acquisition.
 --
 -- KEYS        acquire.lua's KEYS (KEYS[1] is the lock key)
--- ARGV[1..3]  release.lua's ARGV, for the owner who lets go; ARGV[2], the
+-- ARGV[1..4]  release.lua's ARGV, for the owner who lets go; ARGV[2], the
 --             release channel, is told only if the key ends up free
--- ARGV[4..]   acquire.lua's ARGV, for the next owner
+-- ARGV[5..]   acquire.lua's ARGV, for the next owner
 --
 -- Returns {release's reply, acquire's reply}; when the acquisition is
 -- refused with an error (the restart guard's ABSTAIN), its message instead.
@@ -18,8 +18,8 @@ local acquire = function(KEYS, ARGV)
 --[[acquire.lua]]
 end
 -- The release announces nothing: the key is meant to pass straight on.
-local r = release({KEYS[1]}, {ARGV[1], '', ARGV[3]})
-local a = acquire(KEYS, {unpack(ARGV, 4)})
+local r = release({KEYS[1]}, {ARGV[1], '', ARGV[3], ARGV[4]})
+local a = acquire(KEYS, {unpack(ARGV, 5)})
 -- If it did not (the acquisition was refused), the old owner's release
 -- freed the key: announce it as a release does, or waiters elsewhere
 -- would sleep until their timers.

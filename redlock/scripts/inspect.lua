@@ -2,6 +2,8 @@
 --
 -- KEYS[1]  the lock key
 -- KEYS[2]  the key's fencing counter
+-- ARGV[1], ARGV[2]  the call's nonce and how long to keep it (once.lua;
+--          optional)
 --
 -- Returns {value, PTTL, fence} when the key exists, {false, -2, fence}
 -- otherwise; fence is 0 when there is no counter.

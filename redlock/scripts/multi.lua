@@ -6,6 +6,9 @@
 -- ARGV[1]     "release", "extend" or "pttl"
 -- ARGV[2..]   the single-key script's ARGV; for release, ARGV[3] is the
 --             prefix of the keys' release channels ("" to tell nobody)
+-- ARGV[#ARGV-1], ARGV[#ARGV]  the call's nonce and how long to keep it
+--             (once.lua, put in front of this script: checked once per
+--             call, not per key)
 --
 -- Returns, for release and extend, 1 when every key was ours (and the
 -- action done), else -1 when another token holds any of them, else 0 (a key
@@ -31,7 +34,7 @@ for i = 1, #KEYS do
     if args[2] ~= '' then
       channel = args[2] .. KEYS[i]
     end
-    r = release({KEYS[i]}, {args[1], channel, args[3]})
+    r = release({KEYS[i]}, {args[1], channel, args[3], args[4]})
   elseif op == 'extend' then
     r = extend({KEYS[i]}, args)
   else
