@@ -48,10 +48,10 @@ type Fault struct {
 	Process bool
 	// OnPaths, if set, marks a fault on the clients' own paths to the
 	// nodes (paths.go), which can hit some clients' view of the cluster
-	// and not the others': it changes the paths and says what it did and
-	// to which nodes. Healing leads every path back to its own node,
-	// without delay.
-	OnPaths func(rng *rand.Rand, cfg *Config, p *paths) (what string, nodes []int)
+	// and not the others': it changes the paths for d (or until ctx
+	// ends), and says what it did and to which nodes. Healing then leads
+	// every path back to its own node, without delay.
+	OnPaths func(ctx context.Context, rng *rand.Rand, cfg *Config, p *paths, d time.Duration) (what string, nodes []int)
 }
 
 // Targets says which nodes a fault hits.
@@ -171,10 +171,11 @@ var Faults = map[string]Fault{
 	// (connections ended, new ones refused): each sees a different
 	// majority.
 	"partial-partition": {Name: "partial-partition", Duration: ttlTimes(0.5, 2), OnPaths: partialPartition},
-	// Replies from a minority of the nodes come late, by half the node
-	// timeout to three times it, to every client, while commands take
-	// effect at once: the nodes grant, and the clients hear of it after
-	// the round, and after what they did next.
+	// Replies from a minority of the nodes come late, on and off, by the
+	// node timeout to three times it, to every client, while commands
+	// take effect at once: the nodes grant, and the clients hear of it
+	// after the round, and after what they did next; and after each
+	// change, a node is late for one call and on time for the next.
 	"slow-replies": {Name: "slow-replies", Duration: ttlTimes(0.5, 2), OnPaths: slowReplies},
 	// A majority crashes and restarts at once. Without persistence it
 	// forgets the locks it granted: the known weakness of Redlock.
@@ -369,8 +370,7 @@ func (n *nemesis) onPaths(ctx context.Context, f Fault, d time.Duration) error {
 		return errors.New("no client paths to change (the scenario has no path fault)")
 	}
 	start := time.Now()
-	what, nodes := f.OnPaths(n.rng, n.cfg, p)
-	sleep(ctx, d)
+	what, nodes := f.OnPaths(ctx, n.rng, n.cfg, p, d)
 	p.restore()
 	end := time.Now()
 	n.history.AddFault(checker.Fault{Kind: f.Name, Nodes: nodes, Start: start, End: end})

@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -106,18 +107,19 @@ func (p *paths) close() error {
 // server: that client's Locker then reaches one server through two of its
 // nodes, over connections that learned the right server when they opened.
 // The other clients' paths are untouched.
-func moveConnections(rng *rand.Rand, _ *Config, p *paths) (what string, nodes []int) {
+func moveConnections(ctx context.Context, rng *rand.Rand, _ *Config, p *paths, d time.Duration) (what string, nodes []int) {
 	i := rng.IntN(p.clients())
 	perm := rng.Perm(len(p.nodes))
 	from, to := perm[0], perm[1]
 	p.moveTo(i, from, p.nodes[to])
+	sleep(ctx, d)
 	return fmt.Sprintf("client %d's node %d moved to node %d's server", i, from, to), []int{from, to}
 }
 
 // partialPartition cuts every client off from a minority of the nodes of
 // its own, no two clients the same (as far as there are minorities to go
 // round): the clients see different majorities.
-func partialPartition(rng *rand.Rand, _ *Config, p *paths) (what string, nodes []int) {
+func partialPartition(ctx context.Context, rng *rand.Rand, _ *Config, p *paths, d time.Duration) (what string, nodes []int) {
 	n := len(p.nodes)
 	var minorities [][]int
 	for mask := 1; mask < 1<<n; mask++ {
@@ -142,6 +144,7 @@ func partialPartition(rng *rand.Rand, _ *Config, p *paths) (what string, nodes [
 		}
 		cut = append(cut, fmt.Sprintf("client %d from %v", i, set))
 	}
+	sleep(ctx, d)
 	for j := range hit {
 		nodes = append(nodes, j)
 	}
@@ -150,19 +153,37 @@ func partialPartition(rng *rand.Rand, _ *Config, p *paths) (what string, nodes [
 }
 
 // slowReplies delays the replies of a minority of the nodes to every
-// client, by one delay between half the node timeout and three times it:
-// the commands take effect on the servers at once, and their replies
-// reach the clients after the round that sent them was decided, often
-// after the clients' next commands to those nodes took effect too.
-func slowReplies(rng *rand.Rand, cfg *Config, p *paths) (what string, nodes []int) {
+// client, on and off for d: by one delay between the node timeout and
+// three times it, switched on or off every half node timeout to two node
+// timeouts. The commands take effect on the servers at once, and their
+// replies reach the clients after the round that sent them was decided,
+// often after the clients' next commands to those nodes took effect too;
+// once the delay is off, the next call is on time.
+func slowReplies(ctx context.Context, rng *rand.Rand, cfg *Config, p *paths, d time.Duration) (what string, nodes []int) {
 	n := len(p.nodes)
 	nodes = rng.Perm(n)[:1+rng.IntN(max((n-1)/2, 1))]
 	slices.Sort(nodes)
-	d := between(rng, cfg.NodeTimeout/2, 3*cfg.NodeTimeout)
-	for _, row := range p.fwd {
-		for _, j := range nodes {
-			row[j].SetDelay(d)
+	delay := between(rng, cfg.NodeTimeout/2, cfg.NodeTimeout*6/5)
+	set := func(d time.Duration) {
+		for _, row := range p.fwd {
+			for _, j := range nodes {
+				row[j].SetDelay(d)
+			}
 		}
 	}
-	return fmt.Sprintf("replies from nodes %v %v late", nodes, d.Round(time.Millisecond)), nodes
+	end := time.Now().Add(d)
+	flips := 0
+	for on := true; ; on = !on {
+		if on {
+			set(delay)
+		} else {
+			set(0)
+		}
+		flips++
+		left := time.Until(end)
+		if left <= 0 || !sleep(ctx, min(left, between(rng, cfg.NodeTimeout/2, 2*cfg.NodeTimeout))) {
+			break
+		}
+	}
+	return fmt.Sprintf("replies from nodes %v %v late, on and off (%d changes)", nodes, delay.Round(time.Millisecond), flips), nodes
 }

@@ -76,6 +76,10 @@ type Scenario struct {
 	// clients share a lock on purpose (a shared token): their updates may
 	// interleave without any lock being broken.
 	NoEffects bool
+	// WatchCounters follows the fencing counters on every node and
+	// records an anomaly when one goes back (counters.go): for scenarios
+	// whose nodes never lose their memory.
+	WatchCounters bool
 }
 
 // Scenarios are the suite's runs, in order.
@@ -188,8 +192,9 @@ var Scenarios = []Scenario{
 	// same token, many times over, with fencing, while some nodes answer
 	// late (their replies only, or both ways): fences must grow from each
 	// holder to the next, whatever a late reply to an earlier acquisition
-	// sets off.
-	{Name: "reacquire-fenced", Asserted: true, Workload: workloadReacquire, Faults: []string{"slow-replies", "latency"}},
+	// sets off; and no node's counter may ever go back (counters.go).
+	{Name: "reacquire-fenced", Asserted: true, Workload: workloadReacquire, WatchCounters: true,
+		Faults: []string{"slow-replies", "latency"}},
 }
 
 // evictMemory is the maxmemory of the evict scenarios' servers: small, so
@@ -443,6 +448,18 @@ func Run(ctx context.Context, c *cluster.Cluster, sc Scenario, cfg Config) (_ *c
 		w.fx = checker.NewStore(srv.Addr)
 		defer w.fx.Close()
 	}
+	var watch *counterWatch
+	if sc.WatchCounters {
+		var err error
+		if watch, err = watchCounters(c.ServerAddrs(), hist); err != nil {
+			return nil, err
+		}
+		defer func() {
+			if watch != nil {
+				runErr = errors.Join(runErr, watch.close())
+			}
+		}()
+	}
 	if err := w.startProcesses(); err != nil {
 		return nil, err
 	}
@@ -479,6 +496,11 @@ func Run(ctx context.Context, c *cluster.Cluster, sc Scenario, cfg Config) (_ *c
 	}
 	stop()
 	werr := <-done
+	if watch != nil {
+		// Before the check, so that it sees every write the clients made.
+		werr = errors.Join(werr, watch.close())
+		watch = nil
+	}
 	hist.Finish(time.Now())
 	err = errors.Join(err, werr, c.Heal(context.WithoutCancel(ctx)))
 	r := checker.Check(hist)
