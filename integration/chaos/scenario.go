@@ -177,9 +177,11 @@ var Scenarios = []Scenario{
 
 	// A proxy moves one client's open connections to one node onto
 	// another node's server: one server answers for two of that client's
-	// nodes, and must still vote once per call. The clients reach the
-	// servers through paths of their own (paths.go).
+	// nodes, and must still vote once per call, with or without the
+	// restart guard (whose marker check runs on that same server). The
+	// clients reach the servers through paths of their own (paths.go).
 	{Name: "moving-proxy", Asserted: true, Faults: []string{"move-connections"}},
+	{Name: "moving-proxy-guarded", Guard: true, Asserted: true, Faults: []string{"move-connections"}},
 	// Clients that share one token on a key (WithToken), each cut off
 	// from a different minority of the nodes, obtain, release and release
 	// with a cooldown, while third parties with tokens of their own fight
@@ -208,6 +210,7 @@ const evictMemory = "8mb"
 // is asserted.
 var AwaitingLibraryFixes = map[string]string{
 	"moving-proxy":                   "one vote per server per call, not per connection",
+	"moving-proxy-guarded":           "one vote per server per call, not per connection",
 	"shared-token-partial-partition": "a hold belongs to the handle that took it",
 	"reacquire-fenced":               "a fencing counter never goes back",
 }
