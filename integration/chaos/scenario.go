@@ -186,9 +186,12 @@ var Scenarios = []Scenario{
 	// from a different minority of the nodes, obtain, release and release
 	// with a cooldown, while third parties with tokens of their own fight
 	// for the key: a hold belongs to the handle that took it, so no third
-	// party may hold the key while a sharer believes it does. Fencing and
-	// the effects checker are off: the sharers share their holds.
-	{Name: "shared-token-partial-partition", Asserted: true, Workload: workloadSharedToken, Unfenced: true, NoEffects: true,
+	// party may hold the key while a sharer believes it does. Half the
+	// holds are long, so that many span a partition's end: a release
+	// that then reaches nodes its Lock never held takes away another
+	// sharer's hold there. Fencing and the effects checker are off: the
+	// sharers share their holds.
+	{Name: "shared-token-partial-partition", Asserted: true, Workload: workloadSharedToken, Unfenced: true, NoEffects: true, LongHolds: 0.5,
 		Faults: []string{"partial-partition"}},
 	// Each client releases and at once obtains the key again with the
 	// same token, many times over, with fencing, while some nodes answer

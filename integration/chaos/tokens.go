@@ -29,7 +29,7 @@ func thirdParty(i int) bool { return i%3 == 2 }
 // shareToken is one round of the shared-token workload for client i: a
 // sharer obtains key with the key's shared token (WithToken), holds it for
 // a while and releases it, with a cooldown (ReleaseAfter) one time in
-// three, then pauses; a third party obtains and holds it with a token of
+// five, then pauses; a third party obtains and holds it with a token of
 // its own. The holds are recorded with their tokens, so the checker takes
 // sharers' holds for one lock and a third party's overlapping any of them
 // for a violation.
@@ -43,7 +43,7 @@ func (w *Workload) shareToken(ctx context.Context, i int, rng *rand.Rand, locker
 		return
 	}
 	var cooldown time.Duration
-	if !thirdParty(i) && rng.IntN(3) == 0 {
+	if !thirdParty(i) && rng.IntN(5) == 0 {
 		cooldown = between(rng, w.cfg.TTL/4, w.cfg.TTL/2)
 	}
 	w.hold(ctx, i, rng, lock, obtained, cooldown)
