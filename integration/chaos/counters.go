@@ -26,46 +26,107 @@ const counterPrefix = redlock.ReservedPrefix + "fence:"
 // knows nothing of restarts, flushes or counters that expire, and suits
 // scenarios without them only.
 type counterWatch struct {
+	addrs []string
 	conns []net.Conn
 	errs  []error
 	wg    sync.WaitGroup
 }
 
+// watchEnd is the argument of the ECHO that close sends to every node:
+// a watch that sees it has seen every command before it.
+const watchEnd = "redlock-chaos-counter-watch-end"
+
 // watchCounters starts watching the servers at addrs (directly, not
 // through any proxy), recording into rec.
 func watchCounters(addrs []string, rec recorder) (*counterWatch, error) {
-	cw := &counterWatch{errs: make([]error, len(addrs))}
+	cw := &counterWatch{addrs: addrs, errs: make([]error, len(addrs))}
 	for i, addr := range addrs {
-		conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
-		if err == nil {
-			_, err = conn.Write([]byte("MONITOR\r\n"))
-			if err != nil {
-				_ = conn.Close()
-			}
-		}
+		conn, r, err := monitor(addr)
 		if err != nil {
 			return nil, errors.Join(fmt.Errorf("watching the counters on %s: %w", addr, err), cw.close())
 		}
 		cw.conns = append(cw.conns, conn)
-		cw.wg.Go(func() { cw.errs[i] = follow(i, conn, rec) })
+		cw.wg.Go(func() { cw.errs[i] = follow(i, r, rec) })
 	}
 	return cw, nil
 }
 
-// close stops watching and returns what went wrong on the way.
-func (cw *counterWatch) close() error {
-	for _, c := range cw.conns {
-		_ = c.Close() // ends follow's read, which is how it stops
+// monitor opens a MONITOR connection to the server at addr, which shows
+// every command the server runs from the moment monitor returns.
+func monitor(addr string) (net.Conn, *bufio.Reader, error) {
+	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		return nil, nil, err
 	}
-	cw.wg.Wait()
-	return errors.Join(cw.errs...)
+	r := bufio.NewReader(conn)
+	err = conn.SetDeadline(time.Now().Add(5 * time.Second))
+	if err == nil {
+		_, err = conn.Write([]byte("MONITOR\r\n"))
+	}
+	var ok string
+	if err == nil {
+		ok, err = r.ReadString('\n')
+	}
+	if err == nil && ok != "+OK\r\n" {
+		err = fmt.Errorf("MONITOR answered %q", ok)
+	}
+	if err == nil {
+		err = conn.SetDeadline(time.Time{})
+	}
+	if err != nil {
+		return nil, nil, errors.Join(err, conn.Close())
+	}
+	return conn, r, nil
 }
 
-// follow reads node's MONITOR stream until the connection is closed,
-// keeping the value of every counter it can tell.
-func follow(node int, conn net.Conn, rec recorder) error {
+// close stops watching, once the watch has seen every command the nodes
+// ran before (or after five seconds), and returns what went wrong on the
+// way.
+func (cw *counterWatch) close() error {
+	var errs []error
+	for _, addr := range cw.addrs[:len(cw.conns)] {
+		errs = append(errs, echo(addr, watchEnd))
+	}
+	done := make(chan struct{})
+	go func() {
+		cw.wg.Wait()
+		close(done)
+	}()
+	t := time.NewTimer(5 * time.Second)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		errs = append(errs, errors.New("the counter watch did not see the end of the run within 5s"))
+	}
+	for _, c := range cw.conns {
+		_ = c.Close() // ends a follow still reading
+	}
+	<-done
+	return errors.Join(append(errs, cw.errs...)...)
+}
+
+// echo sends ECHO msg to the server at addr and reads the reply.
+func echo(addr, msg string) error {
+	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = conn.Close() }() // the reply is read; nothing is left to lose
+	if err := conn.SetDeadline(time.Now().Add(5 * time.Second)); err != nil {
+		return err
+	}
+	if _, err := fmt.Fprintf(conn, "*2\r\n$4\r\nECHO\r\n$%d\r\n%s\r\n", len(msg), msg); err != nil {
+		return err
+	}
+	_, err = bufio.NewReader(conn).ReadString('\n')
+	return err
+}
+
+// follow reads node's MONITOR stream until it shows close's ECHO, or the
+// connection is closed, keeping the value of every counter it can tell.
+func follow(node int, r *bufio.Reader, rec recorder) error {
 	known := make(map[string]int64) // counter → its value, when known
-	r := bufio.NewReader(conn)
 	for {
 		line, err := r.ReadString('\n')
 		if err != nil {
@@ -75,6 +136,9 @@ func follow(node int, conn net.Conn, rec recorder) error {
 			return fmt.Errorf("counter watch on node %d: %w", node, err)
 		}
 		args := monitorArgs(line)
+		if len(args) == 2 && strings.EqualFold(args[0], "ECHO") && args[1] == watchEnd {
+			return nil
+		}
 		if len(args) < 2 || !strings.HasPrefix(args[1], counterPrefix) {
 			continue
 		}
