@@ -3,9 +3,11 @@ package redistest_test
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"net"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -180,5 +182,81 @@ func TestForwarderMoveToNowhere(t *testing.T) {
 	f.MoveTo(servers[0].Addr)
 	if err := c.Ping(t.Context()).Err(); err != nil {
 		t.Fatalf("PING after moving back: %v", err)
+	}
+}
+
+// TestForwarderMoveToUnderLoad moves the connections of a busy client back
+// and forth between two servers that hold the same keys: every reply, of
+// single commands and of pipelines, is still the reply to its own command,
+// and both servers answer.
+func TestForwarderMoveToUnderLoad(t *testing.T) {
+	const keys = 50
+	servers := redistest.StartT(t, 2, redistest.Options{})
+	for n, s := range servers {
+		c := s.NewClient()
+		t.Cleanup(func() { _ = c.Close() })
+		if err := c.Set(t.Context(), "who", n, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		for i := range keys {
+			if err := c.Set(t.Context(), "k"+strconv.Itoa(i), i, 0).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	f := forwardT(t, servers[0].Addr)
+	c := redis.NewClient(&redis.Options{Addr: f.Addr, PoolSize: 4, MaxRetries: -1})
+	t.Cleanup(func() { _ = c.Close() })
+
+	var wg sync.WaitGroup
+	var seen [2]atomic.Int32 // answers to GET who from each server
+	errs := make(chan error, 8)
+	for g := range 8 {
+		wg.Go(func() {
+			for op := range 200 {
+				i := (g*31 + op*7) % keys
+				switch {
+				case op%10 == 0:
+					f.MoveTo(servers[(g+op/10)%2].Addr)
+					who, err := c.Get(t.Context(), "who").Int()
+					if err != nil {
+						errs <- fmt.Errorf("GET who: %w", err)
+						return
+					}
+					seen[who].Add(1)
+				case op%5 == 0:
+					cmds, err := c.Pipelined(t.Context(), func(p redis.Pipeliner) error {
+						for j := range 10 {
+							p.Get(t.Context(), "k"+strconv.Itoa((i+j)%keys))
+						}
+						return nil
+					})
+					if err != nil {
+						errs <- err
+						return
+					}
+					for j, cmd := range cmds {
+						if got := cmd.(*redis.StringCmd).Val(); got != strconv.Itoa((i+j)%keys) {
+							errs <- fmt.Errorf("pipelined GET k%d = %q", (i+j)%keys, got)
+							return
+						}
+					}
+				default:
+					got, err := c.Get(t.Context(), "k"+strconv.Itoa(i)).Result()
+					if err != nil || got != strconv.Itoa(i) {
+						errs <- fmt.Errorf("GET k%d = %q, %v", i, got, err)
+						return
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if seen[0].Load() == 0 || seen[1].Load() == 0 {
+		t.Errorf("GET who answered by server 0 %d times, by server 1 %d times: want both", seen[0].Load(), seen[1].Load())
 	}
 }
