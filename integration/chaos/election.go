@@ -12,7 +12,8 @@ import (
 )
 
 // The workloads of Config.Workload other than single-key locks: leader
-// election and multi-key locks. Their records are holds as a lock's are, so
+// election and multi-key locks (and those of tokens.go, which loopWorkload
+// runs too). Their records are holds as a lock's are, so
 // the checkers need nothing new: a leadership is a hold of the election's
 // name from Campaign's return to the end of the leader's work (cut at its
 // Until), with the term as its fence, so "one leader at a time" is mutual
@@ -31,6 +32,10 @@ func (w *Workload) loopWorkload(ctx context.Context, i int, rng *rand.Rand, lock
 			w.lead(ctx, i, rng, locker, w.keys[rng.IntN(len(w.keys))])
 		case workloadMulti:
 			w.holdMulti(ctx, i, rng, locker)
+		case workloadSharedToken:
+			w.shareToken(ctx, i, rng, locker, w.keys[rng.IntN(len(w.keys))])
+		case workloadReacquire:
+			w.reacquire(ctx, i, rng, locker, w.keys[rng.IntN(len(w.keys))])
 		default:
 			w.rec.AddFailure("workload", fmt.Errorf("no workload %q", w.cfg.Workload), time.Now())
 			return

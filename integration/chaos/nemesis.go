@@ -46,6 +46,12 @@ type Fault struct {
 	// Process marks a client stop: the nemesis freezes one client process
 	// (SIGSTOP) wherever it is, and touches no node.
 	Process bool
+	// OnPaths, if set, marks a fault on the clients' own paths to the
+	// nodes (paths.go), which can hit some clients' view of the cluster
+	// and not the others': it changes the paths for d (or until ctx
+	// ends), and says what it did and to which nodes. Healing then leads
+	// every path back to its own node, without delay.
+	OnPaths func(ctx context.Context, rng *rand.Rand, cfg *Config, p *paths, d time.Duration) (what string, nodes []int)
 }
 
 // Targets says which nodes a fault hits.
@@ -155,6 +161,22 @@ var Faults = map[string]Fault{
 	// A client process frozen (SIGSTOP) for about the TTL or longer,
 	// wherever it is.
 	"client-stop": {Name: "client-stop", Process: true, Duration: ttlTimes(0.5, 2.5)},
+	// One client's connections to one node move, open as they are, to
+	// another node's server and back, as a proxy that follows a failover
+	// to the wrong place would move them: that client reaches one server
+	// through two of its nodes, on connections that learned the right
+	// server when they opened.
+	"move-connections": {Name: "move-connections", Duration: ttlTimes(0.5, 2), OnPaths: moveConnections},
+	// Every client cut off from a minority of the nodes of its own
+	// (connections ended, new ones refused): each sees a different
+	// majority.
+	"partial-partition": {Name: "partial-partition", Duration: ttlTimes(0.5, 2), OnPaths: partialPartition},
+	// Replies from a minority of the nodes come late, on and off, by the
+	// node timeout to three times it, to every client, while commands
+	// take effect at once: the nodes grant, and the clients hear of it
+	// after the round, and after what they did next; and after each
+	// change, a node is late for one call and on time for the next.
+	"slow-replies": {Name: "slow-replies", Duration: ttlTimes(0.5, 2), OnPaths: slowReplies},
 	// A majority crashes and restarts at once. Without persistence it
 	// forgets the locks it granted: the known weakness of Redlock.
 	"majority-restart": {Name: "majority-restart", Server: true, Targets: Majority, Duration: noDuration,
@@ -276,6 +298,9 @@ func (n *nemesis) inject(ctx context.Context, f Fault) error {
 	if f.Process {
 		return n.stopProcess(ctx, f, d)
 	}
+	if f.OnPaths != nil {
+		return n.onPaths(ctx, f, d)
+	}
 	var arg Arg
 	if f.Arg != nil {
 		arg = f.Arg(n.rng, n.cfg)
@@ -335,6 +360,22 @@ func (n *nemesis) stopProcess(ctx context.Context, f Fault, d time.Duration) err
 	n.history.AddFault(checker.Fault{Kind: f.Name, Nodes: []int{p.id}, Start: start, End: end})
 	n.logf("nemesis: %s client %d for %v from %s", f.Name, p.id, end.Sub(start).Round(time.Millisecond), start.Format(clockLayout))
 	return err
+}
+
+// onPaths changes the clients' paths to the nodes for d, then leads them
+// back.
+func (n *nemesis) onPaths(ctx context.Context, f Fault, d time.Duration) error {
+	p := n.workload.paths
+	if p == nil {
+		return errors.New("no client paths to change (the scenario has no path fault)")
+	}
+	start := time.Now()
+	what, nodes := f.OnPaths(ctx, n.rng, n.cfg, p, d)
+	p.restore()
+	end := time.Now()
+	n.history.AddFault(checker.Fault{Kind: f.Name, Nodes: nodes, Start: start, End: end})
+	n.logf("nemesis: %s: %s, for %v from %s", f.Name, what, end.Sub(start).Round(time.Millisecond), start.Format(clockLayout))
+	return nil
 }
 
 // targets picks the nodes a fault hits.

@@ -154,7 +154,7 @@ type clientProcess struct {
 
 // startProcess starts client process id, running this executable again.
 func (w *Workload) startProcess(id int) (*clientProcess, error) {
-	cs := clientSpec{Client: id, Addrs: w.addrs, Config: *w.cfg, Seed: w.seed, Store: w.storeAddr}
+	cs := clientSpec{Client: id, Addrs: w.clientAddrs(id), Config: *w.cfg, Seed: w.seed, Store: w.storeAddr}
 	if w.cfg.ProfileDir != "" {
 		cs.CPUProfile = filepath.Join(w.cfg.ProfileDir, fmt.Sprintf("client%d-%d.prof", id, os.Getpid()))
 	}

@@ -60,7 +60,8 @@ type Scenario struct {
 	// scenario: the same pauses without lock-delay may lose updates.
 	Unfenced bool
 	// Workload, if set, is what the clients do instead of single-key
-	// locks: "election" or "multi" (election.go).
+	// locks: "election" or "multi" (election.go), "shared-token" or
+	// "reacquire" (tokens.go).
 	Workload string
 	// Majority makes every server fault hit a majority of the nodes at
 	// once, instead of the fault's own targets: a lock granted on every
@@ -71,6 +72,14 @@ type Scenario struct {
 	LongHolds float64
 	// TTL, if set, overrides Config.TTL (fault durations scale with it).
 	TTL time.Duration
+	// NoEffects turns the effects checker off, for a workload whose
+	// clients share a lock on purpose (a shared token): their updates may
+	// interleave without any lock being broken.
+	NoEffects bool
+	// WatchCounters follows the fencing counters on every node and
+	// records an anomaly when one goes back (counters.go): for scenarios
+	// whose nodes never lose their memory.
+	WatchCounters bool
 }
 
 // Scenarios are the suite's runs, in order.
@@ -165,6 +174,32 @@ var Scenarios = []Scenario{
 	{Name: "multi-key", Guard: true, Asserted: true, Workload: workloadMulti, Unfenced: true, Sample: true, Faults: []string{
 		"kill", "restart", "pause-short", "pause-long", "client-stop",
 	}},
+
+	// A proxy moves one client's open connections to one node onto
+	// another node's server: one server answers for two of that client's
+	// nodes, and must still vote once per call, with or without the
+	// restart guard (whose marker check runs on that same server). The
+	// clients reach the servers through paths of their own (paths.go).
+	{Name: "moving-proxy", Asserted: true, Faults: []string{"move-connections"}},
+	{Name: "moving-proxy-guarded", Guard: true, Asserted: true, Faults: []string{"move-connections"}},
+	// Clients that share one token on a key (WithToken), each cut off
+	// from a different minority of the nodes, obtain, release and release
+	// with a cooldown, while third parties with tokens of their own fight
+	// for the key: a hold belongs to the handle that took it, so no third
+	// party may hold the key while a sharer believes it does. Half the
+	// holds are long, so that many span a partition's end: a release
+	// that then reaches nodes its Lock never held takes away another
+	// sharer's hold there. Fencing and the effects checker are off: the
+	// sharers share their holds.
+	{Name: "shared-token-partial-partition", Asserted: true, Workload: workloadSharedToken, Unfenced: true, NoEffects: true, LongHolds: 0.5,
+		Faults: []string{"partial-partition"}},
+	// Each client releases and at once obtains the key again with the
+	// same token, many times over, with fencing, while some nodes answer
+	// late (their replies only, or both ways): fences must grow from each
+	// holder to the next, whatever a late reply to an earlier acquisition
+	// sets off; and no node's counter may ever go back (counters.go).
+	{Name: "reacquire-fenced", Asserted: true, Workload: workloadReacquire, WatchCounters: true,
+		Faults: []string{"slow-replies", "latency"}},
 }
 
 // evictMemory is the maxmemory of the evict scenarios' servers: small, so
@@ -175,8 +210,13 @@ const evictMemory = "8mb"
 // to fail, each with the fix it waits for: a new claim's scenario can land
 // before its fix. They run and are reported (with their violations) but do
 // not fail the test; when the fix lands, delete the entry and the scenario
-// is asserted. Empty: every claim's fix has landed.
-var AwaitingLibraryFixes = map[string]string{}
+// is asserted.
+var AwaitingLibraryFixes = map[string]string{
+	"moving-proxy":                   "one vote per server per call, not per connection",
+	"moving-proxy-guarded":           "one vote per server per call, not per connection",
+	"shared-token-partial-partition": "a hold belongs to the handle that took it",
+	"reacquire-fenced":               "a fencing counter never goes back",
+}
 
 // Pending returns the library fix an Asserted scenario waits for, or "".
 func (sc *Scenario) Pending() string { return AwaitingLibraryFixes[sc.Name] }
@@ -202,7 +242,19 @@ func (sc *Scenario) ProcessesOnly() bool {
 func (sc *Scenario) NeedsProxies() bool {
 	for _, name := range sc.Faults {
 		f := Faults[name]
-		if f.NeedsProxy || !(f.Server || f.Client || f.Process) {
+		if f.NeedsProxy || !(f.Server || f.Client || f.Process || f.OnPaths != nil) {
+			return true
+		}
+	}
+	return false
+}
+
+// UsesPaths reports whether any of the scenario's faults acts on the
+// clients' own paths to the nodes (Fault.OnPaths): the clients then reach
+// the nodes through them.
+func (sc *Scenario) UsesPaths() bool {
+	for _, name := range sc.Faults {
+		if Faults[name].OnPaths != nil {
 			return true
 		}
 	}
@@ -342,7 +394,7 @@ var ErrNoBaseline = errors.New("no baseline")
 //
 // The cluster's persistence must match the scenario's; Run resets it (heals
 // every node and empties it) first, so one cluster serves many scenarios.
-func Run(ctx context.Context, c *cluster.Cluster, sc Scenario, cfg Config) (*checker.Report, error) {
+func Run(ctx context.Context, c *cluster.Cluster, sc Scenario, cfg Config) (_ *checker.Report, runErr error) {
 	var faults []Fault
 	for _, name := range sc.Faults {
 		f, ok := Faults[name]
@@ -381,6 +433,15 @@ func Run(ctx context.Context, c *cluster.Cluster, sc Scenario, cfg Config) (*che
 	if !sc.NeedsProxies() {
 		w.addrs = c.ServerAddrs()
 	}
+	if sc.UsesPaths() {
+		p, err := newPaths(cfg.Clients+cfg.Processes, w.addrs)
+		if err != nil {
+			return nil, fmt.Errorf("starting the client paths: %w", err)
+		}
+		// Closed once the clients are done with them.
+		defer func() { runErr = errors.Join(runErr, p.close()) }()
+		w.paths = p
+	}
 	if cfg.Effects {
 		// The protected resource lives in a Redis of its own, which no
 		// fault touches.
@@ -392,6 +453,18 @@ func Run(ctx context.Context, c *cluster.Cluster, sc Scenario, cfg Config) (*che
 		w.storeAddr = srv.Addr
 		w.fx = checker.NewStore(srv.Addr)
 		defer w.fx.Close()
+	}
+	var watch *counterWatch
+	if sc.WatchCounters {
+		var err error
+		if watch, err = watchCounters(c.ServerAddrs(), hist); err != nil {
+			return nil, err
+		}
+		defer func() {
+			if watch != nil {
+				runErr = errors.Join(runErr, watch.close())
+			}
+		}()
 	}
 	if err := w.startProcesses(); err != nil {
 		return nil, err
@@ -429,6 +502,11 @@ func Run(ctx context.Context, c *cluster.Cluster, sc Scenario, cfg Config) (*che
 	}
 	stop()
 	werr := <-done
+	if watch != nil {
+		// Before the check, so that it sees every write the clients made.
+		werr = errors.Join(werr, watch.close())
+		watch = nil
+	}
 	hist.Finish(time.Now())
 	err = errors.Join(err, werr, c.Heal(context.WithoutCancel(ctx)))
 	r := checker.Check(hist)
@@ -462,6 +540,9 @@ func (sc *Scenario) configure(cfg *Config) {
 	}
 	if sc.LongHolds > 0 {
 		cfg.LongHolds = sc.LongHolds
+	}
+	if sc.NoEffects {
+		cfg.Effects = false
 	}
 }
 

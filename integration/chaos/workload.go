@@ -46,6 +46,10 @@ type Workload struct {
 	// procs are the client processes, numbered after the in-process
 	// clients.
 	procs []*clientProcess
+	// paths are the clients' own paths to the nodes, for the faults on
+	// them; nil when the scenario has none, and in a client process,
+	// whose addrs are its paths already.
+	paths *paths
 }
 
 // recorder takes what the clients did: a History in this process, the
@@ -118,8 +122,17 @@ func (w *Workload) Stall(ctx context.Context, i int, d time.Duration) (began, en
 	}
 }
 
+// clientAddrs returns the node addresses of client i: its own paths, or
+// the addresses every client shares.
+func (w *Workload) clientAddrs(i int) []string {
+	if w.paths != nil {
+		return w.paths.addrs(i)
+	}
+	return w.addrs
+}
+
 func (w *Workload) client(ctx context.Context, i int) error {
-	return withLocker(w.addrs, w.cfg, func(locker *redlock.Locker) error {
+	return withLocker(w.clientAddrs(i), w.cfg, func(locker *redlock.Locker) error {
 		// Several goroutines share the Locker, as in a server, so that
 		// locks also pass between them (handoffs, the local waiter line).
 		var wg sync.WaitGroup
@@ -208,11 +221,18 @@ func (w *Workload) obtain(ctx context.Context, i int, rng *rand.Rand, locker *re
 // A cooldown above 0 releases with ReleaseAfter: nobody may obtain the key
 // for that long.
 func (w *Workload) hold(ctx context.Context, i int, rng *rand.Rand, lock *redlock.Lock, obtained time.Time, cooldown time.Duration) {
+	w.holdAs(ctx, i, rng, lock, lock.Token(), obtained, cooldown)
+}
+
+// holdAs is hold with label as the lock's token in the records: a client
+// that obtains a key again and again with one token labels each
+// acquisition apart, so that the checkers see successive holders.
+func (w *Workload) holdAs(ctx context.Context, i int, rng *rand.Rand, lock *redlock.Lock, label string, obtained time.Time, cooldown time.Duration) {
 	key := lock.Key()
-	seg := checker.Hold{Client: i, Key: key, Token: lock.Token(), Fence: lock.Fence(), Start: obtained, End: lock.Until()}
+	seg := checker.Hold{Client: i, Key: key, Token: label, Fence: lock.Fence(), Start: obtained, End: lock.Until()}
 	write := func() {
 		if w.write != nil {
-			w.write(i, key, lock.Token(), lock.Fence())
+			w.write(i, key, label, lock.Fence())
 		}
 	}
 	// extend extends the lock; a success after the deadline had passed

@@ -3,6 +3,8 @@ package redistest
 import (
 	"errors"
 	"net"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,6 +24,9 @@ import (
 //     on: a congested path that delivers a command long after it was sent.
 //   - Garble puts a line of garbage in front of the next reply: a reply
 //     that makes no sense, after which the client's stream is out of step.
+//   - MoveTo puts another server behind the forwarder, open connections
+//     included, between one command and the next: a proxy that follows a
+//     failover, unseen by its clients.
 //
 // When one side of a connection ends, the forwarder ends the other, as a
 // proxy does.
@@ -29,7 +34,7 @@ type Forwarder struct {
 	// Addr is the forwarder's own address.
 	Addr string
 
-	target string
+	target atomic.Pointer[string] // where connections go (MoveTo)
 	ln     net.Listener
 	delay  atomic.Int64           // nanoseconds; read per reply chunk, so it may change at any time
 	garble atomic.Pointer[string] // the next reply chunk gets this line in front (Garble)
@@ -37,7 +42,7 @@ type Forwarder struct {
 	wg     sync.WaitGroup
 
 	mu     sync.Mutex
-	cond   *sync.Cond // broadcast when a link is freed or ended, or its pending bytes shrink
+	cond   *sync.Cond // broadcast when a link is freed or ended, its pending bytes shrink, or a reply is read
 	links  map[*link]struct{}
 	closed bool
 }
@@ -45,27 +50,41 @@ type Forwarder struct {
 // link is one client connection and the forwarder's own connection to the
 // server for it.
 type link struct {
-	client, server net.Conn
-	held           bool // requests wait in the forwarder (Hold)
-	ended          bool // no request may reach the server any more
-	pending        int  // request bytes read from the client, not yet written or dropped
-	live           int  // the link's goroutines still running; at 0 it is forgotten
+	client     net.Conn
+	server     net.Conn      // the connection to the server now; replaced only by requests (move)
+	queue      chan delayed  // replies on their way to the client, from every server the link had
+	writerDone chan struct{} // closed when the writer stops
+	held       bool          // requests wait in the forwarder (Hold)
+	ended      bool          // no request may reach the server any more
+	unread     bool          // the replies could not be read as RESP: the link stays where it is
+	pending    int           // request bytes read from the client, not yet written or dropped
+	answered   int           // replies read from the server now, skipped ones included
+	live       int           // the link's request and reply goroutines still running; at 0 it is forgotten
+
+	// Owned by the requests goroutine.
+	backend string    // the server's address
+	sent    int       // commands written to the server now, replayed ones included
+	opaque  bool      // the stream cannot be moved (not RESP, or no reply per command)
+	inTx    bool      // between MULTI and EXEC or DISCARD
+	partial []byte    // the start of a command not yet read whole
+	setup   []setting // the commands that set the connection up, as sent, to replay after a move
 }
 
 // Forward starts a forwarder to target (host:port), passing everything at
-// once; see SetDelay and Hold for the bad network it can play.
+// once; see SetDelay, Hold, Garble and MoveTo for the bad network it can
+// play.
 func Forward(target string) (*Forwarder, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
 	f := &Forwarder{
-		Addr:   ln.Addr().String(),
-		target: target,
-		ln:     ln,
-		done:   make(chan struct{}),
-		links:  map[*link]struct{}{},
+		Addr:  ln.Addr().String(),
+		ln:    ln,
+		done:  make(chan struct{}),
+		links: map[*link]struct{}{},
 	}
+	f.target.Store(&target)
 	f.cond = sync.NewCond(&f.mu)
 	f.wg.Add(1)
 	go f.accept()
@@ -92,6 +111,28 @@ func (f *Forwarder) Garble() { f.GarbleWith("?garbled") }
 // error reply ("-ERR ...") that holds control bytes, say, which the client
 // reads as an error reply and hands over as it is.
 func (f *Forwarder) GarbleWith(line string) { f.garble.Store(&line) }
+
+// MoveTo puts the server at target (host:port) behind the forwarder, as a
+// proxy that follows a failover does, without its clients noticing:
+// connections opened from now on go to target, and each open connection
+// goes on there from the next command its client sends. The commands
+// already sent get their replies from the old server first; the new
+// server connection is set up with the commands that set up the client's
+// connection (HELLO, AUTH, SELECT, CLIENT SETNAME, CLIENT SETINFO,
+// READONLY, READWRITE, the last of each kind, in their order), whose
+// replies the client never sees. Moving back, or on again, works the same.
+//
+// Other server-side state of a connection does not follow it: WATCH,
+// CLIENT TRACKING and the like. A connection inside MULTI moves after its
+// EXEC or DISCARD; one that subscribed, ran MONITOR or CLIENT REPLY, or
+// sent or got bytes that are no RESP, stays on its server. If target
+// cannot be reached, a connection that was to move is ended once its
+// client has its replies, as a proxy ends it.
+func (f *Forwarder) MoveTo(target string) { f.target.Store(&target) }
+
+// Target returns the server's address that connections go to now: the one
+// given to Forward, or to the latest MoveTo.
+func (f *Forwarder) Target() string { return *f.target.Load() }
 
 // Hold holds up the bytes sent from now on over every connection open now;
 // connections opened later pass freely, as a replacement connection does
@@ -158,13 +199,17 @@ func (f *Forwarder) accept() {
 		if err != nil {
 			return
 		}
-		up, err := net.Dial("tcp", f.target)
+		target := f.Target()
+		up, err := net.Dial("tcp", target)
 		if err != nil {
 			// The client sees the server refuse, as it would directly.
 			_ = c.Close()
 			continue
 		}
-		l := &link{client: c, server: up, live: 2}
+		l := &link{
+			client: c, server: up, backend: target, live: 2,
+			queue: make(chan delayed, 256), writerDone: make(chan struct{}),
+		}
 		f.mu.Lock()
 		if f.closed {
 			// Close has already ended the links it knew of; this one came
@@ -176,9 +221,14 @@ func (f *Forwarder) accept() {
 		}
 		f.links[l] = struct{}{}
 		f.mu.Unlock()
-		f.wg.Add(2)
+		f.wg.Add(3)
 		go f.requests(l)
-		go f.replies(l)
+		go f.replies(l, up, 0)
+		go func() {
+			defer f.wg.Done()
+			defer close(l.writerDone)
+			f.write(l.client, l.queue)
+		}()
 	}
 }
 
@@ -213,8 +263,14 @@ func (f *Forwarder) requests(l *link) {
 				f.settle(l, n)
 				return
 			}
-			_, werr := l.server.Write(buf[:n])
+			werr := f.pass(l, buf[:n])
 			f.settle(l, n)
+			if errors.Is(werr, errEnded) {
+				// Ended by Close, or by the replies goroutine once the
+				// client has what was read before the end.
+				ended = true
+				return
+			}
 			if werr != nil {
 				return
 			}
@@ -223,6 +279,160 @@ func (f *Forwarder) requests(l *link) {
 			return
 		}
 	}
+}
+
+// errEnded reports a link that ended while it was to move, or could not
+// reach the server it was to move to.
+var errEnded = errors.New("redistest: connection ended")
+
+// pass writes data, read from the client, to the server; at a boundary
+// between commands where the forwarder's target is no longer the link's
+// server, it moves the link there first.
+func (f *Forwarder) pass(l *link, data []byte) error {
+	start := 0 // data[start:] is not written yet
+	for off := 0; off < len(data) && !l.opaque; {
+		if len(l.partial) == 0 && !l.inTx && f.Target() != l.backend {
+			if _, err := l.server.Write(data[start:off]); err != nil {
+				return err
+			}
+			start = off
+			if err := f.move(l); err != nil {
+				return err
+			}
+			if l.opaque {
+				break
+			}
+		}
+		cmd, prev := data[off:], len(l.partial)
+		if prev > 0 {
+			l.partial = append(l.partial, data[off:]...)
+			cmd = l.partial
+		}
+		n, args, ok, err := respCommand(cmd)
+		if err != nil {
+			l.opaque, l.partial = true, nil
+			break
+		}
+		if !ok {
+			if prev == 0 {
+				l.partial = append(l.partial, data[off:]...)
+			}
+			break
+		}
+		l.note(cmd[:n], args)
+		if len(args) > 0 { // an empty inline command gets no reply
+			l.sent++
+		}
+		off += n - prev
+		l.partial = l.partial[:0]
+	}
+	_, err := l.server.Write(data[start:])
+	return err
+}
+
+// setupCommands are the commands that set up a connection, which a moved
+// connection replays on its new server.
+var setupCommands = map[string]bool{
+	"HELLO": true, "AUTH": true, "SELECT": true, "READONLY": true, "READWRITE": true,
+	"CLIENT SETNAME": true, "CLIENT SETINFO": true,
+}
+
+// setting is a command that set up a connection, as sent, and the setting
+// it makes, which a later command of the same kind replaces.
+type setting struct {
+	kind string
+	raw  []byte
+}
+
+// note keeps track of what the command (raw, as sent, and its arguments)
+// does to the connection's state.
+func (l *link) note(raw []byte, args [][]byte) {
+	if len(args) == 0 {
+		return
+	}
+	name := strings.ToUpper(string(args[0]))
+	sub := ""
+	if len(args) > 1 {
+		sub = strings.ToUpper(string(args[1]))
+	}
+	switch name {
+	case "MULTI":
+		l.inTx = true
+	case "EXEC", "DISCARD":
+		l.inTx = false
+	case "SUBSCRIBE", "PSUBSCRIBE", "SSUBSCRIBE", "MONITOR", "SYNC", "PSYNC":
+		// No longer one reply per command.
+		l.opaque = true
+	case "CLIENT":
+		if sub == "REPLY" {
+			l.opaque = true
+		}
+		name += " " + sub
+	}
+	if !setupCommands[name] {
+		return
+	}
+	kind := name
+	switch {
+	case name == "READWRITE":
+		kind = "READONLY" // one setting, either way
+	case name == "CLIENT SETINFO" && len(args) > 2:
+		kind += " " + strings.ToUpper(string(args[2]))
+	}
+	// The latest of each kind is replayed, after the others that came
+	// before it.
+	l.setup = slices.DeleteFunc(l.setup, func(s setting) bool { return s.kind == kind })
+	l.setup = append(l.setup, setting{kind: kind, raw: append([]byte(nil), raw...)})
+}
+
+// move moves the link to the forwarder's target once the server now has
+// answered every command sent to it; the client's next command goes to the
+// new server. On errEnded the link is ended, but the old server's
+// replies still reach the client; a link whose replies cannot be read is
+// not moved (opaque).
+func (f *Forwarder) move(l *link) error {
+	target := f.Target()
+	f.mu.Lock()
+	for l.answered < l.sent && !l.ended && !l.unread {
+		f.cond.Wait()
+	}
+	ended, unread := l.ended, l.unread
+	f.mu.Unlock()
+	if ended {
+		return errEnded
+	}
+	if unread {
+		l.opaque = true
+		return nil
+	}
+	up, err := net.Dial("tcp", target)
+	f.mu.Lock()
+	old := l.server
+	if err != nil || l.ended {
+		l.ended = true
+		f.cond.Broadcast()
+		f.mu.Unlock()
+		if up != nil {
+			_ = up.Close()
+		}
+		_ = old.Close()
+		return errEnded
+	}
+	l.server, l.answered = up, 0
+	l.live++
+	f.wg.Add(1)
+	f.mu.Unlock()
+	// The old server has answered everything: its replies goroutine reads
+	// no more and, seeing the link moved on, leaves it alone.
+	_ = old.Close()
+	l.backend, l.sent = target, len(l.setup)
+	go f.replies(l, up, len(l.setup))
+	var replay []byte
+	for _, s := range l.setup {
+		replay = append(replay, s.raw...)
+	}
+	_, err = up.Write(replay)
+	return err
 }
 
 // settle counts n pending request bytes as written or dropped, for Free.
@@ -239,45 +449,114 @@ type delayed struct {
 	due  time.Time
 }
 
-// replies reads the server's replies as they come, so that the delay is
-// counted from when the server sent each, and hands them to a writer that
-// sends each when its delay is over.
-func (f *Forwarder) replies(l *link) {
+// replies reads the replies of one server connection of the link as they
+// come, so that the delay is counted from when the server sent each, and
+// queues them for the writer, which sends each when its delay is over. The
+// first skip replies are the server's answers to the commands a move
+// replayed, which the client must not see.
+func (f *Forwarder) replies(l *link, up net.Conn, skip int) {
 	defer f.wg.Done()
 	defer f.forget(l)
-	queue := make(chan delayed, 256)
-	writerDone := make(chan struct{})
-	go func() {
-		defer close(writerDone)
-		f.write(l.client, queue)
-	}()
+	scan := replyScan{skip: skip}
 	buf := make([]byte, 32<<10)
 	for {
-		n, err := l.server.Read(buf)
+		n, err := up.Read(buf)
 		if n > 0 {
-			var data []byte
-			if g := f.garble.Swap(nil); g != nil {
-				data = []byte(*g + "\r\n")
+			out, answered := scan.feed(buf[:n])
+			if len(out) > 0 {
+				if g := f.garble.Swap(nil); g != nil {
+					out = append([]byte(*g+"\r\n"), out...)
+				}
+				select {
+				case l.queue <- delayed{data: out, due: time.Now().Add(time.Duration(f.delay.Load()))}:
+				case <-l.writerDone:
+				}
 			}
-			d := delayed{data: append(data, buf[:n]...), due: time.Now().Add(time.Duration(f.delay.Load()))}
-			select {
-			case queue <- d:
-			case <-writerDone:
-			}
+			// Counted once queued, so that a move finds them ahead of
+			// the new server's replies.
+			f.mu.Lock()
+			l.answered += answered
+			l.unread = l.unread || scan.unread
+			f.cond.Broadcast()
+			f.mu.Unlock()
 		}
 		if err != nil {
 			break
 		}
 	}
+	f.mu.Lock()
+	if l.server != up {
+		// The link moved on to another server.
+		f.mu.Unlock()
+		return
+	}
 	// The server's end is gone: held requests must not reach it later
 	// through a write that happens to succeed.
-	f.mu.Lock()
 	l.ended = true
 	f.cond.Broadcast()
 	f.mu.Unlock()
-	close(queue)
-	<-writerDone
+	close(l.queue)
+	<-l.writerDone
 	f.end(l)
+}
+
+// replyScan finds where replies end in what one server connection sends.
+type replyScan struct {
+	skip      int    // replies still to drop
+	partial   []byte // the start of a reply not yet read whole
+	delivered bool   // partial has been passed on already
+	unread    bool   // the stream is no RESP: it is passed on unread
+}
+
+// feed takes the next bytes the server sent and returns those to pass on
+// to the client (a fresh slice) and how many replies they complete,
+// dropped ones included. Pushes answer no command and are not counted.
+func (s *replyScan) feed(data []byte) (out []byte, replies int) {
+	if s.unread {
+		return append([]byte(nil), data...), 0
+	}
+	buf := data
+	if len(s.partial) > 0 {
+		s.partial = append(s.partial, data...)
+		buf = s.partial
+	}
+	done := 0 // buf[:done] is passed on or dropped
+	if s.delivered {
+		done = len(buf) - len(data)
+	}
+	pos := 0
+	for {
+		n, push, ok, err := respValue(buf[pos:])
+		if err != nil {
+			s.unread = true
+			out = append(out, buf[max(pos, done):]...)
+			s.partial = nil
+			return out, replies
+		}
+		if !ok {
+			break
+		}
+		switch {
+		case push:
+			out = append(out, buf[max(pos, done):pos+n]...)
+		case s.skip > 0:
+			s.skip--
+			replies++
+		default:
+			out = append(out, buf[max(pos, done):pos+n]...)
+			replies++
+		}
+		pos += n
+	}
+	rest := buf[pos:]
+	s.delivered = false
+	if s.skip == 0 && len(rest) > 0 {
+		// A reply begun is passed on at once, as a plain forwarder would.
+		out = append(out, buf[max(pos, done):]...)
+		s.delivered = true
+	}
+	s.partial = append(s.partial[:0], rest...)
+	return out, replies
 }
 
 // write sends the queued replies to the client, each when it is due, until
@@ -305,14 +584,15 @@ func (f *Forwarder) end(l *link) {
 	f.mu.Lock()
 	l.ended = true
 	f.cond.Broadcast()
+	server := l.server
 	f.mu.Unlock()
 	_ = l.client.Close()
-	_ = l.server.Close()
+	_ = server.Close()
 }
 
-// forget drops a link once both its goroutines are done, so that a
-// forwarder whose clients reconnect often does not keep every connection
-// it ever carried.
+// forget drops a link once its request and reply goroutines are done, so
+// that a forwarder whose clients reconnect often does not keep every
+// connection it ever carried.
 func (f *Forwarder) forget(l *link) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
