@@ -7,6 +7,7 @@ import (
 	"go/token"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -164,4 +165,27 @@ func codeExpr(t *testing.T, dir, name string) string {
 		t.Fatal(err)
 	}
 	return b.String()
+}
+
+// Every number in the README's benchmark table comes from the run that
+// docs/benchmarks.md shows.
+func TestReadmeBenchmarkFigures(t *testing.T) {
+	b, err := os.ReadFile("../../docs/benchmarks.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := string(b)
+	number := regexp.MustCompile(`\d+(\.\d+)?`)
+	checked := 0
+	for _, row := range tableRows(readmeSection(t, "## Benchmarks")) {
+		for _, n := range number.FindAllString(strings.Join(row, " "), -1) {
+			checked++
+			if !regexp.MustCompile(`(^|[^\d.])` + regexp.QuoteMeta(n) + `([^\d.]|$)`).MatchString(run) {
+				t.Errorf("the README's benchmark table says %s (row %q): docs/benchmarks.md's run has no such figure", n, strings.Join(row, " | "))
+			}
+		}
+	}
+	if checked < 30 {
+		t.Errorf("checked only %d figures: is the table still there?", checked)
+	}
 }
