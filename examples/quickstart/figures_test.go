@@ -48,7 +48,7 @@ var figures = []figure{
 	{"docs/chaos.md", "`-chaos.clients` (default 4)", "integration/internal/flags", "flag:chaos.clients", "4"},
 	{"docs/chaos.md", "`-chaos.goroutines` (default 4 per client", "integration/internal/flags", "flag:chaos.goroutines", "4"},
 	{"docs/chaos.md", "`-chaos.processes` (client processes, default 2)", "integration/internal/flags", "flag:chaos.processes", "2"},
-	{"docs/chaos.md", "four lockers in the test process and two client processes", "integration/internal/flags", "flag:chaos.clients", "4"},
+	{"docs/chaos.md", "Four lockers in the test process and two client processes", "integration/internal/flags", "flag:chaos.clients", "4"},
 	{"docs/chaos.md", "contend on three keys with 500 ms locks", "integration/internal/flags", "flag:chaos.keys", "3"},
 }
 
