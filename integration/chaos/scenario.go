@@ -211,12 +211,7 @@ const evictMemory = "8mb"
 // before its fix. They run and are reported (with their violations) but do
 // not fail the test; when the fix lands, delete the entry and the scenario
 // is asserted.
-var AwaitingLibraryFixes = map[string]string{
-	"moving-proxy":                   "one vote per server per call, not per connection",
-	"moving-proxy-guarded":           "one vote per server per call, not per connection",
-	"shared-token-partial-partition": "a hold belongs to the handle that took it",
-	"reacquire-fenced":               "a fencing counter never goes back",
-}
+var AwaitingLibraryFixes = map[string]string{}
 
 // Pending returns the library fix an Asserted scenario waits for, or "".
 func (sc *Scenario) Pending() string { return AwaitingLibraryFixes[sc.Name] }
