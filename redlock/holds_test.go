@@ -218,13 +218,13 @@ func TestLeaderReportsOnlyTheLeadersTerm(t *testing.T) {
 	term := uint64(ahead + 501)
 	fenceCall := []byte(redlock.ScriptSHA("fence.lua"))
 	w1 := newWire(t, c.servers[1])
-	free1 := w1.stallOn(fenceCall)
-	t.Cleanup(free1)
 	late := gatedWire(t, c.servers[2])
-	free2 := late.stallOn(fenceCall)
+	a := newLocker(t, []redis.UniversalClient{c.clients[0], w1.Client, late.Client}, redlock.WithNodeTimeout(3*time.Second))
+	// Registered after the Locker's Close, so they run before it.
+	free1, free2 := w1.stallOn(fenceCall), late.stallOn(fenceCall)
+	t.Cleanup(free1)
 	t.Cleanup(free2)
 	t.Cleanup(late.open)
-	a := newLocker(t, []redis.UniversalClient{c.clients[0], w1.Client, late.Client}, redlock.WithNodeTimeout(3*time.Second))
 	watcher := c.locker(t)
 
 	type won struct {

@@ -59,16 +59,12 @@ func (k *Lock) Metadata() string { return k.meta }
 // microseconds since 1970, plus one per holder): compare them, do not count
 // with them.
 //
-// A re-entered lock (WithToken while the token holds the key) has the outer
-// lock's fence: each node that holds the key for the token keeps the fence
-// of its holder, written back before Obtain returned the outer lock. The
-// exception is a node that no longer holds the key (it restarted, or never
-// granted the outer), or holds it but no longer its counter (the outer was
-// kept by Extend past the counter's lifetime): it grants the re-entry as to
-// a new holder, with a new, higher count; if such a node is among the
-// majority that grants the re-entry, the re-entered lock's fence is higher
-// than the outer's and is written back in turn, so a resource that accepts
-// it then refuses the outer's.
+// A re-entered lock (WithToken while the token holds the key) has a fence
+// never below the outer lock's, read from the counters, which never go
+// back: usually the outer's, higher where a node of its majority counted
+// past it (it granted the outer late, lost the key, or lost its counter).
+// A higher fence is written back, so a resource that accepts it then
+// refuses the outer's: write through the innermost hold.
 func (k *Lock) Fence() uint64 { return k.fence }
 
 // Until returns the local validity deadline: the time until which no other
@@ -84,7 +80,9 @@ func (k *Lock) Until() time.Time {
 
 // Valid reports whether the lock is still ours by the local deadline: it has
 // not been released or found lost, and Until has not passed. It asks no
-// server.
+// server. Once a loss was found (by Extend or KeepAlive) it stays false;
+// after Until passed it turns true again only through an Extend that
+// succeeds, which finds this Lock's own hold still on a majority.
 func (k *Lock) Valid() bool {
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -110,9 +108,9 @@ func (k *Lock) markLost(err error) {
 	k.mu.Unlock()
 }
 
-// Release gives up the lock: on every node where our token still holds it
-// (compare-and-delete) it deletes the key, or, for a re-entered lock, takes
-// away one hold, the last of which deletes the key. It returns once a
+// Release gives up the lock: on every node where this Lock's hold is on the
+// key (compare-and-delete) it takes the hold away, and the last hold deletes
+// the key; another Lock with the same token keeps its own. It returns once a
 // majority has answered; the other nodes finish in the background. A node
 // that is down or hangs fails its call within the node timeout of sending
 // it, but a release waits for its calls even when they are slow to go out
@@ -146,7 +144,9 @@ func (k *Lock) Release(ctx context.Context) error {
 // releases with the rest of the interval as its cooldown. The key then
 // expires by itself; waiters are not woken early. The hold is rounded up to
 // the millisecond. A hold of 0 is Release. Like Release, ReleaseAfter acts
-// at most once per Lock.
+// at most once per Lock, on this Lock's hold only: where another Lock with
+// the same token still holds the key, the key lives at least hold more and
+// that hold stays.
 //
 // A negative hold, or with WithRestartGuard one above the guard's maximum
 // TTL, is an error matching ErrInvalid, does not count as the handle's
@@ -228,15 +228,15 @@ func (k *Lock) releaseLinger() time.Duration {
 }
 
 // Extend makes the lock's keys live at least ttl more on every node where
-// our token still holds them (compare-and-pexpire), and succeeds only when a
+// this Lock's hold is on them (compare-and-pexpire), and succeeds only when a
 // majority did so within the new validity; Until then moves to the deadline
 // that ttl gives, counted from the start of the call. Extend only ever
 // lengthens: a key that has more than ttl left keeps it (another Lock with
 // the same token, a re-entry or a reclaim, may count on it), and a key
 // without expiry keeps none; so an Extend with a shorter TTL can move Until
-// earlier while the keys live on. The TTL sent is ttl rounded up to the
-// millisecond. With WithLockDelay the keys live ttl plus the delay, the
-// validity comes from ttl alone. A ttl out of range (see WithTTL,
+// earlier while the keys live on, and a KeepAlive's warning with it. The
+// TTL sent is ttl rounded up to the millisecond. With WithLockDelay the
+// keys live ttl plus the delay, the validity comes from ttl alone. A ttl out of range (see WithTTL,
 // WithLockDelay) fails with an error matching ErrInvalid and asks no server.
 //
 // On failure the deadline is unchanged. After Release or ReleaseAfter it

@@ -109,14 +109,13 @@ func WithMetadata(md string) Option { return func(c *config) { c.metadata = md }
 // lock.
 //
 // Where the token already holds the key, the acquisition is a re-entry: it
-// adds one hold, which its own Release takes away again (the last hold
-// deletes the key). A re-entry only ever lengthens the key's TTL on each
-// node, to the longer of what is left and the new TTL (a key without expiry
-// keeps none), so it never cuts short the time another Lock with the same
-// token counts on; Extend does the same. Each Lock's Until is still counted
-// from its own TTL, so it is never later than what the servers hold. With
-// WithFencing a re-entry has the outer lock's fence, except as Lock.Fence
-// says.
+// adds a hold of this Lock's own, which its Release takes away again (the
+// last hold deletes the key); Release, ReleaseAfter and Extend of one Lock
+// never touch another's hold. A re-entry only ever lengthens the key's TTL
+// on each node, so it never cuts short the time another Lock with the same
+// token counts on. Each Lock's Until is counted from its own TTL. With
+// WithFencing a re-entry's fence is never below the outer lock's (see
+// Lock.Fence). Details: docs/safety.md, "Re-entry, exactly".
 func WithToken(token string) Option {
 	return func(c *config) { c.token, c.tokenSet = token, true }
 }
