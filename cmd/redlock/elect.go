@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -84,8 +83,11 @@ majority of nodes answered, 70 other failure.
 type electFlags struct {
 	nodeFlags
 	ttl          time.Duration
-	wait         time.Duration
+	wait         waitValue
+	noWait       bool
 	grace        time.Duration
+	unsafeGrace  bool
+	passNodes    bool
 	metadata     string
 	restartGuard time.Duration
 	restart      bool
@@ -96,15 +98,20 @@ type electFlags struct {
 func defineElect(fs *flagSet) action {
 	f := &electFlags{}
 	f.register(fs)
-	fs.DurationVar(&f.ttl, "ttl", defaultElectTTL, "the leadership's TTL: how long the election stays without a leader\n"+
+	fs.durationVar(&f.ttl, "ttl", defaultElectTTL, "the leadership's TTL: how long the election stays without a leader\n"+
 		"after a leader died; it is extended every third of it, and must exceed\n"+
 		"twice --node-timeout plus a twentieth of itself")
-	fs.DurationVar(&f.wait, "wait", 0, "how long to campaign; 0 campaigns until a signal")
-	fs.DurationVar(&f.grace, "grace", defaultGrace, "after lost leadership, the time between SIGTERM and SIGKILL")
+	f.wait = waitValue{forever: true}
+	fs.Var(&f.wait, "wait", "how long to campaign, or \"forever\" (until a signal); 0 tries once")
+	fs.alias("w", "wait")
+	fs.BoolVar(&f.noWait, "no-wait", false, "try once, do not wait (as --wait 0)")
+	fs.alias("n", "no-wait")
+	registerGrace(fs, &f.grace, &f.unsafeGrace, "lost leadership")
+	fs.BoolVar(&f.passNodes, "pass-nodes", false, "leave $"+envNodes+" in COMMAND's environment (it is removed:\nit may hold passwords)")
 	fs.StringVar(&f.metadata, "metadata", "", "what the leader publishes, shown by \"redlock leader\"\n(default \"host=HOSTNAME pid=PID\")")
-	fs.DurationVar(&f.restartGuard, "restart-guard", 0, "as for \"redlock run\": keep a node that lost its memory out of\nevery vote this long (at least --ttl); 0 turns the guard off")
+	fs.durationVar(&f.restartGuard, "restart-guard", 0, "as for \"redlock run\": keep a node that lost its memory out of\nevery vote this long (at least --ttl); 0 turns the guard off")
 	fs.BoolVar(&f.restart, "restart", false, "campaign again when COMMAND exits or leadership is lost,\nuntil a signal")
-	fs.DurationVar(&f.restartDelay, "restart-delay", defaultRestartDelay, "with --restart, the pause before campaigning again")
+	fs.durationVar(&f.restartDelay, "restart-delay", defaultRestartDelay, "with --restart, the pause before campaigning again")
 	fs.BoolVar(&f.verbose, "verbose", false, "report campaigning, leading and resigning on standard error")
 	return func(a *app, fs *flagSet, args []string) int { return a.elect(fs, f, args) }
 }
@@ -115,8 +122,10 @@ func (a *app) elect(fs *flagSet, f *electFlags, args []string) int {
 		return code
 	}
 	switch {
-	case f.wait < 0:
-		return a.usageError(fs.cmd, fmt.Sprintf("--wait %v must not be negative", f.wait))
+	case f.noWait && fs.isSet("wait"):
+		return a.usageError(fs.cmd, "--no-wait (-n) and --wait (-w) exclude each other")
+	case f.wait.d < 0:
+		return a.usageError(fs.cmd, fmt.Sprintf("--wait %v must not be negative", f.wait.d))
 	case f.grace < 0:
 		return a.usageError(fs.cmd, fmt.Sprintf("--grace %v must not be negative", f.grace))
 	case f.restartGuard < 0:
@@ -172,15 +181,19 @@ func (a *app) campaign(c *command, l *redlock.Locker, name string, f *electFlags
 	// ctx ends the campaign only: the leadership outlives it.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	if f.wait > 0 {
-		ctx, cancel = context.WithTimeout(ctx, f.wait)
+	var opts []redlock.Option
+	switch {
+	case f.noWait || !f.wait.waits():
+		opts = append(opts, redlock.WithRetry(redlock.NoRetry()))
+	case !f.wait.forever:
+		ctx, cancel = context.WithTimeout(ctx, f.wait.d)
 		defer cancel()
 	}
 	if f.verbose {
 		a.errorf(c, "campaigning for %q", name)
 	}
 	lead, sig, err := interruptible(sigs, cancel, func() (*redlock.Leadership, error) {
-		return l.Campaign(ctx, name)
+		return l.Campaign(ctx, name, opts...)
 	})
 	switch {
 	case sig != nil:
@@ -203,62 +216,33 @@ func (a *app) campaign(c *command, l *redlock.Locker, name string, f *electFlags
 func (a *app) lead(c *command, lead *redlock.Leadership, argv []string, f *electFlags, sigs <-chan os.Signal) (code int, signalled bool) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = a.stdin, a.stdout, a.stderr
-	cmd.Env = electEnv(a.environ(), lead.Term())
+	cmd.Env = electEnv(a.environ(), lead.Term(), f.passNodes)
 	setProcessGroup(cmd, nil) // an election runs its command without the terminal's foreground
-	if err := cmd.Start(); err != nil {
+	end, err := a.superviseCommand(&guarded{
+		c:     c,
+		what:  fmt.Sprintf("leadership of %q", lead.Name()),
+		held:  lead.Context(),
+		until: lead.Until,
+		p:     newKillPolicy(f.ttl, f.nodeTimeout, f.grace, f.unsafeGrace),
+		cmd:   cmd,
+	}, sigs)
+	switch {
+	case err != nil:
 		a.resign(c, lead, f.verbose)
-		return a.cannotRun(c, argv[0], err), false
-	}
-	exited := make(chan struct{})
-	var waitErr error
-	go func() {
-		defer close(exited)
-		waitErr = cmd.Wait()
-	}()
-	var (
-		lost      error
-		lostC     = lead.Context().Done()
-		killTimer *time.Timer
-		killC     <-chan time.Time
-	)
-wait:
-	for {
-		select {
-		case <-exited:
-			break wait
-		case s := <-sigs:
-			signalled = true
-			a.signal(c, cmd, s)
-		case <-lostC:
-			lostC = nil
-			lost = context.Cause(lead.Context())
-			a.errorf(c, "leadership of %q lost while the command ran: %s; sending SIGTERM", lead.Name(), lossReason(lost))
-			a.signal(c, cmd, sigTerm)
-			killTimer = time.NewTimer(f.grace)
-			killC = killTimer.C
-		case <-killC:
-			killC = nil
-			a.errorf(c, "command still running %v after SIGTERM; sending SIGKILL", f.grace)
-			a.signal(c, cmd, sigKill)
-		}
-	}
-	if killTimer != nil {
-		killTimer.Stop()
-	}
-	var exitErr *exec.ExitError
-	if waitErr != nil && !errors.As(waitErr, &exitErr) {
-		a.errorf(c, "waiting for the command: %v", waitErr)
-	}
-	if lost != nil {
+		return a.startFailed(c, argv[0], err), false
+	case end.lost != nil:
 		// What is left of our keys goes, so that the next leader need
 		// not wait for them to expire.
 		if err := lead.Resign(context.Background()); err != nil && f.verbose {
 			a.errorf(c, "cleaning up the lost leadership: %s", errMsg(err))
 		}
-		return exitLost, signalled
+		return exitLost, end.signalled
+	case end.failed:
+		a.resign(c, lead, f.verbose)
+		return exitFailure, end.signalled
 	}
 	a.resign(c, lead, f.verbose)
-	return commandExitCode(cmd.ProcessState), signalled
+	return end.code, end.signalled
 }
 
 // resign gives up the leadership. A failure is reported but does not change
@@ -273,11 +257,12 @@ func (a *app) resign(c *command, lead *redlock.Leadership, verbose bool) {
 	}
 }
 
-// electEnv is the command's environment: redlock's, with REDLOCK_TERM set
-// to the term, and no REDLOCK_FENCE of an outer redlock.
-func electEnv(env []string, term uint64) []string {
-	env = slices.DeleteFunc(slices.Clone(env), func(kv string) bool {
-		return strings.HasPrefix(kv, envTerm+"=") || strings.HasPrefix(kv, envFence+"=")
+// electEnv is the command's environment: run's (commandEnv: no
+// REDLOCK_FENCE of an outer redlock, no REDLOCK_NODES unless passNodes),
+// with REDLOCK_TERM set to the term.
+func electEnv(env []string, term uint64, passNodes bool) []string {
+	env = slices.DeleteFunc(commandEnv(env, 0, passNodes), func(kv string) bool {
+		return strings.HasPrefix(kv, envTerm+"=")
 	})
 	return append(env, envTerm+"="+strconv.FormatUint(term, 10))
 }

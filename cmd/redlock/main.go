@@ -92,6 +92,9 @@ func (a *app) main(args []string) int {
 	case "-V", "-version", "--version":
 		fmt.Fprintln(a.stdout, version())
 		return exitOK
+	case watchdogCommand:
+		// Not a command for users: redlock starts itself so (watchdog.go).
+		return a.watchdogMain()
 	}
 	c := commands[name]
 	if c == nil {
