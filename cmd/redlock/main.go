@@ -95,6 +95,8 @@ func (a *app) main(args []string) int {
 	case watchdogCommand:
 		// Not a command for users: redlock starts itself so (watchdog.go).
 		return a.watchdogMain()
+	case execCommand:
+		return a.execMain(rest)
 	}
 	c := commands[name]
 	if c == nil {

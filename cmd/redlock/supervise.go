@@ -93,15 +93,30 @@ func (a *app) superviseCommand(g *guarded, sigs <-chan os.Signal) (guardedEnd, e
 	if err := wd.killAt(g.p.watchdogDeadline(last)); err != nil {
 		return guardedEnd{}, err
 	}
+	if g.cmd.Err != nil {
+		return guardedEnd{}, &startError{g.cmd.Err}
+	}
+	open, err := gate(g.cmd)
+	if err != nil {
+		return guardedEnd{}, err
+	}
 	if err := g.cmd.Start(); err != nil {
+		_ = open(false)
 		a.takeBack(c, g.cmd, g.tty)
 		return guardedEnd{}, &startError{err}
 	}
 	g.tty.started()
 	grp := groupOf(g.cmd.Process)
 	var end guardedEnd
-	if err := wd.watch(grp); err != nil {
-		a.errorf(c, "%v: killing the command", err)
+	// The command runs once the watchdog knows its group, not before.
+	err = wd.watch(grp)
+	if err == nil {
+		err = open(true)
+	} else {
+		_ = open(false)
+	}
+	if err != nil {
+		a.errorf(c, "starting the command: %v", err)
 		a.signalGroup(c, grp, sigKill)
 		end.failed = true
 	}
@@ -147,7 +162,7 @@ func (a *app) superviseCommand(g *guarded, sigs <-chan os.Signal) (guardedEnd, e
 				a.errorf(c, "waiting for the command: %v", waitErr)
 			}
 			if !grp.alive() {
-				return end, nil
+				return a.ended(g, end), nil
 			}
 			if end.lost == nil {
 				a.errorf(c, "the command exited, leaving processes in its process group: keeping %s until they end", g.what)
@@ -156,7 +171,7 @@ func (a *app) superviseCommand(g *guarded, sigs <-chan os.Signal) (guardedEnd, e
 			pollC = poll.C
 		case <-pollC:
 			if !grp.alive() {
-				return end, nil
+				return a.ended(g, end), nil
 			}
 		case s := <-sigs:
 			end.signalled = true
@@ -190,6 +205,30 @@ func (a *app) superviseCommand(g *guarded, sigs <-chan os.Signal) (guardedEnd, e
 			a.signalGroup(c, grp, sigKill)
 		}
 	}
+}
+
+// errStopped is the loss that redlock finds on its own when its command's
+// group ends after the lock's warning time, before KeepAlive could say so:
+// redlock was stopped or starved, and its watchdog may have killed the
+// command.
+var errStopped = errors.New("its validity ended, or nearly, while redlock could not run (stopped or starved)")
+
+// ended completes end once the group is empty: a lock whose warning time
+// has passed counts as lost, even if KeepAlive has not said so yet (it
+// would, and no extension counts any more).
+func (a *app) ended(g *guarded, end guardedEnd) guardedEnd {
+	switch {
+	case end.lost != nil:
+		return end
+	case g.held.Err() != nil:
+		end.lost = context.Cause(g.held)
+	case !time.Now().Before(g.until().Add(-g.p.lead)):
+		end.lost = errStopped
+	default:
+		return end
+	}
+	a.errorf(g.c, "%s lost while the command ran: %s", g.what, lossReason(end.lost))
+	return end
 }
 
 // signalGroup sends sig to the command's process group. A group that has

@@ -35,9 +35,20 @@ import (
 //
 // When the pipe closes without "done" (redlock died), the watchdog kills
 // the group at once: nobody extends the lock any more.
+//
+// The command must not run before the watchdog knows its group: redlock
+// could be stopped right after starting it. So it starts as redlock's own
+// binary again ("redlock __exec PATH ARGV..."), in the group it will have,
+// which waits for a byte on a gate pipe (its file descriptor 3), sent once
+// "group" is written to the watchdog, and then executes the command in its
+// place (same process, same group).
 
-// watchdogCommand is the hidden command that runs redlock as a watchdog.
-const watchdogCommand = "__watchdog"
+// The hidden commands that run redlock as a watchdog, or as the gate
+// before a command.
+const (
+	watchdogCommand = "__watchdog"
+	execCommand     = "__exec"
+)
 
 // watchdogPoll bounds the watchdog's sleep while a deadline is set: the
 // Go runtime's timers stand still while the machine is suspended, the
@@ -56,14 +67,9 @@ type watchdog struct {
 // startWatchdog starts the watchdog process; env is redlock's
 // environment, passed on without REDLOCK_NODES.
 func startWatchdog(stderr io.Writer, env []string) (*watchdog, error) {
-	self, err := os.Executable()
-	if runtime.GOOS == "linux" {
-		// The running binary itself, even when its file was replaced
-		// (an upgrade) or removed since redlock started.
-		self, err = "/proc/self/exe", nil
-	}
+	self, err := selfBinary()
 	if err != nil {
-		return nil, fmt.Errorf("finding redlock's own binary: %w", err)
+		return nil, err
 	}
 	r, w, err := os.Pipe()
 	if err != nil {
@@ -92,6 +98,69 @@ func startWatchdog(stderr io.Writer, env []string) (*watchdog, error) {
 		}
 	}()
 	return wd, nil
+}
+
+// selfBinary is the path of redlock's own binary.
+func selfBinary() (string, error) {
+	if runtime.GOOS == "linux" {
+		// The running binary itself, even when its file was replaced
+		// (an upgrade) or removed since redlock started.
+		return "/proc/self/exe", nil
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("finding redlock's own binary: %w", err)
+	}
+	return self, nil
+}
+
+// gate changes cmd so that it starts as "redlock __exec" and waits until
+// open(true) is called to execute the command; open(false) makes it exit
+// instead. cmd.Path must be resolved already.
+func gate(cmd *exec.Cmd) (open func(run bool) error, err error) {
+	self, err := selfBinary()
+	if err != nil {
+		return nil, err
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	cmd.Args = append([]string{self, execCommand, cmd.Path}, cmd.Args...)
+	cmd.Path = self
+	cmd.ExtraFiles = append(cmd.ExtraFiles, r)
+	return func(run bool) error {
+		// Ours is no longer needed once the command started (or failed
+		// to): only the gate process has it then.
+		_ = r.Close()
+		if !run {
+			return w.Close()
+		}
+		_, err := w.Write([]byte{1})
+		if cerr := w.Close(); err == nil {
+			err = cerr
+		}
+		return err
+	}, nil
+}
+
+// execMain is redlock as a gate: it waits for the byte on its file
+// descriptor 3, then executes args[0] with the arguments args[1:].
+// Without the byte (redlock is gone) it exits without running anything.
+func (a *app) execMain(args []string) int {
+	g := os.NewFile(3, "gate")
+	var b [1]byte
+	n, _ := g.Read(b[:])
+	_ = g.Close()
+	if n != 1 || len(args) < 2 {
+		return exitFailure
+	}
+	err := syscall.Exec(args[0], args[1:], os.Environ())
+	fmt.Fprintf(a.stderr, "redlock: cannot run %q: %v\n", args[1], err)
+	if errors.Is(err, syscall.ENOENT) {
+		return exitNotFound
+	}
+	return exitCannotRun
 }
 
 func (wd *watchdog) send(msg string) error {
