@@ -46,8 +46,9 @@ its next extension finds the lock lost, and "redlock run" then stops its
 command. --force is required, as a reminder of that; without --yes the
 current holder is shown and nothing is removed.
 
-Exit codes: 0 removed on a majority of nodes, 64 usage error (or no --yes),
-69 fewer than a majority of nodes could be reached, 70 other failure.
+Exit codes: 0 removed on a majority of nodes, 1 not removed: no --yes (the
+holder was shown), 64 usage error, 69 fewer than a majority of nodes could
+be reached, 70 other failure.
 `,
 	define: func(fs *flagSet) action {
 		f := &releaseFlags{}
@@ -57,6 +58,10 @@ Exit codes: 0 removed on a majority of nodes, 64 usage error (or no --yes),
 		return func(a *app, fs *flagSet, args []string) int { return a.forceRelease(fs, f, args) }
 	},
 })
+
+// exitNotRemoved is release's exit code without --yes: nothing was removed,
+// as asked.
+const exitNotRemoved = 1
 
 type inspectFlags struct {
 	nodeFlags
@@ -233,7 +238,11 @@ func (a *app) forceRelease(fs *flagSet, f *releaseFlags, args []string) int {
 		if err != nil {
 			return a.fail(fs.cmd, fmt.Sprintf("inspect %q", key), err)
 		}
-		return a.usageError(fs.cmd, fmt.Sprintf("not removing %q without --yes", key))
+		// Not a usage error: the command line was right, and this is what
+		// it asks for (a look before removing). It is not a success
+		// either: nothing was removed.
+		a.errorf(fs.cmd, "not removing %q without --yes: the holder is shown above; give --yes to remove the lock", key)
+		return exitNotRemoved
 	}
 	if err := l.ForceRelease(ctx, key); err != nil {
 		return a.fail(fs.cmd, fmt.Sprintf("release %q", key), err)

@@ -2,13 +2,16 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/quorumlock/redlock/redlock"
@@ -68,17 +71,29 @@ var _ = register(&command{
 	name:     "leader",
 	synopsis: "[flags] NAME",
 	help: `Print who leads the election NAME: the metadata the leader published, its
-term and the time its keys have left on a majority of nodes.
+term and the time its keys have left on a majority of nodes. With --watch,
+print it again at every change of leader (a new leader, or none) until
+SIGINT or SIGTERM; while a majority of nodes cannot be reached, nothing is
+printed. With --json, each state is one JSON object on a line of its own:
+{"name", "leading", "metadata", "term", "ttl_ms"} (ttl_ms -1 without expiry).
 
-Exit codes: 0 someone leads, 1 nobody leads, 64 usage error, 69 fewer than a
-majority of nodes answered, 70 other failure.
+Exit codes: 0 someone leads (with --watch: stopped by a signal), 1 nobody
+leads, 64 usage error, 69 fewer than a majority of nodes answered, 70 other
+failure.
 `,
 	define: func(fs *flagSet) action {
-		f := &nodeFlags{}
+		f := &leaderFlags{}
 		f.register(fs)
+		fs.BoolVar(&f.json, "json", false, "print each state as one JSON object on a line")
+		fs.BoolVar(&f.watch, "watch", false, "print the state again at every change of leader, until a signal")
 		return func(a *app, fs *flagSet, args []string) int { return a.leader(fs, f, args) }
 	},
 })
+
+type leaderFlags struct {
+	nodeFlags
+	json, watch bool
+}
 
 type electFlags struct {
 	nodeFlags
@@ -267,31 +282,82 @@ func electEnv(env []string, term uint64, passNodes bool) []string {
 	return append(env, envTerm+"="+strconv.FormatUint(term, 10))
 }
 
-func (a *app) leader(fs *flagSet, f *nodeFlags, args []string) int {
+func (a *app) leader(fs *flagSet, f *leaderFlags, args []string) int {
 	name, code, ok := a.oneKey(fs, args)
 	if !ok {
 		return code
 	}
-	l, closeAll, code, ok := a.locker(fs, f)
+	l, closeAll, code, ok := a.locker(fs, &f.nodeFlags)
 	if !ok {
 		return code
 	}
 	defer closeAll()
+	if f.watch {
+		return a.watchLeader(fs.cmd, l, name, f.json)
+	}
 	info, err := l.Leader(context.Background(), name)
 	if err != nil {
 		return a.fail(fs.cmd, fmt.Sprintf("leader of %q", name), err)
 	}
+	if err := writeLeader(a.stdout, info, f.json); err != nil {
+		a.errorf(fs.cmd, "writing the leader: %v", err)
+		return exitFailure
+	}
 	if !info.Leading {
-		fmt.Fprintf(a.stdout, "election %s: no leader\n", strconv.Quote(name))
 		return exitNoLeader
+	}
+	return exitOK
+}
+
+// watchLeader prints the election's state at every change until SIGINT or
+// SIGTERM.
+func (a *app) watchLeader(c *command, l *redlock.Locker, name string, asJSON bool) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	states, err := l.Observe(ctx, name)
+	if err != nil {
+		return a.fail(c, fmt.Sprintf("leader of %q", name), err)
+	}
+	for info := range states {
+		if err := writeLeader(a.stdout, info, asJSON); err != nil {
+			a.errorf(c, "writing the leader: %v", err)
+			return exitFailure
+		}
+	}
+	return exitOK
+}
+
+// leaderJSON is the --json form of a LeaderInfo.
+type leaderJSON struct {
+	Name     string `json:"name"`
+	Leading  bool   `json:"leading"`
+	Metadata string `json:"metadata,omitempty"`
+	Term     uint64 `json:"term,omitempty"`
+	// TTLMs is the time the leader's keys have left in milliseconds, -1
+	// without expiry; 0 when nobody leads.
+	TTLMs int64 `json:"ttl_ms,omitempty"`
+}
+
+// writeLeader prints one state of an election, as a sentence or as JSON.
+func writeLeader(w io.Writer, info redlock.LeaderInfo, asJSON bool) error {
+	if asJSON {
+		out := leaderJSON{Name: info.Name, Leading: info.Leading, Metadata: info.Metadata, Term: info.Term}
+		if info.Leading {
+			out.TTLMs = info.TTL.Milliseconds()
+			if info.TTL < 0 {
+				out.TTLMs = -1
+			}
+		}
+		return json.NewEncoder(w).Encode(out)
+	}
+	if !info.Leading {
+		_, err := fmt.Fprintf(w, "election %s: no leader\n", strconv.Quote(info.Name))
+		return err
 	}
 	ttl := "no expiry"
 	if info.TTL >= 0 {
 		ttl = info.TTL.String() + " left"
 	}
-	if _, err := fmt.Fprintf(a.stdout, "election %s: led by %s, term %d, %s\n", strconv.Quote(name), strconv.Quote(info.Metadata), info.Term, ttl); err != nil {
-		a.errorf(fs.cmd, "writing the leader: %v", err)
-		return exitFailure
-	}
-	return exitOK
+	_, err := fmt.Fprintf(w, "election %s: led by %s, term %d, %s\n", strconv.Quote(info.Name), strconv.Quote(info.Metadata), info.Term, ttl)
+	return err
 }
