@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -292,7 +293,38 @@ func (a *app) bootstrap(fs *flagSet, n *nodeFlags, args []string) int {
 	defer closeAll()
 	ctx := context.Background()
 	if err := l.Bootstrap(ctx); err != nil {
-		return a.fail(fs.cmd, "bootstrap", err)
+		var qe *redlock.QuorumError
+		if !errors.Is(err, redlock.ErrNoQuorum) || !errors.As(err, &qe) {
+			return a.fail(fs.cmd, "bootstrap", err)
+		}
+		// Not all "unreachable": a node that abstains answered, and
+		// lost its memory.
+		var abstain, unreachable int
+		for _, n := range qe.Nodes {
+			switch {
+			case n.Err == nil:
+			case strings.Contains(n.Err.Error(), "ABSTAIN") || strings.Contains(n.Err.Error(), "abstains"):
+				abstain++
+			default:
+				unreachable++
+			}
+		}
+		var parts []string
+		if abstain > 0 {
+			verb := " abstain"
+			if abstain == 1 {
+				verb = " abstains"
+			}
+			parts = append(parts, plural(abstain, "node")+verb+" (lost its memory: not seeded)")
+		}
+		if unreachable > 0 {
+			parts = append(parts, plural(unreachable, "node")+" unreachable"+" (run bootstrap again when it can be reached)")
+		}
+		if len(parts) == 0 {
+			parts = append(parts, "not every node has its marker")
+		}
+		a.errorf(fs.cmd, "%s: %s", strings.Join(parts, ", "), errMsg(err))
+		return exitUnavailable
 	}
 	fmt.Fprintf(a.stdout, "restart-guard markers in place on all %d nodes\n", len(l.Nodes()))
 	return exitOK
