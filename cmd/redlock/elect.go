@@ -41,9 +41,14 @@ leader that dies without resigning is replaced within --ttl.
 
 If leadership is lost while COMMAND runs (an extension finds another leader,
 or none reaches a majority of nodes in time), COMMAND's process group gets
-SIGTERM before the leadership's validity ends, and SIGKILL --grace later;
-redlock exits with 76. Signals sent to redlock are forwarded to COMMAND as
-with "redlock run"; while campaigning, a signal ends the campaign.
+SIGTERM, and SIGKILL --grace later but before the leadership's validity
+ends, as with "redlock run" (SIGTERM gets at most half of --node-timeout
+plus a twentieth of --ttl: 500ms with the defaults); a watchdog process
+kills the group while redlock cannot run; redlock exits with 76. It resigns
+(or campaigns again) only once every process of COMMAND's group has ended.
+Signals sent to redlock are forwarded to COMMAND as with "redlock run";
+while campaigning, a signal ends the campaign. --wait 0 (-n) tries once,
+as with "redlock run"; the default is to campaign until a signal.
 
 With --restart, redlock campaigns again --restart-delay after COMMAND exits
 or leadership is lost, and goes on until a signal: a standby that takes over
@@ -53,14 +58,16 @@ for a signal N that came while it campaigned).
 Exit codes:
   COMMAND's own  when it ran; 128+N when signal N ended it
   64             usage error
+  66             a file of --cacert, --cert or --key cannot be used
   69             a majority of nodes could not be reached
   70             other failure of redlock
-  75             --wait ran out while another campaigner led
+  75             --wait ran out (or -n tried once) while another led
   76             leadership was lost while COMMAND ran
   126, 127       COMMAND could not be started, or was not found
 
 Environment:
-  REDLOCK_NODES  the default of --nodes
+  REDLOCK_NODES  the default of --nodes; not passed to COMMAND (unless
+                 --pass-nodes)
   REDLOCK_TERM   set for COMMAND: the leader's term, which grows from one
                  leader to the next (a fencing token)
 `,

@@ -42,21 +42,31 @@ group gets the terminal while it runs: it can read from it, and Ctrl-C or
 Ctrl-\ reach it directly; Ctrl-Z does not suspend it (it is resumed at
 once: a suspended command would keep the lock from everyone). Signals sent
 to redlock (SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2) are forwarded
-to the group, and the lock is released once COMMAND has exited. If the lock
-is lost while COMMAND runs (an extension finds another owner, or no
-extension reaches a majority of nodes in time), the group gets SIGTERM at
-once, and SIGKILL --grace later; redlock exits with 76. Without an extension
-the SIGTERM comes at the latest --node-timeout plus a twentieth of --ttl
-before the lock's validity ends, so that COMMAND can stop while nobody else
-can hold the lock yet. --ttl must leave room for an extension before then:
-more than twice --node-timeout, plus a twentieth of itself and the clock
-drift.
+to the group, and the lock is released once every process of the group
+has exited: a COMMAND that exits leaving processes in its group keeps the
+lock until they end.
+
+If the lock is lost while COMMAND runs (an extension finds another owner,
+or no extension reaches a majority of nodes in time), the group gets
+SIGTERM at once, and SIGKILL --grace later, but always before the lock's
+validity ends: the SIGTERM comes at the latest --node-timeout plus a
+twentieth of --ttl (the warning lead) before it, and SIGKILL at the latest
+half the lead before it, whatever --grace says (--unsafe-grace lifts that
+bound). SIGTERM thus gets at most half the lead: 1s with the defaults.
+redlock exits with 76. While redlock itself cannot run (stopped with
+SIGSTOP, starved), a watchdog process kills the group with SIGKILL a
+quarter of the lead before the validity it last extended ends; if redlock
+dies, the watchdog kills the group at once. A process that leaves the group
+(setsid, a daemon) is not covered. --ttl must leave room for an extension
+before the warning: more than twice --node-timeout, plus a twentieth of
+itself and the clock drift.
 
 Durations are Go durations (1m30s, 500ms) or bare seconds (90, 0.5).
 
 Exit codes:
   COMMAND's own  when it ran; 128+N when signal N ended it
   64             usage error
+  66             a file of --cacert, --cert or --key cannot be used
   69             a majority of nodes could not be reached (--outage-exit-code)
   70             other failure of redlock
   75             the lock is busy, held by another owner (-E)
