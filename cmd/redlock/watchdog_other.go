@@ -10,7 +10,10 @@ import (
 
 // watchdog is not available here: the command is stopped by redlock alone
 // (see docs/cli.md).
-type watchdog struct{ exited chan struct{} }
+type watchdog struct {
+	exited chan struct{}
+	err    error
+}
 
 const (
 	watchdogCommand = "__watchdog"
