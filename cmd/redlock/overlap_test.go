@@ -60,8 +60,9 @@ func processAlive(pid int) bool {
 // The next holder of a lock (or leader of an election) never starts
 // before every process of the previous holder's command is dead: when the
 // command ignores SIGTERM, when it leaves a process that ignores SIGTERM
-// behind, when it exits normally leaving a process running, and when
-// redlock itself is stopped (SIGSTOP) so that nothing extends the lock.
+// behind, when it exits normally leaving a process running, when redlock
+// itself is stopped (SIGSTOP) so that nothing extends the lock, and when
+// redlock is killed.
 // Each command writes its pids to a file; the next holder's command, as
 // soon as it runs, looks whether any of them still runs.
 func TestNoOverlapWithNextHolder(t *testing.T) {
@@ -82,6 +83,7 @@ func TestNoOverlapWithNextHolder(t *testing.T) {
 		none fault = iota
 		majorityPaused
 		redlockStopped
+		redlockKilled
 	)
 	tests := []struct {
 		name   string
@@ -95,6 +97,9 @@ func TestNoOverlapWithNextHolder(t *testing.T) {
 		{"exits leaving a child", exitsEarly, none, 2, 0},
 		{"redlock stopped", ignoresTerm, redlockStopped, 1, exitLost},
 		{"leaves a child that ignores TERM, redlock stopped", leavesChild, redlockStopped, 2, exitLost},
+		// The kernel kills the command's first process with redlock
+		// (Linux's parent-death signal), not its child.
+		{"leaves a child that ignores TERM, redlock killed", leavesChild, redlockKilled, 2, 128 + int(syscall.SIGKILL)},
 	}
 	for _, sub := range []string{"run", "elect"} {
 		for _, tt := range tests {
@@ -131,6 +136,10 @@ func TestNoOverlapWithNextHolder(t *testing.T) {
 						t.Fatal(err)
 					}
 					t.Cleanup(func() { _ = p.cmd.Process.Signal(syscall.SIGCONT) })
+				case redlockKilled:
+					if err := p.cmd.Process.Kill(); err != nil {
+						t.Fatal(err)
+					}
 				}
 
 				argv, env := helperCommand(t, "dead")
