@@ -198,5 +198,7 @@ func (l *Locker) Bootstrap(ctx context.Context) error {
 	if res.OK {
 		return nil
 	}
-	return withContext(ctx, l.roundError("bootstrap", "", &res, compareOutcome, ErrNoQuorum))
+	qe := l.roundError("bootstrap", "", &res, compareOutcome, ErrNoQuorum)
+	qe.Need = len(l.nodes) // every node, not a majority
+	return withContext(ctx, qe)
 }

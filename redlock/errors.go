@@ -197,9 +197,9 @@ func (e *QuorumError) Error() string {
 	}
 	if len(e.Nodes) == 0 {
 		// No node was asked: the call waited in this Locker's line.
-		return fmt.Sprintf("%s: %s %s: waited behind this Locker's own holder or waiters", e.reason, e.Op, quoteKey(e.Key))
+		return fmt.Sprintf("%s: %s: waited behind this Locker's own holder or waiters", e.reason, e.subject())
 	}
-	fmt.Fprintf(&b, "%s: %s %s: %d of %d nodes ok, %d needed", e.why(), e.Op, quoteKey(e.Key), ok, len(e.Nodes), e.Need)
+	fmt.Fprintf(&b, "%s: %s: %d of %d nodes ok, %d needed", e.why(), e.subject(), ok, len(e.Nodes), e.Need)
 	for i, n := range e.Nodes {
 		if i == 0 {
 			b.WriteString(" [")
@@ -230,6 +230,15 @@ func (e *QuorumError) Error() string {
 		b.WriteByte(']')
 	}
 	return b.String()
+}
+
+// subject is the operation and its key; a round about no key (bootstrap)
+// names none.
+func (e *QuorumError) subject() string {
+	if e.Key == "" {
+		return e.Op
+	}
+	return e.Op + " " + quoteKey(e.Key)
 }
 
 // Unwrap returns the reason: ErrNotObtained, ErrNoQuorum, ErrLockExpired or

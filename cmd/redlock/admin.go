@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -46,8 +47,9 @@ its next extension finds the lock lost, and "redlock run" then stops its
 command. --force is required, as a reminder of that; without --yes the
 current holder is shown and nothing is removed.
 
-Exit codes: 0 removed on a majority of nodes, 64 usage error (or no --yes),
-69 fewer than a majority of nodes could be reached, 70 other failure.
+Exit codes: 0 removed on a majority of nodes, 1 not removed: no --yes (the
+holder was shown), 64 usage error, 69 fewer than a majority of nodes could
+be reached, 70 other failure.
 `,
 	define: func(fs *flagSet) action {
 		f := &releaseFlags{}
@@ -57,6 +59,10 @@ Exit codes: 0 removed on a majority of nodes, 64 usage error (or no --yes),
 		return func(a *app, fs *flagSet, args []string) int { return a.forceRelease(fs, f, args) }
 	},
 })
+
+// exitNotRemoved is release's exit code without --yes: nothing was removed,
+// as asked.
+const exitNotRemoved = 1
 
 type inspectFlags struct {
 	nodeFlags
@@ -233,7 +239,11 @@ func (a *app) forceRelease(fs *flagSet, f *releaseFlags, args []string) int {
 		if err != nil {
 			return a.fail(fs.cmd, fmt.Sprintf("inspect %q", key), err)
 		}
-		return a.usageError(fs.cmd, fmt.Sprintf("not removing %q without --yes", key))
+		// Not a usage error: the command line was right, and this is what
+		// it asks for (a look before removing). It is not a success
+		// either: nothing was removed.
+		a.errorf(fs.cmd, "not removing %q without --yes: the holder is shown above; give --yes to remove the lock", key)
+		return exitNotRemoved
 	}
 	if err := l.ForceRelease(ctx, key); err != nil {
 		return a.fail(fs.cmd, fmt.Sprintf("release %q", key), err)
@@ -283,7 +293,38 @@ func (a *app) bootstrap(fs *flagSet, n *nodeFlags, args []string) int {
 	defer closeAll()
 	ctx := context.Background()
 	if err := l.Bootstrap(ctx); err != nil {
-		return a.fail(fs.cmd, "bootstrap", err)
+		var qe *redlock.QuorumError
+		if !errors.Is(err, redlock.ErrNoQuorum) || !errors.As(err, &qe) {
+			return a.fail(fs.cmd, "bootstrap", err)
+		}
+		// Not all "unreachable": a node that abstains answered, and
+		// lost its memory.
+		var abstain, unreachable int
+		for _, n := range qe.Nodes {
+			switch {
+			case n.Err == nil:
+			case strings.Contains(n.Err.Error(), "ABSTAIN") || strings.Contains(n.Err.Error(), "abstains"):
+				abstain++
+			default:
+				unreachable++
+			}
+		}
+		var parts []string
+		if abstain > 0 {
+			verb := " abstain"
+			if abstain == 1 {
+				verb = " abstains"
+			}
+			parts = append(parts, plural(abstain, "node")+verb+" (lost its memory: not seeded)")
+		}
+		if unreachable > 0 {
+			parts = append(parts, plural(unreachable, "node")+" unreachable"+" (run bootstrap again when it can be reached)")
+		}
+		if len(parts) == 0 {
+			parts = append(parts, "not every node has its marker")
+		}
+		a.errorf(fs.cmd, "%s: %s", strings.Join(parts, ", "), errMsg(err))
+		return exitUnavailable
 	}
 	fmt.Fprintf(a.stdout, "restart-guard markers in place on all %d nodes\n", len(l.Nodes()))
 	return exitOK

@@ -86,7 +86,7 @@ func TestForceRelease(t *testing.T) {
 
 	// Without --yes: shows the holder, removes nothing.
 	code, stdout, stderr := redlockRun(t, sharedEnv(), "release", "--force", key)
-	if code != exitUsage || !strings.Contains(stderr, "stuck-job") || !strings.Contains(stderr, "without --yes") || stdout != "" {
+	if code != exitNotRemoved || strings.Contains(stderr, "usage:") || !strings.Contains(stderr, "stuck-job") || !strings.Contains(stderr, "without --yes") || stdout != "" {
 		t.Errorf("release without --yes: code %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
 	}
 	for i, v := range keyOnAll(t, sharedNodes, key) {

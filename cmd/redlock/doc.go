@@ -14,9 +14,11 @@
 //	redlock leader [flags] NAME
 //
 // run obtains the lock KEY, starts COMMAND, extends the lock in the
-// background while COMMAND runs, and releases it when COMMAND ends. If the
-// lock is lost meanwhile, COMMAND gets SIGTERM at once and SIGKILL after a
-// grace period. Signals sent to redlock (SIGINT, SIGTERM, SIGHUP, SIGQUIT,
+// background while COMMAND runs, and releases it when every process of
+// COMMAND's process group has ended. If the lock is lost meanwhile, the
+// group gets SIGTERM at once and SIGKILL after a grace period, always
+// before the lock's validity ends; a watchdog process enforces that while
+// redlock itself cannot run. Signals sent to redlock (SIGINT, SIGTERM, SIGHUP, SIGQUIT,
 // SIGUSR1, SIGUSR2) are forwarded to COMMAND, and the lock is released once
 // it has exited. When redlock runs in the foreground of a terminal that is
 // its standard input, COMMAND gets the terminal's foreground while it runs,
@@ -35,11 +37,12 @@
 // elect campaigns in the election NAME and runs COMMAND while leading, with
 // the leader's term in REDLOCK_TERM; it resigns when COMMAND ends, so that
 // another campaigner leads at once (with --restart it then campaigns
-// again). leader prints who leads.
+// again). leader prints who leads (--json, --watch).
 //
 // The nodes are redis:// or rediss:// URLs, given with --nodes or in the
-// REDLOCK_NODES environment variable. Passwords in them never appear in
-// redlock's output, and run does not pass REDLOCK_NODES on to COMMAND unless
+// REDLOCK_NODES environment variable; --cacert, --cert and --key set up
+// TLS for rediss:// nodes. Passwords in them never appear in redlock's
+// output, and run and elect do not pass REDLOCK_NODES on to COMMAND unless
 // told to (--pass-nodes).
 //
 // Exit codes: COMMAND's own code when it ran (128+N when signal N ended it);
@@ -48,5 +51,6 @@
 // busy, 76 when the lock was lost while COMMAND ran, 126 when COMMAND could
 // not be started and 127 when it was not found.
 //
-// "redlock help COMMAND" or "redlock COMMAND --help" tells more.
+// "redlock help COMMAND" or "redlock COMMAND --help" tells more; docs/cli.md
+// is the full reference.
 package main

@@ -48,9 +48,9 @@ other failure.
 		f := &doctorFlags{}
 		f.register(fs)
 		fs.BoolVar(&f.json, "json", false, "print the report as one JSON object")
-		fs.DurationVar(&f.window, "clock-window", redlock.DefaultClockWindow, "how long to measure the servers' clock rates over; 0 measures\nthe offsets only")
-		fs.DurationVar(&f.ttl, "ttl", defaultTTL, "the TTL the locks use: the clocks may differ by its drift allowance")
-		fs.DurationVar(&f.restartGuard, "restart-guard", 0, "the restart guard's maximum TTL, when the locks use it")
+		fs.durationVar(&f.window, "clock-window", redlock.DefaultClockWindow, "how long to measure the servers' clock rates over; 0 measures\nthe offsets only")
+		fs.durationVar(&f.ttl, "ttl", defaultTTL, "the TTL the locks use: the clocks may differ by its drift allowance")
+		fs.durationVar(&f.restartGuard, "restart-guard", 0, "the restart guard's maximum TTL, when the locks use it")
 		return func(a *app, fs *flagSet, args []string) int { return a.doctor(fs, f, args) }
 	},
 })

@@ -21,11 +21,17 @@ the lock: its exit code says why), run the commands, then kill it.
 
 If the lock is lost while held (an extension finds another owner, or no
 extension reaches a majority of nodes in time), redlock says so and exits
-with 76 at once: the script must watch for that, as it would for any job.
+with 76 at once, at the latest --node-timeout plus a twentieth of --ttl
+before the lock's validity ends: the script must watch for that, as it
+would for any job. redlock does not start the script's commands, and
+cannot stop them: nothing kills them when the lock is lost, or while
+redlock cannot run. Use "redlock run" for commands that must never outlive
+the lock.
 
 Exit codes:
   0              released after a signal
   64             usage error
+  66             a file of --cacert, --cert or --key cannot be used
   69             a majority of nodes could not be reached
   70             other failure of redlock
   75             the lock is busy (held by another owner)

@@ -27,7 +27,7 @@ func TestBadInput(t *testing.T) {
 		{"run: empty key", nil, []string{"run", "", "--", "echo"}, "empty KEY"},
 		{"run: unknown flag", nil, []string{"run", "--bogus", "k", "--", "echo"}, "unknown flag --bogus"},
 		{"run: unknown flag after KEY", nil, []string{"run", "k", "--bogus", "--", "echo"}, "unknown flag --bogus"},
-		{"run: bad duration", nil, []string{"run", "--ttl", "soon", "k", "--", "echo"}, `invalid value "soon" for flag -ttl`},
+		{"run: bad duration", nil, []string{"run", "--ttl", "soon", "k", "--", "echo"}, `invalid value "soon" for flag --ttl`},
 		{"run: negative wait", []string{envNodes + "=" + nodes}, []string{"run", "--wait", "-1s", "k", "--", "true"}, "--wait -1s must not be negative"},
 		{"run: bad wait", nil, []string{"run", "--wait", "never", "k", "--", "true"}, `or "forever"`},
 		{"run: -n and -w", []string{envNodes + "=" + nodes}, []string{"run", "-n", "-w", "5", "k", "--", "true"}, "exclude each other"},
@@ -60,6 +60,14 @@ func TestBadInput(t *testing.T) {
 		{"release: no --force", []string{envNodes + "=" + nodes}, []string{"release", "k"}, "--force is required"},
 		{"release: missing KEY", nil, []string{"release", "--force", "--yes"}, "missing KEY"},
 		{"bootstrap: argument", nil, []string{"bootstrap", "k"}, `no arguments expected, got "k"`},
+
+		// Every subcommand: the same duration syntax, long flag names in
+		// messages, the same --wait.
+		{"elect: bad duration", nil, []string{"elect", "--ttl", "soon", "n", "--", "true"}, `invalid value "soon" for flag --ttl`},
+		{"elect: bad wait", nil, []string{"elect", "-w", "never", "n", "--", "true"}, `invalid value "never" for flag --wait`},
+		{"elect: -n and -w", []string{envNodes + "=" + nodes}, []string{"elect", "-n", "-w", "5", "n", "--", "true"}, "exclude each other"},
+		{"doctor: bad duration", nil, []string{"doctor", "--clock-window", "soon"}, `invalid value "soon" for flag --clock-window`},
+		{"hold: flag without value", nil, []string{"hold", "k", "--ttl"}, "flag needs an argument: --ttl"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -90,7 +98,10 @@ func TestHelp(t *testing.T) {
 		{[]string{"--help"}, []string{"usage: redlock COMMAND", "run", "hold", "inspect", "release", "bootstrap", "--version"}},
 		{[]string{"help"}, []string{"usage: redlock COMMAND"}},
 		{[]string{"run", "--help"}, []string{"usage: redlock run [flags] KEY -- COMMAND [ARGS...]", "--ttl", "--wait", "--cooldown", "--metadata", "--fencing", "--restart-guard", "--grace", "--nodes", "Exit codes", "REDLOCK_FENCE",
-			"-n, --no-wait", "-w, --wait duration|forever", "-E, --conflict-exit-code", "--outage-exit-code", "--pass-nodes"}},
+			"-n, --no-wait", "-w, --wait duration|forever", "-E, --conflict-exit-code", "--outage-exit-code", "--pass-nodes",
+			"--unsafe-grace", "--cacert FILE", "--cert FILE", "--key FILE"}},
+		{[]string{"elect", "--help"}, []string{"-n, --no-wait", "-w, --wait duration|forever", "--unsafe-grace", "--pass-nodes", "--ttl duration"}},
+		{[]string{"leader", "--help"}, []string{"--json", "--watch"}},
 		{[]string{"hold", "--help"}, []string{"usage: redlock hold [flags] KEY", "-w, --wait", "--fencing", "Exit codes"}},
 		{[]string{"run", "-h"}, []string{"usage: redlock run"}},
 		{[]string{"run", "k", "--help", "--", "true"}, []string{"usage: redlock run"}},

@@ -69,7 +69,7 @@ func TestRunLockDelay(t *testing.T) {
 			want string
 		}{
 			{[]string{"--lock-delay", "-1s"}, "--lock-delay -1s must not be negative"},
-			{[]string{"--lock-delay", "soon"}, `invalid value "soon" for flag -lock-delay`},
+			{[]string{"--lock-delay", "soon"}, `invalid value "soon" for flag --lock-delay`},
 			{[]string{"--restart-guard", "1m", "--ttl", "40s", "--lock-delay", "30s"}, "plus lock-delay 30s is above the restart guard's maximum TTL 1m0s"},
 		} {
 			// No node is asked: a port nobody listens on, so that a

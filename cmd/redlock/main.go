@@ -92,6 +92,11 @@ func (a *app) main(args []string) int {
 	case "-V", "-version", "--version":
 		fmt.Fprintln(a.stdout, version())
 		return exitOK
+	case watchdogCommand:
+		// Not a command for users: redlock starts itself so (watchdog.go).
+		return a.watchdogMain()
+	case execCommand:
+		return a.execMain(rest)
 	}
 	c := commands[name]
 	if c == nil {
@@ -156,6 +161,8 @@ func (fs *flagSet) parse(a *app, args []string) (positional []string, code int, 
 			msg := err.Error()
 			if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
 				msg = "unknown flag --" + name
+			} else {
+				msg = fs.longNames(msg)
 			}
 			return nil, a.usageError(fs.cmd, msg), false
 		}
@@ -166,6 +173,28 @@ func (fs *flagSet) parse(a *app, args []string) (positional []string, code int, 
 		positional = append(positional, args[0])
 		args = args[1:]
 	}
+}
+
+// longNames rewrites the flag package's "-name" in msg as "--name", the
+// long name also for a flag given by its one-letter alias.
+func (fs *flagSet) longNames(msg string) string {
+	for _, marker := range []string{"for flag -", "needs an argument: -"} {
+		head, name, ok := strings.Cut(msg, marker)
+		if !ok {
+			continue
+		}
+		name, tail, _ := strings.Cut(name, ":")
+		if tail != "" {
+			tail = ":" + tail
+		}
+		for long, short := range fs.short {
+			if short == name {
+				name = long
+			}
+		}
+		return head + strings.TrimSuffix(marker, "-") + "--" + name + tail
+	}
+	return msg
 }
 
 // isSet reports whether the flag was given on the command line, by its

@@ -77,6 +77,11 @@ func helper(mode string) int {
 		sig := <-sigs
 		fmt.Println("got", sig, "at", time.Now().UnixNano())
 		return 5
+	case "dead":
+		// Check that every process whose pid is in the file os.Args[1]
+		// is dead: print "alive PID" for each that is not, then "dead N
+		// of M".
+		return checkDead(os.Args[1])
 	}
 	fmt.Fprintln(os.Stderr, "unknown helper", mode)
 	return 2

@@ -1,10 +1,15 @@
 package main
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/quorumlock/redlock/redlock"
 )
@@ -16,8 +21,10 @@ const defaultNodeTimeout = 500 * time.Millisecond
 
 // nodeFlags are the flags every command has: where the nodes are.
 type nodeFlags struct {
-	nodes       string
-	nodeTimeout time.Duration
+	nodes         string
+	nodeTimeout   time.Duration
+	cacert        string
+	certFile, key string
 }
 
 func (n *nodeFlags) register(fs *flagSet) {
@@ -27,6 +34,48 @@ func (n *nodeFlags) register(fs *flagSet) {
 		"redis[s]://[[user]:password@]host[:port][/db][?option=value...];\n"+
 		"percent-encode , / ? # @ in a password (default $"+envNodes+")")
 	fs.durationVar(&n.nodeTimeout, "node-timeout", defaultNodeTimeout, "bound on each call to one node; a slower node counts\nas failed")
+	fs.StringVar(&n.cacert, "cacert", "", "PEM `FILE` of the certificate authorities that rediss:// nodes'\n"+
+		"certificates must chain to, instead of the system's")
+	fs.StringVar(&n.certFile, "cert", "", "PEM `FILE` of the client certificate to present to rediss://\nnodes (with --key)")
+	fs.StringVar(&n.key, "key", "", "PEM `FILE` of the private key of --cert")
+}
+
+// exitNoInput is the exit code when a file that a flag names cannot be
+// used (EX_NOINPUT).
+const exitNoInput = 66
+
+// tlsConfig returns the TLS settings of --cacert, --cert and --key, nil
+// when none is given. ok is false when redlock should exit with code; the
+// error is reported then.
+func (a *app) tlsConfig(fs *flagSet, n *nodeFlags) (cfg *tls.Config, code int, ok bool) {
+	if n.cacert == "" && n.certFile == "" && n.key == "" {
+		return nil, 0, true
+	}
+	if (n.certFile == "") != (n.key == "") {
+		return nil, a.usageError(fs.cmd, "--cert and --key go together"), false
+	}
+	cfg = &tls.Config{MinVersion: tls.VersionTLS12}
+	if n.cacert != "" {
+		pem, err := os.ReadFile(n.cacert)
+		if err != nil {
+			a.errorf(fs.cmd, "--cacert: %v", err)
+			return nil, exitNoInput, false
+		}
+		cfg.RootCAs = x509.NewCertPool()
+		if !cfg.RootCAs.AppendCertsFromPEM(pem) {
+			a.errorf(fs.cmd, "--cacert %s: no PEM certificate in it", n.cacert)
+			return nil, exitNoInput, false
+		}
+	}
+	if n.certFile != "" {
+		cert, err := tls.LoadX509KeyPair(n.certFile, n.key)
+		if err != nil {
+			a.errorf(fs.cmd, "--cert %s, --key %s: %v", n.certFile, n.key, err)
+			return nil, exitNoInput, false
+		}
+		cfg.Certificates = []tls.Certificate{cert}
+	}
+	return cfg, 0, true
 }
 
 // locker connects to the nodes and returns a Locker over them with opts as
@@ -48,13 +97,63 @@ func (a *app) locker(fs *flagSet, n *nodeFlags, opts ...redlock.Option) (l *redl
 	if err != nil {
 		return nil, nil, a.usageError(fs.cmd, err.Error()), false
 	}
-	l, err = redlock.NewFromURLs(urls, append([]redlock.Option{redlock.WithNodeTimeout(n.nodeTimeout)}, opts...)...)
+	tlsCfg, code, ok := a.tlsConfig(fs, n)
+	if !ok {
+		return nil, nil, code, false
+	}
+	opts = append([]redlock.Option{redlock.WithNodeTimeout(n.nodeTimeout)}, opts...)
+	if tlsCfg == nil {
+		l, err = redlock.NewFromURLs(urls, opts...)
+		if err != nil {
+			return nil, nil, a.fail(fs.cmd, "nodes", err), false
+		}
+		return l, func() {
+			// Close waits for background clean-up and cannot fail.
+			_ = l.Close()
+		}, 0, true
+	}
+	// The clients are built here, with the TLS settings on every
+	// rediss:// node; each keeps the URL's server name to verify.
+	clients := make([]*redis.Client, len(urls))
+	closeClients := func() {
+		for _, c := range clients {
+			if c != nil {
+				// Never used for a command: the Locker takes only their
+				// options.
+				_ = c.Close()
+			}
+		}
+	}
+	ucs := make([]redis.UniversalClient, len(urls))
+	tlsNodes := 0
+	for i, u := range urls {
+		o, err := redlock.ParseURL(u) // checked by parseNodes
+		if err != nil {
+			closeClients()
+			return nil, nil, a.usageError(fs.cmd, err.Error()), false
+		}
+		if o.TLSConfig != nil {
+			c := tlsCfg.Clone()
+			c.ServerName = o.TLSConfig.ServerName
+			c.InsecureSkipVerify = o.TLSConfig.InsecureSkipVerify
+			o.TLSConfig = c
+			tlsNodes++
+		}
+		clients[i] = redis.NewClient(o)
+		ucs[i] = clients[i]
+	}
+	if tlsNodes == 0 {
+		closeClients()
+		return nil, nil, a.usageError(fs.cmd, "--cacert, --cert and --key are for rediss:// nodes, and none is given"), false
+	}
+	l, err = redlock.New(ucs, opts...)
 	if err != nil {
+		closeClients()
 		return nil, nil, a.fail(fs.cmd, "nodes", err), false
 	}
 	return l, func() {
-		// Close waits for background clean-up and cannot fail.
 		_ = l.Close()
+		closeClients()
 	}, 0, true
 }
 

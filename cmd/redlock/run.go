@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -43,21 +42,31 @@ group gets the terminal while it runs: it can read from it, and Ctrl-C or
 Ctrl-\ reach it directly; Ctrl-Z does not suspend it (it is resumed at
 once: a suspended command would keep the lock from everyone). Signals sent
 to redlock (SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2) are forwarded
-to the group, and the lock is released once COMMAND has exited. If the lock
-is lost while COMMAND runs (an extension finds another owner, or no
-extension reaches a majority of nodes in time), the group gets SIGTERM at
-once, and SIGKILL --grace later; redlock exits with 76. Without an extension
-the SIGTERM comes at the latest --node-timeout plus a twentieth of --ttl
-before the lock's validity ends, so that COMMAND can stop while nobody else
-can hold the lock yet. --ttl must leave room for an extension before then:
-more than twice --node-timeout, plus a twentieth of itself and the clock
-drift.
+to the group, and the lock is released once every process of the group
+has exited: a COMMAND that exits leaving processes in its group keeps the
+lock until they end.
+
+If the lock is lost while COMMAND runs (an extension finds another owner,
+or no extension reaches a majority of nodes in time), the group gets
+SIGTERM at once, and SIGKILL --grace later, but always before the lock's
+validity ends: the SIGTERM comes at the latest --node-timeout plus a
+twentieth of --ttl (the warning lead) before it, and SIGKILL at the latest
+half the lead before it, whatever --grace says (--unsafe-grace lifts that
+bound). SIGTERM thus gets at most half the lead: 1s with the defaults.
+redlock exits with 76. While redlock itself cannot run (stopped with
+SIGSTOP, starved), a watchdog process kills the group with SIGKILL a
+quarter of the lead before the validity it last extended ends; if redlock
+dies, the watchdog kills the group at once. A process that leaves the group
+(setsid, a daemon) is not covered. --ttl must leave room for an extension
+before the warning: more than twice --node-timeout, plus a twentieth of
+itself and the clock drift.
 
 Durations are Go durations (1m30s, 500ms) or bare seconds (90, 0.5).
 
 Exit codes:
   COMMAND's own  when it ran; 128+N when signal N ended it
   64             usage error
+  66             a file of --cacert, --cert or --key cannot be used
   69             a majority of nodes could not be reached (--outage-exit-code)
   70             other failure of redlock
   75             the lock is busy, held by another owner (-E)
@@ -74,17 +83,28 @@ Environment:
 
 type runFlags struct {
 	lockFlags
-	grace     time.Duration
-	passNodes bool
+	grace       time.Duration
+	unsafeGrace bool
+	passNodes   bool
 }
 
 func defineRun(fs *flagSet) action {
 	f := &runFlags{}
 	f.lockFlags.register(fs, "COMMAND ends")
 	fs.BoolVar(&f.fencing, "fencing", false, "get a fencing token, passed to COMMAND in $"+envFence)
-	fs.durationVar(&f.grace, "grace", defaultGrace, "after a lost lock, the time between SIGTERM and SIGKILL\n(the SIGTERM comes before the lock's validity ends)")
+	registerGrace(fs, &f.grace, &f.unsafeGrace, "a lost lock")
 	fs.BoolVar(&f.passNodes, "pass-nodes", false, "leave $"+envNodes+" in COMMAND's environment (it is removed:\nit may hold passwords)")
 	return func(a *app, fs *flagSet, args []string) int { return a.run(fs, f, args) }
+}
+
+// registerGrace defines --grace and --unsafe-grace, as run and elect take
+// them; after says after what the command is stopped ("a lost lock").
+func registerGrace(fs *flagSet, grace *time.Duration, unsafeGrace *bool, after string) {
+	fs.durationVar(grace, "grace", defaultGrace, "after "+after+", the most time between SIGTERM and SIGKILL;\n"+
+		"whatever it says, SIGKILL comes by half of --node-timeout plus\n"+
+		"a twentieth of --ttl before the validity ends (unless --unsafe-grace)")
+	fs.BoolVar(unsafeGrace, "unsafe-grace", false, "let --grace run past the validity's end: COMMAND may then still\n"+
+		"run while another holder runs its own")
 }
 
 // parseCommandLine parses "[flags] NOUN -- COMMAND [ARGS...]", as run and
@@ -162,66 +182,29 @@ func (a *app) supervise(c *command, lock *redlock.Lock, argv []string, f *runFla
 	cmd.Env = commandEnv(a.environ(), lock.Fence(), f.passNodes)
 	tty := a.terminal()
 	setProcessGroup(cmd, tty)
-	if err := cmd.Start(); err != nil {
-		a.takeBack(c, cmd, tty)
-		stopKeepAlive()
-		a.release(c, lock, 0, f.verbose)
-		return a.cannotRun(c, argv[0], err)
-	}
-	tty.started()
-	exited := make(chan struct{})
-	var (
-		code    int
-		waitErr error
-	)
-	go func() {
-		defer close(exited)
-		code, waitErr = tty.wait(cmd, func() {
-			a.errorf(c, "resuming the suspended command: it holds lock %q, which a suspended command would keep from everyone", lock.Key())
-		})
-	}()
-
-	var (
-		lost      error
-		lostC     = held.Done()
-		killTimer *time.Timer
-		killC     <-chan time.Time
-	)
-wait:
-	for {
-		select {
-		case <-exited:
-			break wait
-		case s := <-sigs:
-			a.signal(c, cmd, s)
-		case <-lostC:
-			lostC = nil
-			lost = context.Cause(held)
-			a.errorf(c, "lock %q lost while the command ran: %s; sending SIGTERM", lock.Key(), lossReason(lost))
-			a.signal(c, cmd, sigTerm)
-			killTimer = time.NewTimer(f.grace)
-			killC = killTimer.C
-		case <-killC:
-			killC = nil
-			a.errorf(c, "command still running %v after SIGTERM; sending SIGKILL", f.grace)
-			a.signal(c, cmd, sigKill)
-		}
-	}
-	a.takeBack(c, cmd, tty)
-	if killTimer != nil {
-		killTimer.Stop()
-	}
+	end, err := a.superviseCommand(&guarded{
+		c:     c,
+		what:  fmt.Sprintf("lock %q", lock.Key()),
+		held:  held,
+		until: lock.Until,
+		p:     newKillPolicy(f.ttl, f.nodeTimeout, f.grace, f.unsafeGrace),
+		cmd:   cmd,
+		tty:   tty,
+	}, sigs)
 	stopKeepAlive()
-	if waitErr != nil {
-		a.errorf(c, "waiting for the command: %v", waitErr)
-	}
-
-	if lost != nil {
+	switch {
+	case err != nil:
+		a.release(c, lock, 0, f.verbose)
+		return a.startFailed(c, argv[0], err)
+	case end.lost != nil:
 		a.dropLost(c, lock, f.verbose)
 		return exitLost
+	case end.failed:
+		a.release(c, lock, 0, f.verbose)
+		return exitFailure
 	}
 	a.release(c, lock, f.cooldown, f.verbose)
-	return code
+	return end.code
 }
 
 // terminal returns redlock's terminal when the command is to get its
@@ -276,14 +259,6 @@ func lossReason(err error) string {
 		return "no extension reached a majority of nodes in time (its validity ends within --node-timeout and a margin)"
 	}
 	return errMsg(err)
-}
-
-// signal sends sig to the command's process group. A command that has
-// exited already is no error.
-func (a *app) signal(c *command, cmd *exec.Cmd, sig os.Signal) {
-	if err := signalGroup(cmd.Process, sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
-		a.errorf(c, "sending %v to the command: %v", sig, err)
-	}
 }
 
 // commandEnv is the command's environment: redlock's, with REDLOCK_FENCE set

@@ -23,3 +23,14 @@ func signalGroup(p *os.Process, sig os.Signal) error { return p.Signal(sig) }
 func signalExitCode(os.Signal) int { return exitFailure }
 
 func commandExitCode(ps *os.ProcessState) int { return ps.ExitCode() }
+
+// procGroup is the command alone here: there are no process groups.
+type procGroup struct{ p *os.Process }
+
+func groupOf(p *os.Process) procGroup { return procGroup{p: p} }
+
+func (g procGroup) signal(sig os.Signal) error { return g.p.Signal(sig) }
+
+// alive is false: once the command has exited, nothing of it is left that
+// redlock could find.
+func (procGroup) alive() bool { return false }

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"syscall"
@@ -66,3 +67,33 @@ func commandExitCode(ps *os.ProcessState) int {
 	}
 	return ps.ExitCode()
 }
+
+// procGroup is the process group that a command leads: the command and
+// everything it started that did not leave the group.
+type procGroup struct{ pgid int }
+
+func groupOf(p *os.Process) procGroup { return procGroup{pgid: p.Pid} }
+
+// signal sends sig to every process of the group; os.ErrProcessDone when
+// none is left.
+//
+// Once the leader has been reaped, the group id stays reserved as long as
+// one member lives; the kernel hands the number out again only after the
+// group is empty, and then to a new process, which would have to make
+// itself a group leader in the moments between two checks to be hit.
+func (g procGroup) signal(sig os.Signal) error {
+	s, ok := sig.(syscall.Signal)
+	if !ok {
+		return errors.New("not a signal of this system")
+	}
+	err := syscall.Kill(-g.pgid, s)
+	if err == syscall.ESRCH {
+		return os.ErrProcessDone
+	}
+	return err
+}
+
+// alive reports whether some process of the group still exists. A process
+// redlock may not signal (it changed its user) counts as alive: nothing
+// can end it, and it must not outlive the lock unnoticed.
+func (g procGroup) alive() bool { return syscall.Kill(-g.pgid, 0) != syscall.ESRCH }

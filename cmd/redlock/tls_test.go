@@ -1,0 +1,155 @@
+package main
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/quorumlock/redlock/internal/redistest"
+)
+
+// pemFiles writes a certificate and its key as PEM files in dir.
+func pemFiles(t *testing.T, dir, name string, der []byte, key *ecdsa.PrivateKey) (certFile, keyFile string) {
+	t.Helper()
+	kder, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certFile, keyFile = filepath.Join(dir, name+".crt"), filepath.Join(dir, name+".key")
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return certFile, keyFile
+}
+
+// privateCA makes a certificate authority, a server certificate for
+// 127.0.0.1 and a client certificate, both signed by it.
+func privateCA(t *testing.T) (ca, srvCert, srvKey, cliCert, cliKey string) {
+	t.Helper()
+	dir := t.TempDir()
+	newKey := func() *ecdsa.PrivateKey {
+		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	caKey := newKey()
+	caTmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caCert, err := x509.ParseCertificate(caDER)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, _ = pemFiles(t, dir, "ca", caDER, caKey)
+	leaf := func(name string, serial int64, usage x509.ExtKeyUsage) (string, string) {
+		k := newKey()
+		tmpl := &x509.Certificate{
+			SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: name},
+			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+			KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage},
+			IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
+		}
+		der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &k.PublicKey, caKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pemFiles(t, dir, name, der, k)
+	}
+	srvCert, srvKey = leaf("server", 2, x509.ExtKeyUsageServerAuth)
+	cliCert, cliKey = leaf("client", 3, x509.ExtKeyUsageClientAuth)
+	return ca, srvCert, srvKey, cliCert, cliKey
+}
+
+// freePort returns a loopback port nobody listens on now.
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	if err := ln.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return port
+}
+
+// --cacert trusts a private CA, --cert and --key present a client
+// certificate to servers that require one.
+func TestTLSFlags(t *testing.T) {
+	t.Parallel()
+	ca, srvCert, srvKey, cliCert, cliKey := privateCA(t)
+	var urls []string
+	for range 3 {
+		port := freePort(t)
+		redistest.StartT(t, 1, redistest.Options{Args: []string{
+			"--tls-port", strconv.Itoa(port), "--tls-cert-file", srvCert, "--tls-key-file", srvKey,
+			"--tls-ca-cert-file", ca, "--tls-auth-clients", "yes",
+		}})
+		urls = append(urls, "rediss://127.0.0.1:"+strconv.Itoa(port))
+	}
+	nodes := strings.Join(urls, ",")
+	tlsArgs := []string{"--cacert", ca, "--cert", cliCert, "--key", cliKey, "--node-timeout", "2s"}
+
+	code, stdout, stderr := redlockRun(t, nil, append(append([]string{"run", "--nodes", nodes}, tlsArgs...), "k", "--", "echo", "ran")...)
+	if code != 0 || stdout != "ran" {
+		t.Errorf("run over TLS with a private CA and a client certificate: code %d, stdout %q\n%s", code, stdout, stderr)
+	}
+	code, stdout, stderr = redlockRun(t, nil, append(append([]string{"inspect", "--nodes", nodes}, tlsArgs...), "k")...)
+	if code != 0 || !strings.Contains(stdout, "not held") {
+		t.Errorf("inspect over TLS: code %d\n%s\n%s", code, stdout, stderr)
+	}
+	for _, tt := range []struct {
+		name string
+		args []string
+	}{
+		{"no client certificate", []string{"--cacert", ca}},
+		{"CA not trusted", []string{"--cert", cliCert, "--key", cliKey}},
+	} {
+		args := append(append([]string{"run", "--nodes", nodes, "--node-timeout", "2s"}, tt.args...), "k", "--", "echo", "ran")
+		if code, stdout, stderr := redlockRun(t, nil, args...); code != exitUnavailable || stdout != "" {
+			t.Errorf("%s: code %d, stdout %q; want %d and no run\n%s", tt.name, code, stdout, exitUnavailable, stderr)
+		}
+	}
+
+	for _, tt := range []struct {
+		name  string
+		nodes string
+		args  []string
+		code  int
+		want  string
+	}{
+		{"cert without key", nodes, []string{"--cert", cliCert}, exitUsage, "--cert and --key go together"},
+		{"no rediss node", "redis://127.0.0.1:1", []string{"--cacert", ca}, exitUsage, "none is given"},
+		{"missing CA file", nodes, []string{"--cacert", filepath.Join(t.TempDir(), "nope.pem")}, exitNoInput, "--cacert"},
+		{"CA file without a certificate", nodes, []string{"--cacert", cliKey}, exitNoInput, "no PEM certificate"},
+		{"key does not match", nodes, []string{"--cert", cliCert, "--key", srvKey}, exitNoInput, "--cert"},
+	} {
+		args := append(append([]string{"run", "--nodes", tt.nodes}, tt.args...), "k", "--", "echo", "ran")
+		if code, stdout, stderr := redlockRun(t, nil, args...); code != tt.code || stdout != "" || !strings.Contains(stderr, tt.want) {
+			t.Errorf("%s: code %d, stdout %q; want %d and %q\n%s", tt.name, code, stdout, tt.code, tt.want, stderr)
+		}
+	}
+}
