@@ -7,8 +7,6 @@ import (
 	"log"
 	"net"
 	"os"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // go-redis writes some failures to a logger of its own ("redis: connection
@@ -18,31 +16,27 @@ import (
 // fill stderr with such lines whenever a node is down, though the Locker
 // reports every node failure itself, in its errors.
 //
-// So the package installs, when it is initialized, a logger that tells the
-// Locker's lines from the others' by a mark, and writes the others exactly
-// as go-redis's default logger does. The mark is in the context go-redis
-// passes along (the Locker's calls carry it) or, for a failed dial, which
-// go-redis retries on a context of its own, in the error it quotes (the
-// Locker's dialer wraps its errors). Because this happens at initialization, a
-// program's own redis.SetLogger always comes later and wins: that logger
-// then gets every line, the Locker's too, unless it is wrapped in
-// RedisLogger.
+// So the package offers a logger, RedisLogger, that tells the Locker's lines
+// from the others' by a mark, and writes the others exactly as go-redis's
+// default logger does. The mark is in the context go-redis passes along (the
+// Locker's calls carry it) or, for a failed dial, which go-redis retries on
+// a context of its own, in the error it quotes (the Locker's dialer wraps
+// its errors). Installing it is the program's choice (the redlock command
+// does): importing the package changes nothing in the process.
 
 // Logger is go-redis's logging interface: what redis.SetLogger takes.
 type Logger interface {
 	Printf(ctx context.Context, format string, v ...any)
 }
 
-func init() { redis.SetLogger(RedisLogger(nil)) }
-
 // RedisLogger returns a logger for redis.SetLogger that passes go-redis's
 // log lines on to next, except those about the connections of a Locker:
 // each of those goes to that Locker's WithRedisLogger, or nowhere. A nil
 // next writes to stderr as go-redis's default logger does.
 //
-// The package installs RedisLogger(nil) when it is initialized; wrap a
-// logger of your own in it before giving it to redis.SetLogger to keep the
-// Locker's lines out of it.
+// Importing the package leaves go-redis's logger alone: call
+// redis.SetLogger(redlock.RedisLogger(nil)) once, early, to keep the
+// Locker's lines off stderr, or wrap a logger of your own in it.
 func RedisLogger(next Logger) Logger {
 	if next == nil {
 		// The prefix and flags of go-redis's default logger.
@@ -53,9 +47,9 @@ func RedisLogger(next Logger) Logger {
 
 // WithRedisLogger sends go-redis's log lines about the Locker's own
 // connections (failed dials, mostly) to l instead of dropping them, as long
-// as the process's go-redis logger is the one this package installs or
-// wraps one in RedisLogger. Default: dropped; the Locker's errors report
-// every node failure. It is a property of the Locker: give it to New or
+// as the process's go-redis logger is a RedisLogger. Default: dropped under
+// a RedisLogger (go-redis's own logger writes them to stderr); the Locker's
+// errors report every node failure. It is a property of the Locker: give it to New or
 // NewFromURLs; a nil l keeps the default.
 func WithRedisLogger(l Logger) Option {
 	return func(c *config) { c.redisLog = &redisRoute{to: l} }

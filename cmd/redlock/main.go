@@ -8,6 +8,8 @@ import (
 	"os"
 	"strings"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/quorumlock/redlock/redlock"
 )
 
@@ -62,9 +64,10 @@ type app struct {
 }
 
 // go-redis's own log lines about the Locker's connections (failed dials
-// and the like) stay out of stderr: the library drops them by default, and
-// redlock reports node failures itself, with addresses redacted.
+// and the like) stay out of stderr: the library's RedisLogger drops them,
+// and redlock reports node failures itself, with addresses redacted.
 func main() {
+	redis.SetLogger(redlock.RedisLogger(nil))
 	a := &app{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, environ: os.Environ}
 	os.Exit(a.main(os.Args[1:]))
 }
