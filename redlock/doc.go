@@ -32,43 +32,48 @@
 //
 // # Goroutines
 //
-// Every goroutine the package starts has an owner that waits for it:
+// The package starts goroutines in these places only (a test keeps this
+// list and the code in step):
 //
-//   - Node workers: New starts four per node, each with one connection of
+//   - Node workers: New starts two per node, each with one connection of
 //     the Locker's own, that send the queued script calls in batches. Close
 //     ends them last, after the calls queued by background work have been
 //     answered, and waits for them.
 //   - Release listeners: the first Obtain that waits for a key subscribes,
 //     once per node for the whole Locker, and starts a goroutine per node
 //     that hands that node's release announcements to the waiters (go-redis
-//     runs the subscription's own goroutines beside it). Each
-//     subscribe or unsubscribe call runs in a goroutine per node (waited for
+//     runs the subscription's own goroutines beside it). Each subscribe or
+//     unsubscribe call runs in a goroutine per node (quorum.Each: waited for
 //     up to the node timeout, then by the Locker's background group). Close
 //     ends the subscriptions and waits for the listeners.
-//   - KeepAlive (and Do, through it) hands the lock to the Locker's
-//     extender: one goroutine for all its kept locks, started with the
-//     first and ended when none is left, which sends the extensions due
+//   - ObtainMulti, while it waits, runs a goroutine per key that passes
+//     the key's release announcements on; it ends them before it returns.
+//   - The extender: KeepAlive (and Do, Campaign, through it) hands the lock
+//     to one goroutine for all of the Locker's kept locks, started with the
+//     first and ended when none is left. It sends the extensions due
 //     together as one round per node, each round in a goroutine of its own
-//     holding the Locker's guard. stop or ctx takes a lock out, and stop
-//     waits for the lock's round in flight. Close does not; after it,
-//     extensions fail with ErrClosed and the lock's warning before Until
-//     tells the work of the loss.
+//     holding the Locker's guard, so Close waits for the rounds. Nobody
+//     waits for the extender's own goroutine: it ends by itself once no
+//     lock is kept (stop, ctx, a loss, or Close, which ends every KeepAlive).
+//   - Observe runs one goroutine per call, which ends when its ctx ends or
+//     at its first look after Close; nobody waits for it.
+//   - Check asks every node in a goroutine of its own and waits for them.
 //
-// Rounds start no goroutine: node calls go through the workers. The work
-// that outlives a call (the replies of nodes still out when its round was
-// decided, the undo of a late grant, a handoff that its receiver has not
-// taken over yet) is counted on the Locker's background group. Close shuts
-// down in this order: it refuses new operations and waits for those that
-// are starting work; it wakes the waiters in line; it ends the release
-// listeners; it waits for the background group; it stops the node workers.
+// Rounds start no goroutine of their own: node calls go through the
+// workers. The work that outlives a call (the replies of nodes still out
+// when its round was decided, the undo of a late grant, a handoff that its
+// receiver has not taken over yet) is counted on the Locker's background
+// group. Close shuts down in this order: it refuses new operations and
+// waits for those that are starting work; it wakes the waiters in line; it
+// ends the release listeners; it waits for the background group; it stops
+// the node workers.
 //
 // WithObserver hands every operation to an Observer (obtains with their
 // waits, releases, extensions, losses, each node's answer with its latency)
 // for metrics or traces; the module github.com/quorumlock/redlock/redlockotel
 // is one for OpenTelemetry.
 //
-// What Redlock guarantees, and what it cannot, is in the README's safety
-// section: mutual exclusion holds while a majority of nodes keep their keys
+// What Redlock guarantees, and what it cannot, is in docs/safety.md: mutual exclusion holds while a majority of nodes keep their keys
 // (no restart without persistence within a TTL) and while a holder stops
 // using the lock at its deadline (Valid, Until).
 package redlock

@@ -65,3 +65,6 @@ func ScriptSHA(name string) string {
 	}
 	panic("no script " + name)
 }
+
+// WorkersPerNode is the number of workers New starts per node (tests only).
+const WorkersPerNode = workersPerNode
