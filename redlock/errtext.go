@@ -131,6 +131,28 @@ func nodeErrText(err error) string {
 	return msg
 }
 
+// permanent reports whether a node's error is a refusal that no retry
+// mends: a wrong or missing password, a missing ACL permission (for a
+// command of ours or one a script runs), a command the server does not
+// know. Told by the server's error codes and texts, wherever the error
+// met them (a command's reply, the handshake, the last connection attempt
+// behind a timeout).
+func permanent(err error) bool {
+	if err == nil {
+		return false
+	}
+	msg := err.Error()
+	for _, code := range []string{"WRONGPASS", "NOAUTH", "NOPERM"} {
+		if strings.Contains(msg, code) {
+			return true
+		}
+	}
+	lower := strings.ToLower(msg)
+	return strings.Contains(lower, "can't run this command") || // a script's command the ACL denies
+		strings.Contains(lower, "unknown command") ||
+		strings.Contains(lower, "unknown redis command") // called from a script
+}
+
 // holderText is a holder's metadata as a node result shows it: quoted and
 // bounded like a key.
 func holderText(meta string) string { return quoteKey(meta) }
