@@ -170,7 +170,7 @@ func (e *goneError) Unwrap() error { return ErrLockExpired }
 // after the lock was obtained. (This Lock's own Release needs no such
 // reason: later calls fail with ErrReleased without asking the servers,
 // and a call already queued reaches every node before the release does.)
-var errGoneForced error = &goneError{msg: "redlock: lock not held: released by ForceRelease, not expired"}
+var errGoneForced error = &goneError{msg: "redlock: lock not held: released by ForceRelease"}
 
 // forceLog remembers the ForceRelease calls of a Locker, so that a Lock
 // that finds its keys gone can say that they were removed rather than

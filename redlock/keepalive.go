@@ -103,6 +103,12 @@ func (c *config) checkKeepAlive() error {
 // not ErrLockLost, and nothing runs in the background; the lock is left as
 // it was.
 //
+// Release ends the returned context as it begins, with cause ErrReleased
+// (not ErrLockLost: the owner let go); the Locker's Close as it begins,
+// with a cause matching ErrLockLost and ErrClosed (nothing extends the
+// lock any more). KeepAlive on a released lock, or after Close, returns a
+// context ended already with that cause, and keeps nothing.
+//
 // stop ends the lock's extension and waits for its round in flight (for
 // at most about a node timeout); it does not release the lock. It is safe
 // to call more than once.
