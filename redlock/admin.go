@@ -225,7 +225,8 @@ type bootstrapConfig struct{ clear bool }
 // changes anything, Bootstrap looks (SCAN) on every node for a key that
 // holds a lock (a value the library wrote: token, holds and metadata); it
 // fails with an error matching ErrInvalid, naming the node and the key, if
-// one does, and with one matching ErrNoQuorum if a node cannot be searched.
+// one does, and with one matching ErrNoQuorum (ErrMisconfigured if it
+// refused the search for good) if a node cannot be searched.
 // Then no held lock has its keys only on a node that forgot them (a lock's
 // keys live on a majority, and every node was searched), which is what the
 // quarantine protects; a lock granted after the search is remembered by
@@ -250,7 +251,11 @@ func (l *Locker) noLockKeys(ctx context.Context) error {
 		addr := singleLine(l.nodes[i].addr)
 		switch {
 		case err != nil:
-			return withContext(ctx, fmt.Errorf("%w: bootstrap: cannot search %s for lock keys: %s", ErrNoQuorum, addr, nodeErrText(err)))
+			reason := ErrNoQuorum
+			if permanent(err) {
+				reason = ErrMisconfigured
+			}
+			return withContext(ctx, fmt.Errorf("%w: bootstrap: cannot search %s for lock keys: %s", reason, addr, nodeErrText(err)))
 		case key != "":
 			return invalid("bootstrap: %s holds the lock key %s: a lock may be held, so no quarantine is cleared", addr, quoteKey(key))
 		}
