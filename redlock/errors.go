@@ -114,6 +114,10 @@ func (o Outcome) String() string {
 type NodeResult struct {
 	// Addr is the node's address, with any credentials removed.
 	Addr string
+	// Replica is true when the node said it is a replica (INFO
+	// replication) when its connection last opened: it takes no writes,
+	// so it votes no until promoted. The error's text names it as one.
+	Replica bool
 	// Outcome says what the node did.
 	Outcome Outcome
 	// TTL is the holder's remaining time when Outcome is OutcomeHeldByOther
@@ -174,7 +178,7 @@ func (l *Locker) nodeResults(res *quorum.Result[int64], outcome func(quorum.Repl
 	nodes := make([]NodeResult, len(l.nodes))
 	for i, r := range res.Replies {
 		nr := outcome(r)
-		nr.Addr = l.nodes[i].addr
+		nr.Addr, nr.Replica = l.nodes[i].addr, l.nodes[i].pipe.replica.Load()
 		nr.Err = withCause(nr.Err, &l.nodes[i].pipe.cause)
 		nodes[i] = nr
 	}
@@ -218,6 +222,9 @@ func (e *QuorumError) Error() string {
 			b.WriteString("; ")
 		}
 		b.WriteString(singleLine(n.Addr))
+		if n.Replica {
+			b.WriteString(" (a replica, not a master: give masters only)")
+		}
 		b.WriteByte(' ')
 		b.WriteString(n.Outcome.String())
 		switch {

@@ -118,7 +118,8 @@ func withCause(err error, c *lastCause) error {
 
 // nodeErrText is a node's error as QuorumError shows it: one line, with
 // a refused password named first: go-redis's own text for it names only
-// the command that met it (CLIENT INFO, the first one we send).
+// the command that met it (CLIENT INFO, the first one we send); and a
+// replica named as one, with what to do.
 // Refused dials, DNS lookups and TLS handshakes say what they are already.
 func nodeErrText(err error) string {
 	msg := singleLine(err.Error())
@@ -127,6 +128,8 @@ func nodeErrText(err error) string {
 		return "authentication required (no password given for this node): " + msg
 	case strings.Contains(msg, "WRONGPASS"):
 		return "authentication failed (wrong user name or password): " + msg
+	case strings.Contains(msg, "READONLY"):
+		return "refused as a replica: " + msg
 	}
 	return msg
 }
