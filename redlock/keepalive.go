@@ -133,6 +133,11 @@ func (k *Lock) KeepAlive(ctx context.Context) (held context.Context, stop contex
 // lock extended while fn runs (see KeepAlive), and releases it when fn
 // returns.
 //
+// ctx bounds the work as well as the wait: fn's context derives from it,
+// so a deadline meant for the wait alone also ends fn (give Do a context
+// without that deadline, and bound the wait with WithRetry, to let the
+// work run longer).
+//
 // If the lock is lost while fn runs, fn's context is cancelled with a cause
 // matching ErrLockLost (context.Cause), at the latest the node timeout plus
 // a margin (a twentieth of the TTL, at least 5 ms) before Until, whatever an
