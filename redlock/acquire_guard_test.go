@@ -447,6 +447,11 @@ func TestRestartGuardClearQuarantine(t *testing.T) {
 	if _, err := guarded.TryObtain(t.Context(), "k"); !errors.Is(err, redlock.ErrNoQuorum) || !strings.Contains(err.Error(), "ABSTAIN") {
 		t.Fatalf("fresh guarded cluster: %v, want ErrNoQuorum from abstaining nodes", err)
 	}
+	// Plain Bootstrap leaves the quarantine, and says so (naming no key:
+	// it has none).
+	if err := guarded.Bootstrap(t.Context()); err == nil || !strings.Contains(err.Error(), "no quorum: bootstrap: 0 of 3 nodes ok") {
+		t.Fatalf("Bootstrap of quarantined nodes: %v", err)
+	}
 	// A lock held without the guard, with metadata that holds a NUL.
 	plain := c.locker(t)
 	held := mustObtain(t, plain, "held", redlock.WithMetadata("job\x00 7"))

@@ -214,7 +214,11 @@ func (e *QuorumError) Error() string {
 		// No node was asked: the call waited in this Locker's line.
 		return fmt.Sprintf("%s: %s %s: waited behind this Locker's own holder or waiters", e.reason, e.Op, quoteKey(e.Key))
 	}
-	fmt.Fprintf(&b, "%s: %s %s: %d of %d nodes ok, %d needed", e.why(), e.Op, quoteKey(e.Key), ok, len(e.Nodes), e.Need)
+	what := e.Op
+	if e.Key != "" { // a Bootstrap has none
+		what += " " + quoteKey(e.Key)
+	}
+	fmt.Fprintf(&b, "%s: %s: %d of %d nodes ok, %d needed", e.why(), what, ok, len(e.Nodes), e.Need)
 	for i, n := range e.Nodes {
 		if i == 0 {
 			b.WriteString(" [")
