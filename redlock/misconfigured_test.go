@@ -110,3 +110,16 @@ func TestMisconfiguredGivesUpAtOnce(t *testing.T) {
 		})
 	}
 }
+
+// A server that does not know a command we send (here EVALSHA, renamed
+// away) refuses it for good as well.
+func TestMisconfiguredUnknownCommand(t *testing.T) {
+	servers := redistest.StartT(t, 3, redistest.Options{Args: []string{"--rename-command", "EVALSHA", ""}})
+	l := newLocker(t, redistest.ClientsT(t, servers))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	_, err := l.Obtain(ctx, "k")
+	if ctx.Err() != nil || !errors.Is(err, redlock.ErrMisconfigured) || !strings.Contains(err.Error(), "unknown command") {
+		t.Fatalf("Obtain from servers without EVALSHA: %v (context: %v); want ErrMisconfigured at once", err, ctx.Err())
+	}
+}
