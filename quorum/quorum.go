@@ -133,6 +133,13 @@ type Round[T any] struct {
 	// reports what they did. Within Timeout, ctx is only handed to the calls
 	// (with Call, their ctx then lasts Timeout+Linger).
 	Linger time.Duration
+	// Classify, if set, keeps a round that can no longer succeed open
+	// (up to Timeout) while the nodes still silent could tell why it
+	// failed: while the No votes in hand do not by themselves rule out
+	// Need (No <= Nodes-Need) but those still to come could. A caller
+	// that reports refusal (No) apart from failure then counts every No
+	// that arrives in time, whichever node answered first.
+	Classify bool
 	// Accept, if set, is called once, when Need nodes said Yes, before the
 	// round is decided; returning false turns the success into a failure (the
 	// lock's validity ran out, say). Late replies then see ok == false.
@@ -315,8 +322,20 @@ func (st *runState[T]) record(rep Reply[T]) {
 // settled reports whether the replies so far decide the round.
 func (st *runState[T]) settled() bool {
 	rd, res := st.rd, &st.res
-	return st.pending == 0 || (!rd.WaitAll && (res.Yes >= rd.Need || res.Yes+st.pending < rd.Need)) ||
-		(rd.WaitAll && rd.Decided != nil && rd.Decided(res))
+	switch {
+	case st.pending == 0:
+		return true
+	case rd.WaitAll:
+		return rd.Decided != nil && rd.Decided(res)
+	case res.Yes >= rd.Need:
+		return true
+	case res.Yes+st.pending >= rd.Need:
+		return false
+	}
+	// Lost. With Classify, not before the No votes still to come could
+	// no longer change why.
+	spare := rd.Nodes - rd.Need
+	return !rd.Classify || res.No > spare || res.No+st.pending <= spare
 }
 
 // decide ends the round: replies that arrived while it was deciding are

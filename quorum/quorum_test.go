@@ -534,3 +534,94 @@ func TestRunLingerKeepsCallsAlive(t *testing.T) {
 		t.Fatalf("calls answering 40ms after the timeout, lingering an hour: ok=%v yes=%d failed=%d (%v), want them counted", res.OK, res.Yes, res.Failed, res.Replies[0].Err)
 	}
 }
+
+// classifyRound runs a round of three nodes with Classify as given: node 0
+// fails and node 1 refuses at once, node 2 refuses after a while, or never
+// answers when slow is nil.
+func classifyRound(t *testing.T, classify bool, slow *time.Duration, timeout time.Duration) quorum.Result[int] {
+	t.Helper()
+	var bg sync.WaitGroup
+	t.Cleanup(bg.Wait)
+	// A node that never answers in the round answers when the test ends.
+	end := make(chan struct{})
+	t.Cleanup(func() { close(end) })
+	res := quorum.Run(t.Context(), &quorum.Round[int]{
+		Nodes:    3,
+		Need:     2,
+		Timeout:  timeout,
+		Classify: classify,
+		Start: func(_ context.Context, i int, reply func(int, quorum.Vote, int, error)) {
+			switch {
+			case i == 0:
+				reply(i, quorum.Failed, 0, errDown)
+			case i == 1:
+				reply(i, quorum.No, 0, nil)
+			case slow != nil:
+				// A node slower than the others to refuse.
+				time.AfterFunc(*slow, func() { reply(i, quorum.No, 0, nil) })
+			default:
+				go func() {
+					<-end
+					reply(i, quorum.No, 0, nil)
+				}()
+			}
+		},
+		Background: &bg,
+	})
+	return res
+}
+
+// With one node failed and one refusing, whether the round is lost to
+// refusal or to failure depends on the third: Classify waits for it.
+func TestRunClassifyWaitsForTheDecidingNo(t *testing.T) {
+	slow := 50 * time.Millisecond
+	res := classifyRound(t, true, &slow, 10*time.Second)
+	if res.OK || res.No != 2 || res.Failed != 1 {
+		t.Fatalf("with Classify: ok %v, %d no, %d failed, %d pending; want the late No counted (2 no, 1 failed)",
+			res.OK, res.No, res.Failed, res.Pending())
+	}
+	res = classifyRound(t, false, &slow, 10*time.Second)
+	if res.OK || res.No != 1 || res.Pending() != 1 {
+		t.Fatalf("without Classify: ok %v, %d no, %d pending; want the round decided without the third node",
+			res.OK, res.No, res.Pending())
+	}
+}
+
+// Classify waits no longer than the timeout for a node that never answers,
+// which then counts as failed.
+func TestRunClassifyEndsAtTimeout(t *testing.T) {
+	res := classifyRound(t, true, nil, 50*time.Millisecond)
+	if res.OK || res.No != 1 || res.Failed != 2 || !errors.Is(res.Replies[2].Err, quorum.ErrTimeout) {
+		t.Fatalf("ok %v, %d no, %d failed, node 2 %v; want node 2 failed with ErrTimeout", res.OK, res.No, res.Failed, res.Replies[2].Err)
+	}
+}
+
+// A round that refusals alone have lost is decided at once, Classify or
+// not: the silent node could change nothing.
+func TestRunClassifyDoesNotWaitWhenDecided(t *testing.T) {
+	var bg sync.WaitGroup
+	defer bg.Wait()
+	hang := make(chan struct{})
+	defer close(hang)
+	begin := time.Now()
+	res := quorum.Run(t.Context(), &quorum.Round[int]{
+		Nodes: 3, Need: 2, Timeout: 10 * time.Second, Classify: true,
+		Call: func(ctx context.Context, i int) (quorum.Vote, int, error) {
+			if i == 2 {
+				select {
+				case <-hang:
+				case <-ctx.Done():
+				}
+				return quorum.Failed, 0, errDown
+			}
+			return quorum.No, 0, nil
+		},
+		Background: &bg,
+	})
+	if res.No != 2 || res.Pending() != 1 {
+		t.Fatalf("%d no, %d pending; want 2 no and the silent node not waited for", res.No, res.Pending())
+	}
+	if d := time.Since(begin); d > 5*time.Second {
+		t.Fatalf("decided after %v; want at once", d)
+	}
+}

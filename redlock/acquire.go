@@ -91,7 +91,9 @@ func (l *Locker) attempt(ctx context.Context, key string, cfg *config) (*Lock, e
 	start := cfg.clock.Now()
 	res := runRound(ctx, l, round[int64]{
 		timeout: cfg.nodeTimeout,
-		start:   l.observeNodes(acquireScript, key, l.sender(cfg.nodeTimeout, acquireScript, p.keys, p.args, decodeAcquire, nil)),
+		// A refusal still to come may tell contention from outage.
+		classify: true,
+		start:    l.observeNodes(acquireScript, key, l.sender(cfg.nodeTimeout, acquireScript, p.keys, p.args, decodeAcquire, nil)),
 		// Validity is taken when the majority is in: that is the moment
 		// the lock is granted, and the TTL has been running since the
 		// first request reached a server.

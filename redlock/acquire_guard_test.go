@@ -437,3 +437,50 @@ func TestWithoutRestartGuardSecondClientGetsIn(t *testing.T) {
 	// restarted nodes grant a second lock while the first is still held.
 	t.Logf("without the guard, second client after two of three nodes restarted empty: err=%v (nil means it got the lock)", err)
 }
+
+// The way out of a guarded acquisition made before Bootstrap: Bootstrap
+// with ClearQuarantine ends the quarantine it started, but only once no
+// node holds a lock key; while one does, it is refused and clears nothing.
+func TestRestartGuardClearQuarantine(t *testing.T) {
+	c := newCluster(t, 3)
+	guarded := c.locker(t, redlock.WithRestartGuard(time.Minute), redlock.WithTTL(10*time.Second))
+	if _, err := guarded.TryObtain(t.Context(), "k"); !errors.Is(err, redlock.ErrNoQuorum) || !strings.Contains(err.Error(), "ABSTAIN") {
+		t.Fatalf("fresh guarded cluster: %v, want ErrNoQuorum from abstaining nodes", err)
+	}
+	// Plain Bootstrap leaves the quarantine, and says so (naming no key:
+	// it has none).
+	if err := guarded.Bootstrap(t.Context()); err == nil || !strings.Contains(err.Error(), "no quorum: bootstrap: 0 of 3 nodes ok") {
+		t.Fatalf("Bootstrap of quarantined nodes: %v", err)
+	}
+	// A lock held without the guard, with metadata that holds a NUL.
+	plain := c.locker(t)
+	held := mustObtain(t, plain, "held", redlock.WithMetadata("job\x00 7"))
+	err := guarded.Bootstrap(t.Context(), redlock.ClearQuarantine())
+	if !errors.Is(err, redlock.ErrInvalid) || !strings.Contains(err.Error(), `"held"`) {
+		t.Fatalf("ClearQuarantine while a lock is held: %v; want ErrInvalid naming the key", err)
+	}
+	if _, err := guarded.TryObtain(t.Context(), "k"); !errors.Is(err, redlock.ErrNoQuorum) || !strings.Contains(err.Error(), "ABSTAIN") {
+		t.Fatalf("after a refused ClearQuarantine: %v; want the nodes still abstaining", err)
+	}
+	if err := held.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if !c.emptied(t, "held") {
+		t.Fatal("the released lock's keys stayed")
+	}
+	// Keys that are not locks do not stand in the way.
+	if err := c.clients[0].Set(t.Context(), "other", "data", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := guarded.Bootstrap(t.Context(), redlock.ClearQuarantine()); err != nil {
+		t.Fatalf("ClearQuarantine with no lock held: %v", err)
+	}
+	lock := mustObtain(t, guarded, "k")
+	if err := lock.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	// Plain Bootstrap finds every marker in place.
+	if err := guarded.Bootstrap(t.Context()); err != nil {
+		t.Fatalf("Bootstrap after clearing: %v", err)
+	}
+}

@@ -3,6 +3,9 @@ package redlock
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -182,9 +185,28 @@ func (l *Locker) ForceRelease(ctx context.Context, key string) (err error) {
 //
 // It fails with an error matching ErrNoQuorum, naming the nodes, unless every
 // node was reached and none abstains.
-func (l *Locker) Bootstrap(ctx context.Context) error {
+//
+// With ClearQuarantine, it also ends the quarantine of abstaining nodes and
+// stamps them anew, so that they vote at once: the way out of a guarded
+// acquisition made before Bootstrap on a fresh cluster, which quarantines
+// every node for the guard's maximum TTL. See ClearQuarantine for what it
+// checks first.
+func (l *Locker) Bootstrap(ctx context.Context, opts ...BootstrapOption) error {
+	var bc bootstrapConfig
+	for _, o := range opts {
+		if o == nil {
+			return invalid("nil BootstrapOption")
+		}
+		o(&bc)
+	}
 	keys := []string{guardMarker, guardQuarantine}
 	args := []any{max(l.cfg.guard, 0).Milliseconds()}
+	if bc.clear {
+		if err := l.noLockKeys(ctx); err != nil {
+			return err
+		}
+		args = append(args, "1")
+	}
 	timeout := l.cfg.nodeTimeout
 	res, err := l.call(ctx, round[int64]{
 		need:    len(l.nodes),
@@ -201,4 +223,115 @@ func (l *Locker) Bootstrap(ctx context.Context) error {
 	qe := l.roundError("bootstrap", "", &res, compareOutcome, ErrNoQuorum)
 	qe.Need = len(l.nodes) // every node, not a majority
 	return withContext(ctx, qe)
+}
+
+// BootstrapOption changes what Bootstrap does.
+type BootstrapOption func(*bootstrapConfig)
+
+type bootstrapConfig struct{ clear bool }
+
+// ClearQuarantine states that no lock of the library is held on the
+// cluster, so that Bootstrap also ends the restart guard's quarantine of the
+// nodes that abstain and stamps them anew (see Bootstrap). Before it
+// changes anything, Bootstrap looks (SCAN) on every node for a key that
+// holds a lock (a value the library wrote: token, holds and metadata); it
+// fails with an error matching ErrInvalid, naming the node and the key, if
+// one does, and with one matching ErrNoQuorum (ErrMisconfigured if it
+// refused the search for good) if a node cannot be searched.
+// Then no held lock has its keys only on a node that forgot them (a lock's
+// keys live on a majority, and every node was searched), which is what the
+// quarantine protects; a lock granted after the search is remembered by
+// every node that granted it.
+//
+// What the quarantine also gives, and clearing takes away, is time: a
+// cleared node that had lost its memory restarts its fencing counters from
+// its clock at once, so fences stay increasing only as long as that clock
+// is not behind the fences it handed out before.
+func ClearQuarantine() BootstrapOption { return func(c *bootstrapConfig) { c.clear = true } }
+
+// noLockKeys searches every node for a key that holds a lock; see
+// ClearQuarantine.
+func (l *Locker) noLockKeys(ctx context.Context) error {
+	release, err := l.guard()
+	if err != nil {
+		return err
+	}
+	defer release()
+	for i := range l.nodes {
+		key, err := l.lockKeyOn(ctx, i)
+		addr := singleLine(l.nodes[i].addr)
+		switch {
+		case err != nil:
+			reason := ErrNoQuorum
+			if permanent(err) {
+				reason = ErrMisconfigured
+			}
+			return withContext(ctx, fmt.Errorf("%w: bootstrap: cannot search %s for lock keys: %s", reason, addr, nodeErrText(err)))
+		case key != "":
+			return invalid("bootstrap: %s holds the lock key %s: a lock may be held, so no quarantine is cleared", addr, quoteKey(key))
+		}
+	}
+	return nil
+}
+
+// lockKeyOn returns a key of node i that holds a lock, "" when none does.
+func (l *Locker) lockKeyOn(ctx context.Context, i int) (string, error) {
+	c := l.nodes[i].pipe.own
+	var cursor uint64
+	for {
+		found, next, err := l.scanLockKeys(ctx, c, cursor)
+		if err != nil || found != "" {
+			return found, err
+		}
+		if next == 0 {
+			return "", nil
+		}
+		cursor = next
+	}
+}
+
+// scanLockKeys runs one SCAN step from cursor and reads the string keys it
+// returns, within one node timeout.
+func (l *Locker) scanLockKeys(ctx context.Context, c *redis.Client, cursor uint64) (string, uint64, error) {
+	ctx, cancel := context.WithTimeout(ctx, l.cfg.nodeTimeout)
+	defer cancel()
+	keys, next, err := c.ScanType(ctx, cursor, "", 1000, "string").Result()
+	if err != nil {
+		return "", 0, err
+	}
+	keys = slices.DeleteFunc(keys, func(k string) bool { return strings.HasPrefix(k, ReservedPrefix) })
+	gets := make([]*redis.StringCmd, len(keys))
+	_, err = c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for j, k := range keys {
+			gets[j] = p.Get(ctx, k)
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		// A key gone since the SCAN is no error.
+		return "", 0, err
+	}
+	for j, g := range gets {
+		if v, err := g.Result(); err == nil && isLockValue(v) {
+			return keys[j], 0, nil
+		}
+	}
+	return "", next, nil
+}
+
+// isLockValue reports whether v is a value the scripts write: token, NUL,
+// the holds (hold ids of [0-9a-z], each maybe with ":" and its fence,
+// separated by spaces; none while a cooldown keeps the key), NUL,
+// metadata.
+func isLockValue(v string) bool {
+	parts := strings.SplitN(v, "\x00", 3)
+	if len(parts) != 3 || parts[0] == "" {
+		return false
+	}
+	for _, r := range parts[1] {
+		if (r < '0' || r > '9') && (r < 'a' || r > 'z') && r != ':' && r != ' ' {
+			return false
+		}
+	}
+	return true
 }

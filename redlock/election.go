@@ -121,7 +121,8 @@ func (ld *Leadership) Name() string { return ld.name }
 // the latest the node timeout plus a margin (a twentieth of the TTL, at least
 // 5 ms) before the leadership's validity ends, so that the leader can stop
 // while no other can lead yet. Resign cancels it with context.Canceled
-// before letting go. Work done as the leader must stop when it ends.
+// before letting go; the Locker's Close ends it at once, with a cause
+// matching ErrLockLost and ErrClosed. Work done as the leader must stop when it ends.
 func (ld *Leadership) Context() context.Context { return ld.ctx }
 
 // Term returns the leadership's term: a number strictly greater than every

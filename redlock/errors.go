@@ -42,6 +42,16 @@ var (
 
 	// ErrClosed is returned by operations on a Locker after Close.
 	ErrClosed = errors.New("redlock: locker closed")
+
+	// ErrMisconfigured means the nodes refuse the library's commands for a
+	// reason no retry mends: a wrong user name or password, a missing ACL
+	// permission, a command the server does not know. It is the reason of
+	// a round in which nodes that answered so keep a majority out of reach
+	// (a majority of them, with an odd number of nodes); Obtain and Do
+	// then give up at once, whatever their context. It matches neither
+	// ErrNoQuorum nor ErrNotObtained; the *QuorumError names each node's
+	// own reply.
+	ErrMisconfigured = errors.New("redlock: misconfigured: nodes refuse the library's commands")
 )
 
 // notHeldError is a reason for ErrLockNotHeld; it matches ErrLockNotHeld
@@ -104,6 +114,10 @@ func (o Outcome) String() string {
 type NodeResult struct {
 	// Addr is the node's address, with any credentials removed.
 	Addr string
+	// Replica is true when the node said it is a replica (INFO
+	// replication) when its connection last opened: it takes no writes,
+	// so it votes no until promoted. The error's text names it as one.
+	Replica bool
 	// Outcome says what the node did.
 	Outcome Outcome
 	// TTL is the holder's remaining time when Outcome is OutcomeHeldByOther
@@ -126,9 +140,10 @@ type NodeResult struct {
 
 // QuorumError reports a quorum round that did not succeed, node by node. It
 // matches (errors.Is) the sentinel that says why: ErrNotObtained,
-// ErrNoQuorum, ErrLockExpired or ErrLockLost; or ErrInvalid, whatever the
-// round's outcome, when a node was refused because it reaches the same
-// server as another node.
+// ErrNoQuorum, ErrLockExpired or ErrLockLost; ErrMisconfigured when nodes
+// that refused the commands for good keep a majority out of reach; or
+// ErrInvalid, whatever the round's outcome, when a node was refused because
+// it reaches the same server as another node.
 type QuorumError struct {
 	// Op is the operation: "obtain", "release", "extend" or "ttl".
 	Op string
@@ -163,7 +178,7 @@ func (l *Locker) nodeResults(res *quorum.Result[int64], outcome func(quorum.Repl
 	nodes := make([]NodeResult, len(l.nodes))
 	for i, r := range res.Replies {
 		nr := outcome(r)
-		nr.Addr = l.nodes[i].addr
+		nr.Addr, nr.Replica = l.nodes[i].addr, l.nodes[i].pipe.replica.Load()
 		nr.Err = withCause(nr.Err, &l.nodes[i].pipe.cause)
 		nodes[i] = nr
 	}
@@ -207,6 +222,9 @@ func (e *QuorumError) Error() string {
 			b.WriteString("; ")
 		}
 		b.WriteString(singleLine(n.Addr))
+		if n.Replica {
+			b.WriteString(" (a replica, not a master: give masters only)")
+		}
 		b.WriteByte(' ')
 		b.WriteString(n.Outcome.String())
 		switch {
@@ -242,16 +260,33 @@ func (e *QuorumError) subject() string {
 }
 
 // Unwrap returns the reason: ErrNotObtained, ErrNoQuorum, ErrLockExpired or
-// ErrLockLost; or ErrInvalid when a node was refused for a mistake of the
-// caller's (two nodes that reach the same server), which no retry mends.
+// ErrLockLost; ErrMisconfigured when nodes refused the commands for good
+// (see ErrMisconfigured); or ErrInvalid when a node was refused for a
+// mistake of the caller's (two nodes that reach the same server). No retry
+// mends the last two.
 func (e *QuorumError) Unwrap() error { return e.why() }
 
-// why is the reason, unless a node's error is the caller's mistake.
+// why is the reason, unless a node's error is the caller's mistake, or
+// nodes that refuse the commands for good keep a majority out of reach.
 func (e *QuorumError) why() error {
 	if e.misconfigured() {
 		return ErrInvalid
 	}
+	if len(e.Nodes) > 0 && e.refusing() > len(e.Nodes)-e.Need {
+		return ErrMisconfigured
+	}
 	return e.reason
+}
+
+// refusing counts the nodes whose error is a permanent refusal.
+func (e *QuorumError) refusing() int {
+	n := 0
+	for _, r := range e.Nodes {
+		if r.Outcome == OutcomeError && permanent(r.Err) {
+			n++
+		}
+	}
+	return n
 }
 
 // misconfigured reports whether a node's error matches ErrInvalid.

@@ -118,7 +118,8 @@ func withCause(err error, c *lastCause) error {
 
 // nodeErrText is a node's error as QuorumError shows it: one line, with
 // a refused password named first: go-redis's own text for it names only
-// the command that met it (CLIENT INFO, the first one we send).
+// the command that met it (CLIENT INFO, the first one we send); and a
+// replica named as one, with what to do.
 // Refused dials, DNS lookups and TLS handshakes say what they are already.
 func nodeErrText(err error) string {
 	msg := singleLine(err.Error())
@@ -127,8 +128,32 @@ func nodeErrText(err error) string {
 		return "authentication required (no password given for this node): " + msg
 	case strings.Contains(msg, "WRONGPASS"):
 		return "authentication failed (wrong user name or password): " + msg
+	case strings.Contains(msg, "READONLY"):
+		return "refused as a replica: " + msg
 	}
 	return msg
+}
+
+// permanent reports whether a node's error is a refusal that no retry
+// mends: a wrong or missing password, a missing ACL permission (for a
+// command of ours or one a script runs), a command the server does not
+// know. Told by the server's error codes and texts, wherever the error
+// met them (a command's reply, the handshake, the last connection attempt
+// behind a timeout).
+func permanent(err error) bool {
+	if err == nil {
+		return false
+	}
+	msg := err.Error()
+	for _, code := range []string{"WRONGPASS", "NOAUTH", "NOPERM"} {
+		if strings.Contains(msg, code) {
+			return true
+		}
+	}
+	lower := strings.ToLower(msg)
+	return strings.Contains(lower, "can't run this command") || // a script's command the ACL denies
+		strings.Contains(lower, "unknown command") ||
+		strings.Contains(lower, "unknown redis command") // called from a script
 }
 
 // holderText is a holder's metadata as a node result shows it: quoted and
@@ -148,7 +173,7 @@ func (e *goneError) Unwrap() error { return ErrLockExpired }
 // after the lock was obtained. (This Lock's own Release needs no such
 // reason: later calls fail with ErrReleased without asking the servers,
 // and a call already queued reaches every node before the release does.)
-var errGoneForced error = &goneError{msg: "redlock: lock not held: released by ForceRelease, not expired"}
+var errGoneForced error = &goneError{msg: "redlock: lock not held: released by ForceRelease"}
 
 // forceLog remembers the ForceRelease calls of a Locker, so that a Lock
 // that finds its keys gone can say that they were removed rather than

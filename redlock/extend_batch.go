@@ -139,7 +139,7 @@ func (l *Locker) extendMany(locks []*Lock) []error {
 			}
 			kr.Add(rep)
 		}
-		err := error(l.notHeld("extend", k.key, &kr))
+		err := error(k.notHeld("extend", &kr)) // a ForceRelease is no expiry
 		if errors.Is(err, ErrLockNotHeld) {
 			k.markLost(err)
 		}

@@ -41,6 +41,9 @@ type extender struct {
 	inFlight int
 	running  bool
 	wake     chan struct{} // buffered 1: run looks at the heaps again
+	// closed is set by endAll (the Locker's Close): KeepAlive keeps
+	// nothing from then on.
+	closed bool
 }
 
 const (
@@ -148,7 +151,21 @@ func (e *extender) add(k *Lock, ctx context.Context, lose context.CancelCauseFun
 		return kp
 	}
 	e.mu.Lock()
-	k.kept = append(k.kept, kp)
+	// A released lock, or a closed Locker, keeps nothing: the work's
+	// context ends at once, with the reason. Checked under e.mu, which
+	// Release's and Close's ending of contexts take after they are
+	// marked, so that a KeepAlive racing them is ended by one or the
+	// other.
+	if cause := e.refuse(k); cause != nil {
+		if cause == ErrClosed {
+			cause = &lostError{reason: ErrClosed}
+		}
+		e.mu.Unlock()
+		kp.gone, kp.unwatch = true, func() bool { return false }
+		kp.lose(cause)
+		return kp
+	}
+	k.kept = append(slices.DeleteFunc(k.kept, func(o *keeper) bool { return o.gone }), kp)
 	kp.at[heapWarn] = kp.warnAt(now)
 	kp.at[heapDue] = kp.nextAt(now)
 	heap.Push(&e.warn, kp)
@@ -162,6 +179,56 @@ func (e *extender) add(k *Lock, ctx context.Context, lose context.CancelCauseFun
 		e.mu.Unlock()
 	})
 	return kp
+}
+
+// refuse is why k can no longer be kept: ErrReleased once it was
+// released, ErrClosed once its Locker was closed; nil otherwise. e.mu is
+// held.
+func (e *extender) refuse(k *Lock) error {
+	switch {
+	case e.closed:
+		return ErrClosed
+	case k.released():
+		return ErrReleased
+	}
+	return nil
+}
+
+// endLock stops keeping k and ends the contexts its KeepAlive calls
+// returned, with cause: Release calls it once the lock is marked released.
+func (e *extender) endLock(k *Lock, cause error) {
+	e.mu.Lock()
+	var ended []*keeper
+	for _, kp := range k.kept {
+		if !kp.gone {
+			e.drop(kp)
+			ended = append(ended, kp)
+		}
+	}
+	k.kept = nil
+	e.mu.Unlock()
+	for _, kp := range ended {
+		kp.lose(cause)
+	}
+}
+
+// endAll stops keeping every lock and ends the contexts of their KeepAlive
+// calls (and so of every Leadership), for good, with a cause matching
+// ErrLockLost and ErrClosed: the Locker's Close, after which nothing
+// extends the locks.
+func (e *extender) endAll() {
+	e.mu.Lock()
+	e.closed = true
+	ended := slices.Clone(e.warn.items)
+	for _, kp := range ended {
+		e.drop(kp)
+		kp.k.kept = nil
+	}
+	e.mu.Unlock()
+	cause := &lostError{reason: ErrClosed}
+	for _, kp := range ended {
+		kp.lose(cause)
+	}
 }
 
 // stop stops keeping kp and waits for its round in flight, if any.

@@ -66,7 +66,7 @@ func (a *nodeAssessment) unverified(check string, s Severity, summary, fix strin
 func (a *nodeAssessment) findings() []Finding {
 	n := a.n
 	if n.Err != nil {
-		a.add(CheckReach, SeverityError, "unreachable: "+oneLine(n.Err), "start the node or correct its address")
+		a.add(CheckReach, SeverityError, "unreachable: "+oneLine(n.Err), reachFix(n.Err))
 		return a.out
 	}
 	a.reach()
@@ -79,6 +79,26 @@ func (a *nodeAssessment) findings() []Finding {
 	a.clock()
 	a.guardState()
 	return a.out
+}
+
+// aclFix is the fix for a user that lacks a permission: the whole rule,
+// since one refusal hides the next.
+const aclFix = "ACL SETUSER USER " + ACLRule + " (USER: the nodes' user; see ACLRule)"
+
+// reachFix is the fix for a node that could not be used at all: the
+// credentials when the server refused them, its ACL when it refused a
+// command, else the node's address.
+func reachFix(err error) string {
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "WRONGPASS"):
+		return "correct the user name or password given for this node (the URL's user:password, or the client's Username and Password), or the server's (requirepass, ACL SETUSER)"
+	case strings.Contains(msg, "NOAUTH"):
+		return "give this node's password (in the URL as redis://:PASSWORD@host:port, or the client's Password)"
+	case strings.Contains(msg, "NOPERM"):
+		return aclFix
+	}
+	return "start the node or correct its address"
 }
 
 func (a *nodeAssessment) reach() {
@@ -116,7 +136,7 @@ func (a *nodeAssessment) scripts() {
 	}
 	fix := ""
 	if strings.Contains(n.ScriptsErr.Error(), "NOPERM") {
-		fix = "ACL SETUSER USER +@scripting +info +client|info +client|kill +subscribe +ping ~* &* (USER: the nodes' user)"
+		fix = aclFix
 	}
 	a.add(CheckScripts, SeverityError, "the library cannot run: "+oneLine(n.ScriptsErr), fix)
 }

@@ -116,6 +116,9 @@ func (w *worker) open(ctx context.Context) error {
 	self := redis.NewStringCmd(ctx, "client", "info")
 	_ = pl.Process(ctx, self)
 	info := pl.Info(ctx, "server")
+	// The role, for error text only: a node that is a replica only
+	// during a failover must not be refused for good.
+	repl := pl.Info(ctx, "replication")
 	for _, s := range scripts {
 		pl.ScriptLoad(ctx, s.src)
 	}
@@ -134,6 +137,9 @@ func (w *worker) open(ctx context.Context) error {
 		// Nothing of a batch was sent on it: no need to kill it later.
 		w.drop()
 		return err
+	}
+	if repl.Err() == nil {
+		p.replica.Store(strings.Contains(repl.Val(), "role:slave"))
 	}
 	w.id, w.stale = id, connID{}
 	w.netConn = p.dialed.claim(id.addr)

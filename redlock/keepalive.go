@@ -103,6 +103,12 @@ func (c *config) checkKeepAlive() error {
 // not ErrLockLost, and nothing runs in the background; the lock is left as
 // it was.
 //
+// Release ends the returned context as it begins, with cause ErrReleased
+// (not ErrLockLost: the owner let go); the Locker's Close as it begins,
+// with a cause matching ErrLockLost and ErrClosed (nothing extends the
+// lock any more). KeepAlive on a released lock, or after Close, returns a
+// context ended already with that cause, and keeps nothing.
+//
 // stop ends the lock's extension and waits for its round in flight (for
 // at most about a node timeout); it does not release the lock. It is safe
 // to call more than once.
@@ -126,6 +132,11 @@ func (k *Lock) KeepAlive(ctx context.Context) (held context.Context, stop contex
 // Do obtains the lock on key (waiting as Obtain does), runs fn, keeps the
 // lock extended while fn runs (see KeepAlive), and releases it when fn
 // returns.
+//
+// ctx bounds the work as well as the wait: fn's context derives from it,
+// so a deadline meant for the wait alone also ends fn (give Do a context
+// without that deadline, and bound the wait with WithRetry, to let the
+// work run longer).
 //
 // If the lock is lost while fn runs, fn's context is cancelled with a cause
 // matching ErrLockLost (context.Cause), at the latest the node timeout plus

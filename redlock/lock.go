@@ -122,7 +122,8 @@ func (k *Lock) markLost(err error) {
 // on the key are woken; if one is a goroutine of this Locker, the lock may
 // instead pass to it in the same round trip, the key never free in between
 // (a handoff; see Locker.Obtain). The lock is no longer Valid afterwards,
-// whatever the outcome.
+// whatever the outcome, and the contexts KeepAlive returned for it end as
+// Release begins, with cause ErrReleased.
 //
 // It returns nil when a majority released. Otherwise the error matches
 // ErrLockNotHeld and tells why, ErrLockExpired (our keys were gone) or
@@ -176,6 +177,9 @@ func (k *Lock) release(ctx context.Context, op string, cooldownMs int64) (err er
 		// outer hold of a re-entered lock, on the nodes the first reached.
 		return k.releasedErr(op)
 	}
+	// Work that watches a KeepAlive context must stop now, not run on as
+	// if it held the lock.
+	k.locker.ext.endLock(k, ErrReleased)
 	var started func()
 	// A multi-key lock is never handed over: the handoff takes one key.
 	if cooldownMs == 0 && !k.multi() {

@@ -175,7 +175,9 @@ func (l *Locker) Quorum() int { return l.need }
 // Close ends the Locker's release subscriptions, waits for its background
 // work (clean-up of late node replies) to end, and makes further calls fail
 // with ErrClosed. Locks still held are not released; they expire by their
-// TTL. Close does not close the clients given to New; it closes those
+// TTL. Nothing extends them any more: the contexts of KeepAlive, Do and
+// every Leadership end as Close begins, with a cause matching ErrLockLost
+// and ErrClosed. Close does not close the clients given to New; it closes those
 // that NewFromURLs built.
 func (l *Locker) Close() error {
 	l.mu.Lock()
@@ -185,6 +187,9 @@ func (l *Locker) Close() error {
 	}
 	l.closed = true
 	l.mu.Unlock()
+	// Work under KeepAlive or a Leadership stops now: nothing extends
+	// its locks any more.
+	l.ext.endAll()
 	// Waiters sleeping until a local holder lets go learn of the close now.
 	l.gates.pokeAll()
 	// The notifier first: once closed it starts no more work on bg.

@@ -99,8 +99,8 @@ func TestWrongPasswordIsReported(t *testing.T) {
 	defer c.Close()
 	l := newLocker(t, []redis.UniversalClient{c})
 	_, err := l.TryObtain(t.Context(), "k")
-	if !errors.Is(err, redlock.ErrNoQuorum) || !strings.Contains(err.Error(), "WRONGPASS") {
-		t.Fatalf("TryObtain with a wrong password: %v; want ErrNoQuorum with the server's WRONGPASS", err)
+	if !errors.Is(err, redlock.ErrMisconfigured) || !strings.Contains(err.Error(), "WRONGPASS") {
+		t.Fatalf("TryObtain with a wrong password: %v; want ErrMisconfigured with the server's WRONGPASS", err)
 	}
 	if strings.Contains(err.Error(), "Pa55") {
 		t.Fatalf("error shows a password: %v", err)

@@ -304,7 +304,9 @@ func (l *Locker) attemptMulti(ctx context.Context, keys []string, name string, c
 		Nodes:   len(l.nodes),
 		Need:    l.need,
 		Timeout: cfg.nodeTimeout,
-		Start:   l.observeNodes(acquireMultiScript, name, l.sender(cfg.nodeTimeout, acquireMultiScript, p.keys, p.args, decodeAcquire, nil)),
+		// A refusal still to come may tell contention from outage.
+		Classify: true,
+		Start:    l.observeNodes(acquireMultiScript, name, l.sender(cfg.nodeTimeout, acquireMultiScript, p.keys, p.args, decodeAcquire, nil)),
 		Accept: func(*quorum.Result[int64]) bool {
 			validity = clock.Validity(cfg.ttl, cfg.clock.Since(start), cfg.driftFactor)
 			return validity > 0

@@ -6,6 +6,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -113,6 +114,9 @@ type pipe struct {
 	dialed dialed
 	// cause is why the last connection attempt failed, for error text.
 	cause lastCause
+	// replica is whether the server said it is a replica when a
+	// connection last opened, for error text.
+	replica atomic.Bool
 }
 
 // newPipe starts the pipe of the node that c names; timeout is the

@@ -32,8 +32,9 @@ import (
 //
 // On failure it returns no lock, leaves no key of its own on any node (late
 // replies are cleaned up in the background), and an error that matches
-// ErrNotObtained (contention) or ErrNoQuorum (outage) with per-node detail of
-// the last round in a *QuorumError (when it gives up on contention with ctx
+// ErrNotObtained (contention) or ErrNoQuorum (outage), or ErrMisconfigured
+// (nodes refuse our commands for good: returned after the first such round,
+// whatever ctx), with per-node detail of the last round in a *QuorumError (when it gives up on contention with ctx
 // still alive, one more round asks the nodes that refused for the holder's
 // metadata, which the error then names); when ctx ended, the error also matches
 // ctx.Err(). Which of the two is told from the nodes' answers, never from the

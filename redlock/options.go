@@ -15,6 +15,9 @@ const (
 	DefaultNodeTimeout = 50 * time.Millisecond
 	// MaxTokenLen bounds tokens given with WithToken.
 	MaxTokenLen = 256
+	// MaxMetadataLen bounds metadata given with WithMetadata, in bytes:
+	// it travels to every node with every acquisition.
+	MaxMetadataLen = 4096
 )
 
 // DefaultRetry is the retry strategy of Obtain unless WithRetry says
@@ -99,7 +102,8 @@ func WithNodeTimeout(d time.Duration) Option { return func(c *config) { c.nodeTi
 func WithRetry(s RetryStrategy) Option { return func(c *config) { c.retry = s } }
 
 // WithMetadata attaches a string to the lock, stored with it on every node
-// (who holds it, for what). Default empty.
+// (who holds it, for what). Default empty. Metadata longer than
+// MaxMetadataLen bytes fails with an error matching ErrInvalid.
 func WithMetadata(md string) Option { return func(c *config) { c.metadata = md } }
 
 // WithToken sets the owner token instead of a random one, to reclaim a lock
@@ -246,6 +250,8 @@ func (c *config) validate() error {
 		return invalid("token longer than %d bytes", MaxTokenLen)
 	case strings.IndexByte(c.token, 0) >= 0:
 		return invalid("token contains a NUL byte")
+	case len(c.metadata) > MaxMetadataLen:
+		return invalid("metadata of %d bytes is longer than %d", len(c.metadata), MaxMetadataLen)
 	case c.guard < 0:
 		return invalid("restart guard maximum TTL must be positive")
 	case c.guard > 0 && c.ttl > c.guard:

@@ -57,7 +57,10 @@ type round[T any] struct {
 	// decided is a quorum.Round's Decided: with waitAll, the round ends
 	// as soon as it returns true.
 	decided func(*quorum.Result[T]) bool
-	start   startFunc[T]
+	// classify is a quorum.Round's Classify: a lost round waits for the
+	// refusals that may still tell contention from outage.
+	classify bool
+	start    startFunc[T]
 	// accept and late are a quorum.Round's Accept and Late.
 	accept func(*quorum.Result[T]) bool
 	late   func(quorum.Reply[T], bool)
@@ -78,6 +81,7 @@ func runRound[T any](ctx context.Context, l *Locker, rd round[T]) quorum.Result[
 		WaitAll:    rd.waitAll,
 		Linger:     rd.linger,
 		Decided:    rd.decided,
+		Classify:   rd.classify,
 		Start:      rd.start,
 		Accept:     rd.accept,
 		Late:       rd.late,

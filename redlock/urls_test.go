@@ -114,8 +114,8 @@ func TestNewFromURLsWrongPassword(t *testing.T) {
 	}
 	defer func() { _ = l.Close() }()
 	_, err = l.TryObtain(t.Context(), "k")
-	if !errors.Is(err, redlock.ErrNoQuorum) || !strings.Contains(err.Error(), "WRONGPASS") {
-		t.Fatalf("TryObtain = %v, want ErrNoQuorum with WRONGPASS", err)
+	if !errors.Is(err, redlock.ErrMisconfigured) || !strings.Contains(err.Error(), "WRONGPASS") {
+		t.Fatalf("TryObtain = %v, want ErrMisconfigured with WRONGPASS", err)
 	}
 	if strings.Contains(err.Error(), wrong) {
 		t.Errorf("error shows the password: %v", err)

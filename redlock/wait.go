@@ -222,7 +222,7 @@ func (w *waiter) behindHolder(ctx context.Context, left time.Duration, last erro
 }
 
 // afterFailure classifies a failed attempt, err, and decides what to do:
-// give up (a bad call, a closed Locker, an ended ctx, a strategy that says
+// give up (a bad call, a closed Locker, misconfigured nodes, an ended ctx, a strategy that says
 // so, a holder that outlives ctx with WithFailFast), or wait before the
 // next attempt, as the strategy says but never past the moment the
 // holder's keys expire, and listening and in line for key from the first
@@ -234,7 +234,7 @@ func (w *waiter) afterFailure(ctx context.Context, seq Sequence, err, last error
 		// kept the lock from us.
 		return 0, giveUp, withContext(ctx, last)
 	}
-	if errors.Is(err, ErrInvalid) || errors.Is(err, ErrClosed) {
+	if errors.Is(err, ErrInvalid) || errors.Is(err, ErrClosed) || errors.Is(err, ErrMisconfigured) {
 		return 0, giveUp, err
 	}
 	var qe *QuorumError

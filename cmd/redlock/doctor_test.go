@@ -205,7 +205,7 @@ func TestDoctorNoEval(t *testing.T) {
 	nodes := urls(servers[0].Addr) + "," + restricted + "," + urls(servers[2].Addr)
 	rep := doctorJSON(t, nodes, exitErrors)
 	f := hasFinding(t, rep, "scripts", "error", servers[1].Addr, "NOPERM")
-	if !strings.Contains(f.Fix, "+@scripting") {
+	if !strings.Contains(f.Fix, "+evalsha") {
 		t.Errorf("fix: %q", f.Fix)
 	}
 	code, stdout, stderr := redlockRun(t, nil, "doctor", "--clock-window", "0", "--nodes", nodes)

@@ -264,6 +264,11 @@ func (a *app) fail(c *command, what string, err error) int {
 	case errors.Is(err, redlock.ErrNoQuorum):
 		a.errorf(c, "%s: nodes unreachable: %s", what, msg)
 		return exitUnavailable
+	case errors.Is(err, redlock.ErrMisconfigured):
+		// The nodes' own replies (a refused password, a missing ACL
+		// permission) are in msg; 78 is sysexits.h's EX_CONFIG.
+		a.errorf(c, "%s: %s", what, msg)
+		return 78
 	}
 	a.errorf(c, "%s: %s", what, msg)
 	return exitFailure

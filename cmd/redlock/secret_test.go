@@ -46,11 +46,11 @@ func TestPasswordsNeverShown(t *testing.T) {
 		{"right password", nil, []string{"run", "--verbose", "--nodes", withPass("", password), "k1", "--", "true"}, 0, "released"},
 		{"ACL user", nil, []string{"run", "--verbose", "--nodes", withPass("locker", aclPass), "k2", "--", "true"}, 0, "released"},
 		{"from the environment", []string{envNodes + "=" + withPass("", password)}, []string{"inspect", "k3"}, 0, ""},
-		{"wrong password", nil, []string{"run", "--nodes", withPass("", wrong), "k4", "--", "true"}, exitUnavailable, "WRONGPASS"},
-		{"wrong password, inspect", nil, []string{"inspect", "--nodes", withPass("", wrong), "k5"}, exitUnavailable, "WRONGPASS"},
-		{"wrong password, json", nil, []string{"inspect", "--json", "--nodes", withPass("", wrong), "k5"}, exitUnavailable, "WRONGPASS"},
-		{"wrong password, release", nil, []string{"release", "--force", "--yes", "--nodes", withPass("", wrong), "k6"}, exitUnavailable, "WRONGPASS"},
-		{"wrong password, bootstrap", nil, []string{"bootstrap", "--nodes", withPass("", wrong)}, exitUnavailable, "WRONGPASS"},
+		{"wrong password", nil, []string{"run", "--nodes", withPass("", wrong), "k4", "--", "true"}, 78, "WRONGPASS"},                    // EX_CONFIG
+		{"wrong password, inspect", nil, []string{"inspect", "--nodes", withPass("", wrong), "k5"}, 78, "WRONGPASS"},                     // EX_CONFIG
+		{"wrong password, json", nil, []string{"inspect", "--json", "--nodes", withPass("", wrong), "k5"}, 78, "WRONGPASS"},              // EX_CONFIG
+		{"wrong password, release", nil, []string{"release", "--force", "--yes", "--nodes", withPass("", wrong), "k6"}, 78, "WRONGPASS"}, // EX_CONFIG
+		{"wrong password, bootstrap", nil, []string{"bootstrap", "--nodes", withPass("", wrong)}, 78, "WRONGPASS"},                       // EX_CONFIG
 		{"wrong password, doctor", nil, []string{"doctor", "--clock-window", "0", "--nodes", withPass("", wrong)}, exitUnavailable, ""},
 		{"ACL user, doctor", nil, []string{"doctor", "--json", "--clock-window", "0", "--nodes", withPass("locker", aclPass)}, 1, ""},
 		{"unreachable", nil, []string{"run", "--nodes", "redis://u:" + password + "@127.0.0.1:1", "k7", "--", "true"}, exitUnavailable, "127.0.0.1:1"},

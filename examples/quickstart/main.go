@@ -22,7 +22,8 @@ func main() {
 	if len(os.Args) < 2 {
 		log.Fatal("usage: quickstart ADDR...  (one host:port per Redis master)")
 	}
-	// Wait at most 10 seconds for the locks.
+	// At most 10 seconds for the locks and the work under them: Do's fn
+	// gets a context derived from this one.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := run(ctx, os.Stdout, os.Args[1:]); err != nil {

@@ -6,6 +6,10 @@
 -- KEYS[1]  the node's memory marker
 -- KEYS[2]  the node's quarantine key
 -- ARGV[1]  the restart guard's maximum TTL in ms, "0" when unknown
+-- ARGV[2]  "1" when the caller has checked that no lock is held on the
+--          cluster (Bootstrap with ClearQuarantine): a quarantine, or a
+--          marker with another stamp, then protects nothing, and the node
+--          is stamped and votes at once (optional)
 --
 -- Returns 1 when the marker was set now, 0 when it was there already with
 -- this stamp, and -n when the node abstains for n ms more: it already
@@ -35,11 +39,16 @@ end
 if policy ~= 'noeviction' and field('maxmemory', '^%d+') ~= '0' then
   return redis.error_reply('ABSTAIN maxmemory-policy ' .. policy .. ' may evict lock keys: set noeviction or maxmemory 0')
 end
+local stamp = run .. ' ' .. evicted
+if ARGV[2] == '1' then
+  redis.call('DEL', KEYS[2])
+  redis.call('SET', KEYS[1], stamp)
+  return 1
+end
 local left = redis.call('PTTL', KEYS[2])
 if left > 0 then
   return -left
 end
-local stamp = run .. ' ' .. evicted
 local marker = redis.call('GET', KEYS[1])
 if marker == stamp then
   return 0

@@ -1,0 +1,278 @@
+package redlock_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/quorumlock/redlock/redlock"
+)
+
+// aclServers starts n servers with an ACL user "locker" (password "pw")
+// given exactly rule, and the default user disabled.
+func aclServers(t *testing.T, n int, rule string) []*redistest.Server {
+	t.Helper()
+	servers := redistest.StartT(t, n, redistest.Options{})
+	for _, s := range servers {
+		c := s.NewClient()
+		args := []any{"acl", "setuser", "locker", "reset", "on", ">pw"}
+		for _, r := range strings.Fields(rule) {
+			args = append(args, r)
+		}
+		if err := c.Do(t.Context(), args...).Err(); err != nil {
+			t.Fatalf("ACL SETUSER locker %s: %v", rule, err)
+		}
+		if err := c.Do(t.Context(), "acl", "setuser", "admin", "on", ">admin", "~*", "&*", "+@all").Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Do(t.Context(), "acl", "setuser", "default", "off").Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return servers
+}
+
+// defaultClients returns clients of servers with go-redis's default
+// options (RESP3 handshake, client identity) logged in as user.
+func defaultClients(t *testing.T, servers []*redistest.Server, user, password string) []redis.UniversalClient {
+	t.Helper()
+	var out []redis.UniversalClient
+	for _, s := range servers {
+		c := redis.NewClient(&redis.Options{Addr: s.Addr, Username: user, Password: password})
+		t.Cleanup(func() {
+			if err := c.Close(); err != nil {
+				t.Error(err)
+			}
+		})
+		out = append(out, c)
+	}
+	return out
+}
+
+// A user given exactly ACLRule runs a whole lock lifecycle: Bootstrap (and
+// its way out of a quarantine), fenced acquisition under the restart guard
+// with the fence written back, Inspect, Extend, TTL, KeepAlive, a waiter
+// woken by the release's announcement, an election, ForceRelease and
+// Check, without a single refusal.
+func TestACLRuleIsEnough(t *testing.T) {
+	servers := aclServers(t, 3, redlock.ACLRule)
+	clients := defaultClients(t, servers, "locker", "pw")
+	opts := []redlock.Option{redlock.WithRestartGuard(time.Minute), redlock.WithTTL(10 * time.Second), redlock.WithFencing()}
+	l := newLocker(t, clients, opts...)
+	ctx := t.Context()
+	if err := l.Bootstrap(ctx, redlock.ClearQuarantine()); err != nil {
+		t.Fatalf("Bootstrap: %v", err)
+	}
+	// Nodes whose fencing counters disagree: the fence is written back.
+	admin := redis.NewClient(&redis.Options{Addr: servers[0].Addr, Username: "admin", Password: "admin"})
+	defer admin.Close()
+	if err := admin.Set(ctx, redlock.ReservedPrefix+"fence:k", "99999999999999999", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	lock, err := l.TryObtain(ctx, "k", redlock.WithMetadata("acl test"))
+	if err != nil {
+		t.Fatalf("TryObtain: %v", err)
+	}
+	if lock.Fence() == 0 {
+		t.Fatal("no fence")
+	}
+	if _, err := l.Inspect(ctx, "k"); err != nil {
+		t.Fatalf("Inspect: %v", err)
+	}
+	if err := lock.Extend(ctx, 10*time.Second); err != nil {
+		t.Fatalf("Extend: %v", err)
+	}
+	if _, err := lock.TTL(ctx); err != nil {
+		t.Fatalf("TTL: %v", err)
+	}
+	held, stop := lock.KeepAlive(ctx)
+	// A waiter of another Locker, which can only hear of the release from
+	// its announcement (or its retry timer, an hour away).
+	other := newLocker(t, defaultClients(t, servers, "locker", "pw"), append(opts, redlock.WithRetry(redlock.LinearBackoff(time.Hour)))...)
+	got := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		defer cancel()
+		k, err := other.Obtain(ctx, "k")
+		if err == nil {
+			err = k.Release(ctx)
+		}
+		got <- err
+	}()
+	waitSubscribed(t, admin, "k")
+	stop()
+	if cause := context.Cause(held); errors.Is(cause, redlock.ErrLockLost) {
+		t.Fatalf("KeepAlive: %v", cause)
+	}
+	if err := lock.Release(ctx); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	if err := <-got; err != nil {
+		t.Fatalf("waiter woken by the release: %v", err)
+	}
+	// A waiter of the same Locker gets the lock handed over in the
+	// release's round (handoff.lua).
+	first := mustObtain(t, l, "h")
+	handed := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		defer cancel()
+		k, err := l.Obtain(ctx, "h")
+		if err == nil {
+			err = k.Release(ctx)
+		}
+		handed <- err
+	}()
+	waitSubscribed(t, admin, "h")
+	if err := first.Release(ctx); err != nil {
+		t.Fatalf("Release to a waiter: %v", err)
+	}
+	if err := <-handed; err != nil {
+		t.Fatalf("waiter of the same Locker: %v", err)
+	}
+	// A script cache flushed behind the library's back: EVAL instead.
+	if err := admin.ScriptFlush(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	mustObtain(t, l, "flushed")
+	// A node that stops answering: its connections are replaced, the
+	// stale one killed on the server (CLIENT KILL) once it answers again.
+	if err := servers[0].Pause(); err != nil {
+		t.Fatal(err)
+	}
+	mustObtain(t, l, "paused")
+	// Inspect waits for every node: past the paused one's timeout.
+	if _, err := l.Inspect(ctx, "paused"); err != nil {
+		t.Fatalf("Inspect with a node paused: %v", err)
+	}
+	if err := servers[0].Resume(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.ForceRelease(ctx, "paused"); err != nil {
+		t.Fatalf("ForceRelease after a pause: %v", err)
+	}
+	ld, err := l.Campaign(ctx, "election")
+	if err != nil {
+		t.Fatalf("Campaign: %v", err)
+	}
+	if _, err := l.Leader(ctx, "election"); err != nil {
+		t.Fatalf("Leader: %v", err)
+	}
+	if err := ld.Resign(ctx); err != nil {
+		t.Fatalf("Resign: %v", err)
+	}
+	// Multi-key locks have no fence.
+	unfenced := newLocker(t, clients, opts[:2]...)
+	multi, err := unfenced.TryObtainMulti(ctx, []string{"a", "b"})
+	if err != nil {
+		t.Fatalf("TryObtainMulti: %v", err)
+	}
+	if err := multi.Release(ctx); err != nil {
+		t.Fatalf("Release multi: %v", err)
+	}
+	mustObtain(t, l, "forced")
+	if err := l.ForceRelease(ctx, "forced"); err != nil {
+		t.Fatalf("ForceRelease: %v", err)
+	}
+	rep, err := l.Check(ctx, redlock.WithClockWindow(checkWindow))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range rep.Findings {
+		if f.Unverified || strings.Contains(f.Summary, "NOPERM") {
+			t.Errorf("Check with the rule: %s %s: %s", f.Check, f.Node, f.Summary)
+		}
+	}
+	// Nothing was refused along the way.
+	log, err := admin.Do(ctx, "acl", "log").Slice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(log) > 0 {
+		t.Fatalf("ACL LOG shows refusals: %v", log)
+	}
+}
+
+// waitSubscribed waits, up to 10s, for a subscriber on key's release
+// channel on the node admin reaches.
+func waitSubscribed(t *testing.T, admin *redis.Client, key string) {
+	t.Helper()
+	ch := redlock.ReservedPrefix + "released:" + key
+	if !poll(t, 10*time.Second, func() bool {
+		n, err := admin.PubSubNumSub(t.Context(), ch).Result()
+		return err == nil && n[ch] > 0
+	}) {
+		t.Fatal("the waiter never subscribed")
+	}
+}
+
+// docs/safety.md gives the rule ACLRule holds, word for word.
+func TestACLRuleInDocs(t *testing.T) {
+	readme, err := os.ReadFile("../docs/safety.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Join(strings.Fields(string(readme)), " ")
+	if !strings.Contains(text, "ACL SETUSER locker on >PASSWORD "+redlock.ACLRule+"`") {
+		t.Fatalf("docs/safety.md does not give ACLRule as it is: %s", redlock.ACLRule)
+	}
+}
+
+// The checker's fixes, applied as they read, mend what they are about: a
+// wrong or missing password gets an authentication fix (not "start the
+// node"), and a user without the permissions gets the rule, which, given
+// to that user, lets every check pass.
+func TestCheckFixesOnRealServers(t *testing.T) {
+	servers := secured(t)
+	admin := make([]*redis.Client, len(servers))
+	for i, s := range servers {
+		admin[i] = redis.NewClient(&redis.Options{Addr: s.Addr, Password: "right", Protocol: 2, DisableIdentity: true})
+		t.Cleanup(func() { _ = admin[i].Close() })
+	}
+	for _, tc := range []struct{ name, user, password, want string }{
+		{"wrong password", "", "wrong-pw", "correct the user name or password"},
+		{"no password", "", "", "give this node's password"},
+	} {
+		rep := check(t, clientsAs(t, servers, tc.user, tc.password))
+		f := finding(t, rep, redlock.CheckReach, servers[0].Addr, "")
+		if f.Severity != redlock.SeverityError || !strings.Contains(f.Fix, tc.want) || strings.Contains(f.Fix, "start the node") {
+			t.Fatalf("%s: %s [fix: %s]; want an authentication fix", tc.name, f.Summary, f.Fix)
+		}
+	}
+	rep := check(t, clientsAs(t, servers, "reader", "pw"))
+	var fix string
+	for _, f := range rep.Findings {
+		if f.Severity == redlock.SeverityError && strings.Contains(f.Fix, "ACL SETUSER") {
+			fix = f.Fix
+		}
+	}
+	if !strings.Contains(fix, "ACL SETUSER USER "+redlock.ACLRule+" (") {
+		t.Fatalf("no ACL fix with the rule for a user without permissions:\n%s", dump(rep))
+	}
+	// Apply it as it reads, for the user "reader".
+	words := strings.Fields(strings.TrimSpace(fix[:strings.Index(fix, " (")]))
+	args := []any{"acl", "setuser", "reader"}
+	for _, w := range words[3:] {
+		args = append(args, w)
+	}
+	for _, c := range admin {
+		if err := c.Do(t.Context(), args...).Err(); err != nil {
+			t.Fatalf("the fix %q: %v", fix, err)
+		}
+	}
+	rep = check(t, clientsAs(t, servers, "reader", "pw"))
+	for _, f := range rep.Findings {
+		if f.Unverified || strings.Contains(f.Summary, "NOPERM") || f.Check == redlock.CheckScripts && f.Severity != redlock.SeverityOK {
+			t.Errorf("after the fix: %s %s: %s", f.Check, f.Node, f.Summary)
+		}
+	}
+}
