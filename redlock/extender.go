@@ -199,7 +199,8 @@ func (e *extender) refuse(k *Lock) error {
 func (e *extender) endLock(k *Lock, cause error) {
 	e.mu.Lock()
 	var ended []*keeper
-	for _, kp := range k.kept {
+	// A clone: drop takes each keeper out of k.kept.
+	for _, kp := range slices.Clone(k.kept) {
 		if !kp.gone {
 			e.drop(kp)
 			ended = append(ended, kp)
@@ -294,6 +295,9 @@ func (e *extender) moved(k *Lock) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for _, kp := range k.kept {
+		if kp.gone || kp.idx[heapWarn] < 0 {
+			continue
+		}
 		kp.at[heapWarn] = kp.warnAt(now)
 		heap.Fix(&e.warn, kp.idx[heapWarn])
 		if i := kp.idx[heapDue]; i >= 0 {
