@@ -314,3 +314,31 @@ func TestKeepAliveWarningFollowsShorterExtend(t *testing.T) {
 		t.Fatal("Valid after the loss")
 	}
 }
+
+// Release ends every KeepAlive of the lock, however many there are.
+func TestReleaseEndsEveryKeepAlive(t *testing.T) {
+	c := newCluster(t, 3)
+	l := c.locker(t)
+	lock := mustObtain(t, l, "kept-twice")
+	var helds []context.Context
+	for range 3 {
+		held, stop := lock.KeepAlive(t.Context())
+		defer stop()
+		helds = append(helds, held)
+	}
+	// An Extend moves every keeper's times while they are all kept.
+	if err := lock.Extend(t.Context(), 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := lock.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	for i, held := range helds {
+		if held.Err() == nil {
+			t.Fatalf("KeepAlive %d's context live after Release", i)
+		}
+		if !errors.Is(context.Cause(held), redlock.ErrReleased) {
+			t.Fatalf("KeepAlive %d's cause %v, want ErrReleased", i, context.Cause(held))
+		}
+	}
+}

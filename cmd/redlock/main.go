@@ -23,6 +23,7 @@ const (
 	exitFailure     = 70  // any other failure of redlock itself (EX_SOFTWARE)
 	exitBusy        = 75  // the lock is held by another owner (EX_TEMPFAIL)
 	exitLost        = 76  // the lock was lost while the command ran
+	exitConfig      = 78  // the nodes refuse our commands for good: password, ACL (EX_CONFIG)
 	exitCannotRun   = 126 // the command was found but could not be started
 	exitNotFound    = 127 // the command was not found
 )
@@ -266,9 +267,9 @@ func (a *app) fail(c *command, what string, err error) int {
 		return exitUnavailable
 	case errors.Is(err, redlock.ErrMisconfigured):
 		// The nodes' own replies (a refused password, a missing ACL
-		// permission) are in msg; 78 is sysexits.h's EX_CONFIG.
+		// permission) are in msg.
 		a.errorf(c, "%s: %s", what, msg)
-		return 78
+		return exitConfig
 	}
 	a.errorf(c, "%s: %s", what, msg)
 	return exitFailure
