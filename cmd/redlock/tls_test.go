@@ -82,20 +82,6 @@ func privateCA(t *testing.T) (ca, srvCert, srvKey, cliCert, cliKey string) {
 	return ca, srvCert, srvKey, cliCert, cliKey
 }
 
-// freePort returns a loopback port nobody listens on now.
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	if err := ln.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return port
-}
-
 // --cacert trusts a private CA, --cert and --key present a client
 // certificate to servers that require one.
 func TestTLSFlags(t *testing.T) {
@@ -103,7 +89,10 @@ func TestTLSFlags(t *testing.T) {
 	ca, srvCert, srvKey, cliCert, cliKey := privateCA(t)
 	var urls []string
 	for range 3 {
-		port := freePort(t)
+		port, err := redistest.FreePort()
+		if err != nil {
+			t.Fatal(err)
+		}
 		redistest.StartT(t, 1, redistest.Options{Args: []string{
 			"--tls-port", strconv.Itoa(port), "--tls-cert-file", srvCert, "--tls-key-file", srvKey,
 			"--tls-ca-cert-file", ca, "--tls-auth-clients", "yes",

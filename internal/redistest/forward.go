@@ -72,9 +72,10 @@ type link struct {
 
 // Forward starts a forwarder to target (host:port), passing everything at
 // once; see SetDelay, Hold, Garble and MoveTo for the bad network it can
-// play.
+// play. Its port stays reserved for the rest of the process, so that after
+// Close its address stays dead for whoever still points at it.
 func Forward(target string) (*Forwarder, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := listenReserved()
 	if err != nil {
 		return nil, err
 	}

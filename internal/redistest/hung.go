@@ -25,9 +25,10 @@ type Hung struct {
 	wg       sync.WaitGroup
 }
 
-// Hang starts a hung listener on a free loopback port.
+// Hang starts a hung listener on a loopback port reserved, as a
+// forwarder's is, for the rest of the process.
 func Hang() (*Hung, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := listenReserved()
 	if err != nil {
 		return nil, err
 	}

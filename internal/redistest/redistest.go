@@ -1,5 +1,5 @@
-// Package redistest runs real redis-server processes on free loopback ports
-// for tests, benchmarks and the chaos suite. It has no test-only
+// Package redistest runs real redis-server processes on loopback ports of
+// their own for tests, benchmarks and the chaos suite. It has no test-only
 // dependencies, so the bench and integration modules use it as well.
 package redistest
 
@@ -47,13 +47,17 @@ type Options struct {
 }
 
 // Server is one redis-server process. Its port stays the same across
-// restarts.
+// restarts, and stays reserved while the server is killed: until Close, or
+// for StartT until the test's cleanup, no other server, forwarder or
+// FreePort of this or another process gets it, so a killed server's address
+// stays dead.
 type Server struct {
 	Addr string
 	Port int
 
 	opts    Options
 	tempDir bool
+	held    bool // StartT releases the port at the test's cleanup, not Close
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -61,8 +65,8 @@ type Server struct {
 	log    *tailBuffer
 }
 
-// Start starts a redis-server on a free loopback port and waits until it
-// accepts connections.
+// Start starts a redis-server on a loopback port reserved for it (see
+// Server) and waits until it accepts connections.
 func Start(opts Options) (*Server, error) {
 	if opts.Binary == "" {
 		opts.Binary = "redis-server"
@@ -78,17 +82,21 @@ func Start(opts Options) (*Server, error) {
 		}
 		s.opts.Dir, s.tempDir = dir, true
 	}
-	// A free port can be taken by someone else between our probe and the
-	// server's bind; try a few.
+	// A program that does not use this package can take the port between
+	// our probe and the server's bind; try a few.
 	var err error
 	for range 5 {
 		var port int
-		if port, err = freePort(); err != nil {
+		if port, err = takePort(); err != nil {
 			break
 		}
 		s.Port, s.Addr = port, net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 		if err = s.start(); err == nil {
 			return s, nil
+		}
+		if rerr := releasePort(port); rerr != nil {
+			err = errors.Join(err, rerr)
+			break
 		}
 	}
 	s.cleanupDir()
@@ -113,17 +121,26 @@ func StartN(n int, opts Options) ([]*Server, error) {
 	return servers, nil
 }
 
-// StartT starts n servers for a test and closes them at cleanup.
+// StartT starts n servers for a test and closes them at cleanup. Their
+// ports stay reserved until then, even if the test closes a server first.
 func StartT(t testing.TB, n int, opts Options) []*Server {
 	t.Helper()
 	servers, err := StartN(n, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
+	for _, s := range servers {
+		s.mu.Lock()
+		s.held = true
+		s.mu.Unlock()
+	}
 	t.Cleanup(func() {
 		for _, s := range servers {
 			if err := s.Close(); err != nil {
 				t.Errorf("closing redis-server %s: %v", s.Addr, err)
+			}
+			if err := releasePort(s.Port); err != nil {
+				t.Errorf("releasing port %d: %v", s.Port, err)
 			}
 		}
 	})
@@ -285,10 +302,17 @@ func (s *Server) signal(sig os.Signal) error {
 	return s.cmd.Process.Signal(sig)
 }
 
-// Close kills the server and removes its temporary directory.
+// Close kills the server, removes its temporary directory and releases its
+// port (for StartT, the test's cleanup releases it).
 func (s *Server) Close() error {
 	err := s.Kill()
 	s.cleanupDir()
+	s.mu.Lock()
+	held := s.held
+	s.mu.Unlock()
+	if !held {
+		err = errors.Join(err, releasePort(s.Port))
+	}
 	return err
 }
 
@@ -308,17 +332,11 @@ func (s *Server) cleanupDir() {
 	}
 }
 
-// FreePort returns a loopback port that was free a moment ago.
-func FreePort() (int, error) { return freePort() }
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
+// FreePort returns a loopback port where nothing listens, reserved for the
+// rest of the process: no server, forwarder or FreePort of this or another
+// process gets it while this one lives, so it stays dead unless the caller
+// listens on it.
+func FreePort() (int, error) { return takePort() }
 
 // tailBuffer keeps the last lines of a server's output for error messages.
 type tailBuffer struct {
