@@ -268,17 +268,28 @@ whose nodes may have lost locks that are still held (a node restarted
 without persistence less than the maximum TTL ago): that node would vote
 again at once, which is what the guard prevents.
 
+The way out of a first-use mistake (a guarded run before bootstrap, which
+makes every node abstain for the guard's maximum TTL): --clear-quarantine
+states that no lock is held. It searches every node for lock keys first and
+is refused (exit 75) while any exists; then it ends the quarantines and
+seeds the markers. A node that really lost its memory then votes at once:
+use it only when no lock can be held.
+
 Exit codes: 0 every node has its marker, 64 usage error, 69 some node could
-not be reached (run it again when it can), 70 other failure.
+not be reached (run it again when it can), 70 other failure, 75 (with
+--clear-quarantine) a lock key exists on some node, 78 the nodes refuse the
+commands (password, ACL).
 `,
 	define: func(fs *flagSet) action {
 		var n nodeFlags
 		n.register(fs)
-		return func(a *app, fs *flagSet, args []string) int { return a.bootstrap(fs, &n, args) }
+		var clear bool
+		fs.BoolVar(&clear, "clear-quarantine", false, "end the quarantines of a first-use mistake; refused while any lock key exists")
+		return func(a *app, fs *flagSet, args []string) int { return a.bootstrap(fs, &n, args, &clear) }
 	},
 })
 
-func (a *app) bootstrap(fs *flagSet, n *nodeFlags, args []string) int {
+func (a *app) bootstrap(fs *flagSet, n *nodeFlags, args []string, clear *bool) int {
 	pos, code, ok := fs.parse(a, args)
 	if !ok {
 		return code
@@ -292,7 +303,17 @@ func (a *app) bootstrap(fs *flagSet, n *nodeFlags, args []string) int {
 	}
 	defer closeAll()
 	ctx := context.Background()
-	if err := l.Bootstrap(ctx); err != nil {
+	var opts []redlock.BootstrapOption
+	if *clear {
+		opts = append(opts, redlock.ClearQuarantine())
+	}
+	if err := l.Bootstrap(ctx, opts...); err != nil {
+		if *clear && errors.Is(err, redlock.ErrInvalid) {
+			// A lock key exists: not a usage error, and it may be gone
+			// when the lock is released.
+			a.errorf(fs.cmd, "bootstrap: %s", errMsg(err))
+			return exitBusy
+		}
 		var qe *redlock.QuorumError
 		if !errors.Is(err, redlock.ErrNoQuorum) || !errors.As(err, &qe) {
 			return a.fail(fs.cmd, "bootstrap", err)

@@ -38,3 +38,39 @@ func TestBootstrapWording(t *testing.T) {
 		}
 	}
 }
+
+// The restart guard's first-use trap has a way out: one guarded run before
+// bootstrap quarantines every node, plain bootstrap cannot clear that, and
+// bootstrap --clear-quarantine does, but only while no lock key exists.
+func TestBootstrapClearQuarantine(t *testing.T) {
+	t.Parallel()
+	servers := redistest.StartT(t, 3, redistest.Options{})
+	env := nodesEnv(servers)
+	if code, _, stderr := redlockRun(t, env, "run", "--restart-guard", "60", "job", "--", "true"); code != exitUnavailable {
+		t.Fatalf("guarded run before bootstrap: code %d, want %d (every node abstains)\n%s", code, exitUnavailable, stderr)
+	}
+	if code, _, stderr := redlockRun(t, env, "bootstrap"); code != exitUnavailable {
+		t.Fatalf("bootstrap of quarantined nodes: code %d, want %d\n%s", code, exitUnavailable, stderr)
+	}
+	// A lock key on one node: clearing is refused, nothing changes.
+	clients := redistest.ClientsT(t, servers)
+	if err := clients[1].Set(t.Context(), "held", "someone\x001\x00", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := redlockRun(t, env, "bootstrap", "--clear-quarantine")
+	if code != exitBusy || !strings.Contains(stderr, "held") {
+		t.Fatalf("bootstrap --clear-quarantine with a lock key: code %d, want %d naming the key\n%s", code, exitBusy, stderr)
+	}
+	if code, _, stderr := redlockRun(t, env, "run", "--restart-guard", "60", "job", "--", "true"); code != exitUnavailable {
+		t.Fatalf("guarded run after a refused clear: code %d, want %d\n%s", code, exitUnavailable, stderr)
+	}
+	if err := clients[1].Del(t.Context(), "held").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := redlockRun(t, env, "bootstrap", "--clear-quarantine"); code != 0 {
+		t.Fatalf("bootstrap --clear-quarantine: code %d\n%s", code, stderr)
+	}
+	if code, _, stderr := redlockRun(t, env, "run", "--restart-guard", "60", "job", "--", "true"); code != 0 {
+		t.Fatalf("guarded run after the clear: code %d\n%s", code, stderr)
+	}
+}
