@@ -16,11 +16,6 @@ import (
 // at a time while the leader stops at its context's end, and terms that
 // grow from one leader to the next while the nodes keep their counters.
 
-var (
-	//go:embed scripts/announce.lua
-	announceSrc    string
-	announceScript = newScript(announceSrc)
-)
 
 // ObservePoll is how often Observe asks the nodes when no notification
 // comes: a release notification that a node could not deliver, or a leader

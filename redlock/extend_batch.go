@@ -2,7 +2,6 @@ package redlock
 
 import (
 	"context"
-	_ "embed"
 	"errors"
 	"fmt"
 	"slices"
@@ -13,14 +12,6 @@ import (
 	"github.com/quorumlock/redlock/clock"
 	"github.com/quorumlock/redlock/quorum"
 )
-
-// extend_many.lua is extend.lua for many keys, each with its own token;
-// KeepAlive's extensions share its calls (see extendMany).
-//
-//go:embed scripts/extend_many.lua
-var extendManySrc string
-
-var extendManyScript = newScript(extendManySrc)
 
 // The characters of extend_many.lua's reply, one per key.
 const (

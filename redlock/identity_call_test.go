@@ -99,3 +99,48 @@ func TestOneVotePerServerPerCall(t *testing.T) {
 		}
 	})
 }
+
+// The same for the calls that carry many keys: KeepAlive's batched
+// extensions and a multi-key lock's Extend count one server once.
+func TestOneVotePerServerPerBatchCall(t *testing.T) {
+	c := newCluster(t, 3)
+	l, fws := movedLocker(t, c.servers)
+	cutOff := func(t *testing.T, keys ...string) {
+		t.Helper()
+		for _, i := range []int{1, 2} {
+			if err := c.clients[i].Del(t.Context(), keys...).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		fws[1].MoveTo(c.servers[0].Addr)
+		t.Cleanup(func() { fws[1].MoveTo(c.servers[1].Addr) })
+	}
+
+	t.Run("keepalive", func(t *testing.T) {
+		const key = "moved-keepalive"
+		lock := mustObtain(t, l, key, redlock.WithTTL(1500*time.Millisecond))
+		c.heldEverywhere(t, key, lock.Token())
+		cutOff(t, key)
+		held, stop := lock.KeepAlive(t.Context())
+		defer stop()
+		select {
+		case <-held.Done():
+		case <-time.After(10 * time.Second):
+			t.Fatalf("KeepAlive still extends a lock that one server holds through two nodes: Until %v", lock.Until())
+		}
+	})
+
+	t.Run("multi", func(t *testing.T) {
+		keys := []string{"moved-multi-a", "moved-multi-b"}
+		lock, err := l.TryObtainMulti(t.Context(), keys)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.heldEverywhere(t, keys[0], lock.Token())
+		c.heldEverywhere(t, keys[1], lock.Token())
+		cutOff(t, keys...)
+		if err := lock.Extend(t.Context(), 10*time.Second); err == nil {
+			t.Fatal("Extend of a multi-key lock that one server holds through two nodes: no error")
+		}
+	})
+}

@@ -28,19 +28,6 @@ import (
 // runs.
 const MaxMultiKeys = 64
 
-var (
-	//go:embed scripts/acquire_multi.lua
-	acquireMultiTmpl   string
-	acquireMultiScript = newScript(strings.Replace(acquireMultiTmpl, "--[[acquire.lua]]", acquireSrc, 1))
-
-	//go:embed scripts/multi.lua
-	multiTmpl   string
-	multiScript = newScript(strings.NewReplacer(
-		"--[[release.lua]]", releaseSrc,
-		"--[[extend.lua]]", extendSrc,
-		"--[[pttl.lua]]", pttlSrc,
-	).Replace(multiTmpl))
-)
 
 // Keys returns the lock's keys: the one key of a lock from Obtain, every key
 // of one from ObtainMulti, in the order given.

@@ -119,6 +119,34 @@ var (
 		"--[[release.lua]]", releaseSrc,
 		"--[[acquire.lua]]", acquireSrc,
 	).Replace(handoffTmpl))
+
+	// extend_many.lua is extend.lua for many keys, each with its own token
+	// and hold; KeepAlive's extensions share its calls (see extendMany).
+	//go:embed scripts/extend_many.lua
+	extendManySrc    string
+	extendManyScript = newScript(onceSrc + extendManySrc)
+
+	// acquire_multi.lua takes several keys at once, all or none: acquire.lua
+	// pasted into it.
+	//go:embed scripts/acquire_multi.lua
+	acquireMultiTmpl   string
+	acquireMultiScript = newScript(strings.Replace(acquireMultiTmpl, "--[[acquire.lua]]", acquireSrc, 1))
+
+	// multi.lua releases, extends or reads the TTL of a multi-key lock: the
+	// single-key scripts pasted into it.
+	//go:embed scripts/multi.lua
+	multiTmpl   string
+	multiScript = newScript(onceSrc + strings.NewReplacer(
+		"--[[release.lua]]", releaseSrc,
+		"--[[extend.lua]]", extendSrc,
+		"--[[pttl.lua]]", pttlSrc,
+	).Replace(multiTmpl))
+
+	// announce.lua tells a key's waiters that its holder changed (a won
+	// Campaign).
+	//go:embed scripts/announce.lua
+	announceSrc    string
+	announceScript = newScript(announceSrc)
 )
 
 // decodeAcquire turns an acquire reply into a vote whose value is the fence
