@@ -16,7 +16,6 @@ import (
 // at a time while the leader stops at its context's end, and terms that
 // grow from one leader to the next while the nodes keep their counters.
 
-
 // ObservePoll is how often Observe asks the nodes when no notification
 // comes: a release notification that a node could not deliver, or a leader
 // that took over without announcing it (a plain Obtain of the name), is seen

@@ -28,7 +28,6 @@ import (
 // runs.
 const MaxMultiKeys = 64
 
-
 // Keys returns the lock's keys: the one key of a lock from Obtain, every key
 // of one from ObtainMulti, in the order given.
 func (k *Lock) Keys() []string { return slices.Clone(k.keys) }
