@@ -1,0 +1,283 @@
+package redlock
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/quorumlock/redlock/quorum"
+)
+
+// The scripts' arguments, and their replies turned into votes and node
+// outcomes.
+
+// decodeAcquire turns an acquire reply into a vote whose value is the fence
+// (or 0, or the holds of a re-entry) when granted, the holder's PTTL when not.
+func decodeAcquire(r int64, err error) (quorum.Vote, int64, error) {
+	switch {
+	case err != nil:
+		return quorum.Failed, 0, err
+	case r >= acquireGranted:
+		return quorum.Yes, r, nil
+	}
+	return quorum.No, -r - 2, nil // the holder's PTTL, -1 without expiry
+}
+
+// acquireOutcome maps an acquire reply to a node outcome; the value of a No
+// is the holder's PTTL.
+func acquireOutcome(r quorum.Reply[int64]) NodeResult {
+	switch r.Vote {
+	case quorum.Yes:
+		return NodeResult{Outcome: OutcomeOK}
+	case quorum.No:
+		ttl := time.Duration(r.Value) * time.Millisecond
+		if r.Value < 0 {
+			ttl = -1
+		}
+		return NodeResult{Outcome: OutcomeHeldByOther, TTL: ttl}
+	case quorum.Failed:
+		return NodeResult{Outcome: OutcomeError, Err: r.Err}
+	}
+	return NodeResult{Outcome: OutcomeNoReply}
+}
+
+// holder is what the scripts know a hold by: the owner's token as the
+// value's prefix (token + "\x00"), and the handle's hold id (see
+// holds.lua). A Lock, an acquisition's undo and its fence write-back each
+// carry the holder of their hold, and touch no other.
+type holder struct {
+	prefix string
+	hold   string
+}
+
+// releaseArgs are the release script's arguments: the owner's prefix, the
+// channel that announces the release ("" for none), the cooldown in
+// milliseconds (0: delete the key), and the hold id.
+func releaseArgs(h holder, channel string, cooldownMs int64) []any {
+	return []any{h.prefix, channel, cooldownMs, h.hold}
+}
+
+// undoArgs are the release script's arguments that undo an attempt's own
+// write, announced on channel unless it is "". An attempt's undo announces
+// nothing: no lock was held that anyone waits for, and waking waiters (the
+// failed client among them) would only start another round.
+func undoArgs(h holder, channel string) []any { return releaseArgs(h, channel, 0) }
+
+// extendArgs are the extend script's arguments: the owner's prefix, the
+// TTL in milliseconds, the hold id, and the call's nonce (callNonce).
+func extendArgs(h holder, ttlMs int64, timeout time.Duration) []any {
+	nonce, keep := callNonce(timeout)
+	return []any{h.prefix, ttlMs, h.hold, nonce, keep}
+}
+
+// pttlArgs are the pttl script's arguments: the owner's prefix, the hold
+// id, and the call's nonce (callNonce).
+func pttlArgs(h holder, timeout time.Duration) []any {
+	nonce, keep := callNonce(timeout)
+	return []any{h.prefix, h.hold, nonce, keep}
+}
+
+// callNonce returns a fresh nonce for one call to every node of a round
+// whose calls have timeout, and how long, in ms, a server keeps it
+// (once.lua): a server reached twice in the round, through two node
+// addresses, answers the second copy DUPLICATE. Both copies run within the
+// round (a copy that runs later is not counted), so twice the timeout, with
+// 100 ms for the servers' clocks, is enough.
+func callNonce(timeout time.Duration) (string, int64) {
+	return strconv.FormatUint(rand.Uint64(), 36), serverMillis(2*timeout + 100*time.Millisecond)
+}
+
+// newHoldID returns a hold id for an acquisition with the caller's own
+// token (WithToken): another Lock may hold the key with the same token, and
+// each hold must be told apart. An acquisition with a fresh random token
+// has hold id "1": its token is its own already.
+func newHoldID() string { return strconv.FormatUint(rand.Uint64(), 36) }
+
+// decodeCompare turns a compare-and-X reply into a vote: Yes where our
+// token held the key, No (with replyGone or replyOther) where it did not.
+func decodeCompare(r int64, err error) (quorum.Vote, int64, error) {
+	switch {
+	case err != nil:
+		return quorum.Failed, 0, err
+	case r == replyOurs:
+		return quorum.Yes, r, nil
+	case r == replyGone || r == replyOther:
+		return quorum.No, r, nil
+	}
+	return quorum.Failed, 0, fmt.Errorf("redlock: unexpected reply %d", r)
+}
+
+// compareOutcome maps a compare-and-X reply to a node outcome.
+func compareOutcome(r quorum.Reply[int64]) NodeResult {
+	switch r.Vote {
+	case quorum.Yes:
+		return NodeResult{Outcome: OutcomeOK}
+	case quorum.No:
+		if r.Value == replyOther {
+			return NodeResult{Outcome: OutcomeHeldByOther, TTL: -1}
+		}
+		return NodeResult{Outcome: OutcomeMissing}
+	case quorum.Failed:
+		return NodeResult{Outcome: OutcomeError, Err: r.Err}
+	}
+	return NodeResult{Outcome: OutcomeNoReply}
+}
+
+// forceOutcome is a node's answer to force.lua: the count of keys it
+// deleted, or an error.
+func forceOutcome(r quorum.Reply[int64]) NodeResult {
+	switch {
+	case r.Vote == quorum.Failed:
+		return NodeResult{Outcome: OutcomeError, Err: r.Err}
+	case r.Vote == quorum.Yes && r.Value > 0:
+		return NodeResult{Outcome: OutcomeOK}
+	case r.Vote == quorum.Yes:
+		return NodeResult{Outcome: OutcomeMissing}
+	}
+	return NodeResult{Outcome: OutcomeNoReply}
+}
+
+// decodePTTL turns a pttl reply into a vote: Yes with the PTTL where our
+// token holds the key, No as decodeCompare's where it does not.
+func decodePTTL(r int64, err error) (quorum.Vote, int64, error) {
+	switch {
+	case err != nil:
+		return quorum.Failed, 0, err
+	case r >= -1:
+		return quorum.Yes, r, nil
+	case r == pttlGone:
+		return quorum.No, replyGone, nil
+	case r == pttlOther:
+		return quorum.No, replyOther, nil
+	}
+	return quorum.Failed, 0, errors.New("redlock: unexpected PTTL reply")
+}
+
+// fenceArgs are the fence script's arguments: the fence, the counter's
+// lifetime in milliseconds, the holder's prefix and hold id, and the
+// call's nonce ("" for a write-back that no round counts) and how long to
+// keep it.
+func fenceArgs(fence, lifetimeMs int64, h holder, nonce string, keepMs int64) []any {
+	return []any{fence, lifetimeMs, h.prefix, h.hold, nonce, keepMs}
+}
+
+// decodeAny counts any answer, even an error, as done.
+func decodeAny(r int64, _ error) (quorum.Vote, int64, error) { return quorum.Yes, r, nil }
+
+// decodeDone is Yes on success, Failed on error.
+func decodeDone(r int64, err error) (quorum.Vote, int64, error) {
+	if err != nil {
+		return quorum.Failed, 0, err
+	}
+	return quorum.Yes, r, nil
+}
+
+// decodeBestEffort is No whatever happened: the call does not count.
+func decodeBestEffort(int64, error) (quorum.Vote, int64, error) { return quorum.No, 0, nil }
+
+// decodeBootstrap is Yes when the node has its marker, Failed when it
+// abstains: an ABSTAIN error reply (a marker from another server run, or an
+// evicting maxmemory-policy) or a quarantine still running.
+func decodeBootstrap(n int64, err error) (quorum.Vote, int64, error) {
+	switch {
+	case err != nil:
+		return quorum.Failed, 0, err
+	case n < 0:
+		return quorum.Failed, 0, fmt.Errorf("redlock: node abstains for %v more: it lost its memory (flush, restart, reload, promotion or eviction)", time.Duration(-n)*time.Millisecond)
+	}
+	return quorum.Yes, n, nil
+}
+
+// inspectReply reads an inspect reply: the key's value, its PTTL and the
+// fencing counter.
+func inspectReply(addr string, cmd *redis.Cmd) NodeStatus {
+	ns := NodeStatus{Addr: addr}
+	vals, err := cmd.Slice()
+	if err != nil {
+		ns.Err = err
+		return ns
+	}
+	if len(vals) != 3 {
+		ns.Err = errors.New("redlock: unexpected inspect reply")
+		return ns
+	}
+	if f, ok := vals[2].(int64); ok && f > 0 {
+		ns.Fence = uint64(f)
+	}
+	v, ok := vals[0].(string)
+	if !ok {
+		return ns // no key
+	}
+	pttl, _ := vals[1].(int64)
+	ns.Held, ns.TTL = true, time.Duration(pttl)*time.Millisecond
+	if pttl < 0 {
+		ns.TTL = -1
+	}
+	// The value is token \0 holds \0 metadata; anything else was not written
+	// by this library and is shown whole as the token.
+	parts := strings.SplitN(v, "\x00", 3)
+	ns.Token = parts[0]
+	if len(parts) == 3 {
+		ns.Metadata = parts[2]
+		if parts[1] != "" { // none: a cooldown
+			holds := strings.Split(parts[1], " ")
+			ns.Holds = len(holds)
+			if _, f, ok := strings.Cut(holds[0], ":"); ok && len(holds) == 1 {
+				ns.confirmed, _ = strconv.ParseUint(f, 10, 64)
+			}
+		}
+	}
+	return ns
+}
+
+// handoffArgs are the handoff script's arguments: the release's (announced
+// on channel only if the key ends up free: the acquisition was refused),
+// then the acquisition's.
+func handoffArgs(h holder, channel string, acquire []any) []any {
+	args := make([]any, 0, 4+len(acquire))
+	args = append(args, releaseArgs(h, channel, 0)...)
+	return append(args, acquire...)
+}
+
+// handoffReply is one node's answer to the handoff script.
+type handoffReply struct {
+	release int64 // release.lua's reply
+	acquire int64 // acquire.lua's reply, unless acqErr
+	acqErr  error // the acquisition was refused with an error (ABSTAIN)
+}
+
+// decodeHandoff reads a handoff reply. The vote is Yes where the node both
+// released the old owner's key and granted the new owner's.
+func decodeHandoff(c *redis.Cmd) (quorum.Vote, handoffReply, error) {
+	vals, err := c.Slice()
+	if err != nil {
+		return quorum.Failed, handoffReply{}, err
+	}
+	bad := fmt.Errorf("redlock: unexpected handoff reply %v", vals)
+	if len(vals) != 2 {
+		return quorum.Failed, handoffReply{}, bad
+	}
+	var r handoffReply
+	rel, ok := vals[0].(int64)
+	if !ok || rel < replyOther || rel > replyOurs {
+		return quorum.Failed, handoffReply{}, bad
+	}
+	r.release = rel
+	switch a := vals[1].(type) {
+	case int64:
+		r.acquire = a
+	case string:
+		r.acqErr = errors.New(a)
+	default:
+		return quorum.Failed, handoffReply{}, bad
+	}
+	if r.release == replyOurs && r.acqErr == nil && r.acquire >= acquireGranted {
+		return quorum.Yes, r, nil
+	}
+	return quorum.No, r, nil
+}
