@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/quorumlock/redlock/internal/redistest"
@@ -30,5 +31,25 @@ func TestRunBusyWithANodeDown(t *testing.T) {
 		if code != exitBusy {
 			t.Fatalf("run %d: code %d, want %d (busy)\n%s", i, code, exitBusy, stderr)
 		}
+	}
+}
+
+// Two URLs that reach one server are the deployment's mistake, found at
+// the nodes: exit 78 with both addresses, not a usage error.
+func TestRunSameServerTwiceIsConfig(t *testing.T) {
+	t.Parallel()
+	servers := redistest.StartT(t, 2, redistest.Options{})
+	fw, err := redistest.Forward(servers[0].Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = fw.Close() })
+	nodes := "redis://" + servers[0].Addr + ",redis://" + fw.Addr + ",redis://" + servers[1].Addr
+	code, _, stderr := redlockRun(t, nil, "run", "--nodes", nodes, "twice", "--", "true")
+	if code != exitConfig {
+		t.Fatalf("code %d, want %d\n%s", code, exitConfig, stderr)
+	}
+	if !strings.Contains(stderr, servers[0].Addr) || !strings.Contains(stderr, fw.Addr) || strings.Contains(stderr, "Usage") {
+		t.Fatalf("stderr does not name both addresses, or prints usage:\n%s", stderr)
 	}
 }

@@ -256,7 +256,13 @@ func errMsg(err error) string { return strings.TrimPrefix(err.Error(), "redlock:
 // fail reports err from the library and returns the exit code it maps to.
 func (a *app) fail(c *command, what string, err error) int {
 	msg := errMsg(err)
+	var qe *redlock.QuorumError
 	switch {
+	case errors.Is(err, redlock.ErrInvalid) && errors.As(err, &qe):
+		// Found at the nodes, not in the command line (two URLs that
+		// reach one server): the deployment's mistake, not a usage one.
+		a.errorf(c, "%s: %s", what, msg)
+		return exitConfig
 	case errors.Is(err, redlock.ErrInvalid):
 		return a.usageError(c, msg)
 	case errors.Is(err, redlock.ErrNotObtained):
