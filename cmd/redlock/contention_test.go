@@ -49,7 +49,7 @@ func TestRunSameServerTwiceIsConfig(t *testing.T) {
 	if code != exitConfig {
 		t.Fatalf("code %d, want %d\n%s", code, exitConfig, stderr)
 	}
-	if !strings.Contains(stderr, servers[0].Addr) || !strings.Contains(stderr, fw.Addr) || strings.Contains(stderr, "Usage") {
+	if !strings.Contains(stderr, servers[0].Addr) || !strings.Contains(stderr, fw.Addr) || strings.Contains(stderr, "usage:") {
 		t.Fatalf("stderr does not name both addresses, or prints usage:\n%s", stderr)
 	}
 }
