@@ -3,6 +3,7 @@ package main
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/quorumlock/redlock/internal/redistest"
 	"github.com/quorumlock/redlock/redlock"
@@ -44,7 +45,15 @@ func TestRunSameServerTwiceIsConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = fw.Close() })
-	nodes := "redis://" + servers[0].Addr + ",redis://" + fw.Addr + ",redis://" + servers[1].Addr
+	// The third node answers late, so that the refusal of the second is
+	// in hand when the round is decided.
+	slow, err := redistest.Forward(servers[1].Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = slow.Close() })
+	slow.SetDelay(300 * time.Millisecond)
+	nodes := "redis://" + servers[0].Addr + ",redis://" + fw.Addr + ",redis://" + slow.Addr
 	code, _, stderr := redlockRun(t, nil, "run", "--nodes", nodes, "twice", "--", "true")
 	if code != exitConfig {
 		t.Fatalf("code %d, want %d\n%s", code, exitConfig, stderr)
