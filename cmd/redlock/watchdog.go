@@ -80,6 +80,9 @@ func startWatchdog(stderr io.Writer, env []string) (*watchdog, error) {
 	// watchdog and in the command alike, so that redlock's end closes
 	// the pipe.
 	cmd.Stdin, cmd.Stderr = r, stderr
+	// A group of its own: what kills redlock's group (or hold's script's,
+	// which redlock shares) must not kill the watchdog with it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Env = slices.DeleteFunc(slices.Clone(env), func(kv string) bool { return strings.HasPrefix(kv, envNodes+"=") })
 	err = cmd.Start()
 	if cerr := r.Close(); err == nil {
