@@ -210,7 +210,16 @@ func (l *lines) await(t *testing.T, want string) string {
 // test controls. The process is killed and waited for at cleanup.
 func start(t *testing.T, env []string, args ...string) *proc {
 	t.Helper()
-	cmd := exec.Command(binary, args...)
+	return startProgram(t, env, binary, args...)
+}
+
+// startProgram is start for any program. It leads a process group of its
+// own: a "redlock hold" it starts must not take the test's group for its
+// script's.
+func startProgram(t *testing.T, env []string, name string, args ...string) *proc {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	// The race detector's runtime waits a second at exit unless told not
 	// to; races still fail the run (exit code 66).
 	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "GORACE=atexit_sleep_ms=0"}, env...)
