@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/quorumlock/redlock/redlock"
 )
@@ -42,34 +43,69 @@ Environment:
   REDLOCK_NODES  the default of --nodes
 `,
 	define: func(fs *flagSet) action {
-		f := &lockFlags{}
+		f := &holdFlags{}
 		f.register(fs, "it is let go")
 		fs.BoolVar(&f.fencing, "fencing", false, "get a fencing token, printed once the lock is held")
+		registerGrace(fs, &f.grace, &f.unsafeGrace, "a lost lock")
+		fs.BoolVar(&f.noKillGroup, "no-kill-group", false, "do not stop redlock's process group (the script) when the lock\n"+
+			"is lost: the script may then still run while another holder runs")
 		return func(a *app, fs *flagSet, args []string) int { return a.hold(fs, f, args) }
 	},
 })
 
-func (a *app) hold(fs *flagSet, f *lockFlags, args []string) int {
+type holdFlags struct {
+	lockFlags
+	grace       time.Duration
+	unsafeGrace bool
+	noKillGroup bool
+}
+
+func (a *app) hold(fs *flagSet, f *holdFlags, args []string) int {
 	key, code, ok := a.oneKey(fs, args)
 	if !ok {
 		return code
 	}
+	if f.grace < 0 {
+		return a.usageError(fs.cmd, fmt.Sprintf("--grace %v must not be negative", f.grace))
+	}
 	if code, ok := f.check(a, fs); !ok {
 		return code
 	}
-	return a.withLock(fs, f, key, func(lock *redlock.Lock, sigs <-chan os.Signal) int {
+	return a.withLock(fs, &f.lockFlags, key, func(lock *redlock.Lock, sigs <-chan os.Signal) int {
 		return a.keep(fs.cmd, lock, f, sigs)
 	})
 }
 
 // keep holds the lock until a signal arrives, or until it is lost, and
-// returns the exit code.
-func (a *app) keep(c *command, lock *redlock.Lock, f *lockFlags, sigs <-chan os.Signal) int {
+// returns the exit code. Unless --no-kill-group, or an interactive shell
+// shares it, redlock's process group (the script that started it) is
+// guarded as run guards its command's: stopped when the lock is lost, and
+// by a watchdog while redlock cannot run.
+func (a *app) keep(c *command, lock *redlock.Lock, f *holdFlags, sigs <-chan os.Signal) int {
 	held, stopKeepAlive, code, ok := a.keepAlive(c, lock, f.verbose, "as soon as obtained")
 	if !ok {
 		return code
 	}
 	defer stopKeepAlive()
+	var g *scriptGuard
+	if !f.noKillGroup {
+		grp, why := ownGroup()
+		if why != "" {
+			if f.verbose {
+				a.errorf(c, "nothing will stop the commands that use the lock when it is lost: %s", why)
+			}
+		} else {
+			var err error
+			g, err = startScriptGuard(a, grp, newKillPolicy(f.ttl, f.nodeTimeout, f.grace, f.unsafeGrace), lock.Until())
+			if err != nil {
+				stopKeepAlive()
+				a.release(c, lock, 0, f.verbose)
+				a.errorf(c, "%v: the lock is released", err)
+				return exitFailure
+			}
+			defer g.wd.stop()
+		}
+	}
 	if _, err := fmt.Fprintln(a.stdout, lock.Fence()); err != nil {
 		// Nobody can learn that the lock is held: give it up.
 		stopKeepAlive()
@@ -77,17 +113,106 @@ func (a *app) keep(c *command, lock *redlock.Lock, f *lockFlags, sigs <-chan os.
 		a.errorf(c, "writing the fencing token: %v", err)
 		return exitFailure
 	}
-	select {
-	case s := <-sigs:
-		stopKeepAlive()
-		if f.verbose {
-			a.errorf(c, "%v: releasing %q", s, lock.Key())
+	var renewC <-chan time.Time
+	var wdExited <-chan struct{}
+	if g != nil {
+		// As in superviseCommand: the watchdog hears of each extension
+		// well before its deadline.
+		renew := time.NewTicker(max(g.p.lead/8, time.Millisecond))
+		defer renew.Stop()
+		renewC, wdExited = renew.C, g.wd.exited
+	}
+	last := lock.Until()
+	for {
+		select {
+		case s := <-sigs:
+			stopKeepAlive()
+			if g != nil {
+				g.wd.stop()
+			}
+			if f.verbose {
+				a.errorf(c, "%v: releasing %q", s, lock.Key())
+			}
+			a.release(c, lock, f.cooldown, f.verbose)
+			return exitOK
+		case <-renewC:
+			if u := lock.Until(); !u.Equal(last) {
+				last = u
+				if err := g.wd.killAt(g.p.watchdogDeadline(u)); err != nil {
+					a.errorf(c, "%v", err)
+				}
+			}
+		case <-wdExited:
+			stopKeepAlive()
+			a.errorf(c, "the watchdog ended (%v): killing the process group %d (the script), which nothing would stop if redlock could not run", g.wd.err, g.grp.pgid)
+			g.stop(a, c, time.Now())
+			a.release(c, lock, 0, f.verbose)
+			return exitFailure
+		case <-held.Done():
+			reason := lossReason(context.Cause(held))
+			if g == nil {
+				a.errorf(c, "lock %q lost while held: %s", lock.Key(), reason)
+			} else {
+				now := time.Now()
+				kill := g.p.killTime(now, lock.Until())
+				a.errorf(c, "lock %q lost while held: %s; sending SIGTERM to the process group %d (the script), and SIGKILL in %v", lock.Key(), reason, g.grp.pgid, max(kill.Sub(now), 0).Round(time.Millisecond))
+				g.stop(a, c, kill)
+			}
+			a.dropLost(c, lock, f.verbose)
+			return exitLost
 		}
-		a.release(c, lock, f.cooldown, f.verbose)
-		return exitOK
-	case <-held.Done():
-		a.errorf(c, "lock %q lost while held: %s", lock.Key(), lossReason(context.Cause(held)))
-		a.dropLost(c, lock, f.verbose)
-		return exitLost
+	}
+}
+
+// scriptGuard guards hold's script: redlock's own process group.
+type scriptGuard struct {
+	grp procGroup
+	p   killPolicy
+	wd  *watchdog
+}
+
+// startScriptGuard starts the watchdog that kills grp at the deadline of
+// the lock valid until until, unless told of a later one.
+func startScriptGuard(a *app, grp procGroup, p killPolicy, until time.Time) (*scriptGuard, error) {
+	wd, err := startWatchdog(a.stderr, a.environ())
+	if err != nil {
+		return nil, err
+	}
+	err = wd.killAt(p.watchdogDeadline(until))
+	if err == nil {
+		err = wd.watch(grp)
+	}
+	if err != nil {
+		wd.stop()
+		return nil, err
+	}
+	return &scriptGuard{grp: grp, p: p, wd: wd}, nil
+}
+
+// stop leaves the group, sends it SIGTERM, and SIGKILL at kill if it still
+// runs then, and returns once it is empty or killed; then the watchdog
+// has nothing left to do. (Its leader is the script, whose parent, not
+// redlock, reaps it: redlock does not wait for that.) redlock cannot leave
+// the group only in odd cases (it leads its session): it kills the group
+// at once then, itself with it.
+func (g *scriptGuard) stop(a *app, c *command, kill time.Time) {
+	defer g.wd.stop()
+	if err := leaveGroup(); err != nil {
+		a.errorf(c, "leaving the process group: %v; sending it SIGKILL, redlock included", err)
+		a.signalGroup(c, g.grp, sigKill)
+	}
+	a.signalGroup(c, g.grp, sigTerm)
+	killTimer := time.NewTimer(time.Until(kill))
+	defer killTimer.Stop()
+	poll := time.NewTicker(groupPoll)
+	defer poll.Stop()
+	for g.grp.alive() {
+		select {
+		case <-killTimer.C:
+			a.errorf(c, "the process group %d still runs after SIGTERM; sending SIGKILL", g.grp.pgid)
+			a.signalGroup(c, g.grp, sigKill)
+			return
+		case <-poll.C:
+		}
 	}
 }

@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -116,4 +118,89 @@ kill "$pid"; wait "$pid"; echo "hold=$?"
 		t.Errorf("no fencing token read:\n%s", got)
 	}
 	assertFree(t, sharedNodes, key)
+}
+
+// hold's script never outlives the lock: when the lock is lost (a majority
+// paused), or while redlock itself cannot run (stopped with SIGSTOP, its
+// watchdog kills the group), every process of the script's process group
+// is dead before the next holder starts, though the script and its child
+// ignore SIGTERM. The script starts "redlock hold" in the background, as
+// a non-interactive shell does, in its own process group.
+func TestHoldKillsItsScript(t *testing.T) {
+	t.Parallel()
+	if runtime.GOOS != "linux" {
+		t.Skip("reads /proc to tell zombies apart")
+	}
+	// "$0" is the pid file, "$1" the key, "$2" the nodes. The script
+	// writes its pids and hold's, and says ready once hold holds the lock.
+	const script = `trap '' TERM
+mkfifo "$0.fifo"
+redlock hold --nodes "$2" --ttl 3s --node-timeout 500ms --wait 20s "$1" > "$0.fifo" &
+echo $! > "$0.hold"
+read -r fence < "$0.fifo" || exit 1
+(trap '' TERM; exec sleep 100) & echo $! >> "$0"
+echo $$ >> "$0"
+echo "ready $fence"
+wait`
+	for _, tt := range []struct {
+		name  string
+		fault string
+	}{
+		{"majority paused", "pause"},
+		{"redlock stopped", "stop"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			servers := redistest.StartT(t, 3, redistest.Options{})
+			dir := t.TempDir()
+			pidFile := filepath.Join(dir, "pids")
+			t.Cleanup(func() { killAll(t, pidFile); killAll(t, pidFile+".hold") })
+			key := t.Name()
+			env := []string{"PATH=" + filepath.Dir(binary) + ":/usr/bin:/bin"}
+			p := startProgram(t, env, "sh", "-c", script, pidFile, key, nodesURL(servers))
+			p.stdout.await(t, "ready")
+			data, err := os.ReadFile(pidFile + ".hold")
+			if err != nil {
+				t.Fatal(err)
+			}
+			holdPid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch tt.fault {
+			case "pause":
+				for _, s := range servers[:2] {
+					if err := s.Pause(); err != nil {
+						t.Fatal(err)
+					}
+				}
+				t.Cleanup(func() {
+					for _, s := range servers[:2] {
+						_ = s.Resume()
+					}
+				})
+				p.stderr.await(t, "lost while held")
+				for _, s := range servers[:2] {
+					if err := s.Resume(); err != nil {
+						t.Fatal(err)
+					}
+				}
+			case "stop":
+				if err := syscall.Kill(holdPid, syscall.SIGSTOP); err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { _ = syscall.Kill(holdPid, syscall.SIGCONT) })
+			}
+
+			argv, henv := helperCommand(t, "dead")
+			next := start(t, henv, append([]string{"run", "--nodes", nodesURL(servers), "--wait", "30s", key, "--"}, append(argv, pidFile)...)...)
+			next.expect(0)
+			if out := next.stdout.String(); strings.Contains(out, "alive") || !strings.Contains(out, "dead 2 of 2") {
+				t.Errorf("the next holder started while hold's script ran:\n%s\nthe script's stderr:\n%s", out, p.stderr)
+			}
+			// The script died of SIGKILL.
+			p.expect(128 + int(syscall.SIGKILL))
+			t.Logf("the script's stderr:\n%s", p.stderr)
+		})
+	}
 }

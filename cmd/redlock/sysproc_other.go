@@ -3,6 +3,7 @@
 package main
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 )
@@ -34,3 +35,7 @@ func (g procGroup) signal(sig os.Signal) error { return g.p.Signal(sig) }
 // alive is false: once the command has exited, nothing of it is left that
 // redlock could find.
 func (procGroup) alive() bool { return false }
+
+func ownGroup() (procGroup, string) { return procGroup{}, "there are no process groups here" }
+
+func leaveGroup() error { return errors.ErrUnsupported }

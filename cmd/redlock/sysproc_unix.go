@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"os/signal"
 	"syscall"
 )
 
@@ -66,6 +67,29 @@ func commandExitCode(ps *os.ProcessState) int {
 		return 128 + int(ws.Signal())
 	}
 	return ps.ExitCode()
+}
+
+// ownGroup is redlock's own process group, when it can be stopped with
+// redlock: the group of the script that started it, which no interactive
+// shell leads. Otherwise why says why not.
+func ownGroup() (g procGroup, why string) {
+	pgid := syscall.Getpgrp()
+	switch {
+	case pgid == os.Getpid():
+		return procGroup{}, "redlock leads its own process group (a shell with job control started it, or setsid): no script shares it"
+	case interactiveGroup(pgid):
+		return procGroup{}, "its process group is an interactive shell's (the terminal's foreground, led by the session's leader)"
+	}
+	return procGroup{pgid: pgid}, ""
+}
+
+// leaveGroup moves redlock out of its process group into one of its own,
+// so that signals to the group it leaves spare it. SIGTTOU is ignored from
+// then on: a group of its own is in the background of a terminal, and a
+// message written there with "stty tostop" set would stop redlock.
+func leaveGroup() error {
+	signal.Ignore(syscall.SIGTTOU)
+	return syscall.Setpgid(0, 0)
 }
 
 // procGroup is the process group that a command leads: the command and

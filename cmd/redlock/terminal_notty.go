@@ -21,3 +21,7 @@ func (*terminal) started() {}
 func (*terminal) takeBack(*exec.Cmd) error { return nil }
 
 func (*terminal) wait(cmd *exec.Cmd, _ func()) (int, error) { return waitCommand(cmd) }
+
+// interactiveGroup cannot tell an interactive shell's process group here:
+// it assumes the worst.
+func interactiveGroup(int) bool { return true }

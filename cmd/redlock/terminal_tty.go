@@ -127,6 +127,25 @@ func (t *terminal) wait(cmd *exec.Cmd, suspended func()) (int, error) {
 	}
 }
 
+// interactiveGroup reports whether the process group pgid is the one of
+// an interactive shell: the foreground group of redlock's controlling
+// terminal, led by the session's leader (the shell the terminal started).
+// A script run from such a shell has a group of its own; one run by a
+// shell without job control, or typed at it, has the shell's.
+func interactiveGroup(pgid int) bool {
+	tty, err := os.Open("/dev/tty")
+	if err != nil {
+		return false // no controlling terminal
+	}
+	defer func() { _ = tty.Close() }()
+	var fg int32
+	if ioctlPgrp(tty.Fd(), syscall.TIOCGPGRP, &fg) != nil {
+		return true // a terminal that cannot say: assume the worst
+	}
+	sid, _, errno := syscall.RawSyscall(syscall.SYS_GETSID, 0, 0, 0)
+	return errno != 0 || int(fg) == pgid && int(sid) == pgid
+}
+
 func ioctlPgrp(fd uintptr, req uintptr, pgrp *int32) error {
 	if _, _, errno := syscall.Syscall(syscall.SYS_IOCTL, fd, req, uintptr(unsafe.Pointer(pgrp))); errno != 0 {
 		return errno
