@@ -27,7 +27,10 @@
 // the exit code of a busy lock (and --outage-exit-code for an outage).
 //
 // hold obtains the lock KEY, prints its fencing token, and keeps the lock
-// until a signal: a script locks around several commands with it.
+// until a signal: a script locks around several commands with it. It
+// stops its own process group, the script's, as run stops COMMAND's,
+// unless --no-kill-group, it leads that group, or the group is an
+// interactive shell's.
 //
 // doctor checks that the nodes meet the assumptions the locks' safety rests
 // on (independent masters, persistence or the restart guard, no eviction,

@@ -20,14 +20,27 @@ without a command, for a script that locks around several commands: start
 it in the background, read its line (an empty read means it exited without
 the lock: its exit code says why), run the commands, then kill it.
 
-If the lock is lost while held (an extension finds another owner, or no
-extension reaches a majority of nodes in time), redlock says so and exits
-with 76 at once, at the latest --node-timeout plus a twentieth of --ttl
-before the lock's validity ends: the script must watch for that, as it
-would for any job. redlock does not start the script's commands, and
-cannot stop them: nothing kills them when the lock is lost, or while
-redlock cannot run. Use "redlock run" for commands that must never outlive
-the lock.
+redlock shares the process group of the script that started it in the
+background (a shell without job control, as a script is, keeps its
+background jobs in its own group): that group is guarded as run guards
+its command's. If the lock is lost while held (an extension finds another
+owner, or no extension reaches a majority of nodes in time), redlock says
+so, leaves the group, and sends it SIGTERM at once, at the latest
+--node-timeout plus a twentieth of --ttl (the warning lead) before the
+lock's validity ends, and SIGKILL --grace later, but at the latest half
+the lead before it (--unsafe-grace lifts that bound); then it exits with
+76. While redlock itself cannot run (stopped, starved), a watchdog process
+kills the group with SIGKILL a quarter of the lead before the validity it
+last extended ends, redlock with it; if redlock dies (SIGKILL: stop it
+with one of the signals above), the watchdog kills the group at once.
+
+The group is not touched, and nothing stops the commands that use the
+lock, with --no-kill-group, when redlock leads its own group (a shell with
+job control started it: nothing shares it), or when the group is an
+interactive shell's (the terminal's foreground, led by the session leader);
+--verbose says so. The script must then watch for redlock's exit itself.
+A process that leaves the group (setsid, a daemon) is never covered. Use
+"redlock run" for a command that must never outlive the lock.
 
 Exit codes:
   0              released after a signal
