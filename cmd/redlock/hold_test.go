@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -131,23 +132,30 @@ func TestHoldKillsItsScript(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("reads /proc to tell zombies apart")
 	}
-	// "$0" is the pid file, "$1" the key, "$2" the nodes. The script
-	// writes its pids and hold's, and says ready once hold holds the lock.
+	// "$0" is the pid file, "$1" the key, "$2" the nodes, "$3" more
+	// flags. The script writes its pids and hold's, says ready once hold
+	// holds the lock, and how hold exited.
 	const script = `trap '' TERM
 mkfifo "$0.fifo"
-redlock hold --nodes "$2" --ttl 3s --node-timeout 500ms --wait 20s "$1" > "$0.fifo" &
-echo $! > "$0.hold"
+redlock hold $3 --nodes "$2" --ttl 3s --node-timeout 500ms --wait 20s "$1" > "$0.fifo" &
+hold=$!
+echo $hold > "$0.hold"
 read -r fence < "$0.fifo" || exit 1
 (trap '' TERM; exec sleep 100) & echo $! >> "$0"
 echo $$ >> "$0"
 echo "ready $fence"
+wait $hold
+echo "hold exited $?"
 wait`
 	for _, tt := range []struct {
-		name  string
-		fault string
+		name   string
+		fault  string
+		noKill bool
 	}{
-		{"majority paused", "pause"},
-		{"redlock stopped", "stop"},
+		{"majority paused", "pause", false},
+		{"redlock stopped", "stop", false},
+		// The opt-out: the script runs on.
+		{"majority paused, --no-kill-group", "pause", true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
@@ -157,7 +165,11 @@ wait`
 			t.Cleanup(func() { killAll(t, pidFile); killAll(t, pidFile+".hold") })
 			key := t.Name()
 			env := []string{"PATH=" + filepath.Dir(binary) + ":/usr/bin:/bin"}
-			p := startProgram(t, env, "sh", "-c", script, pidFile, key, nodesURL(servers))
+			flags := ""
+			if tt.noKill {
+				flags = "--no-kill-group"
+			}
+			p := startProgram(t, env, "sh", "-c", script, pidFile, key, nodesURL(servers), flags)
 			p.stdout.await(t, "ready")
 			data, err := os.ReadFile(pidFile + ".hold")
 			if err != nil {
@@ -190,6 +202,19 @@ wait`
 					t.Fatal(err)
 				}
 				t.Cleanup(func() { _ = syscall.Kill(holdPid, syscall.SIGCONT) })
+			}
+
+			if tt.noKill {
+				p.stdout.await(t, fmt.Sprintf("hold exited %d", exitLost))
+				if !processAlive(p.cmd.Process.Pid) {
+					t.Errorf("the script died with --no-kill-group:\n%s", p.stderr)
+				}
+				// The script leads its group (see startProgram).
+				if err := syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL); err != nil {
+					t.Fatal(err)
+				}
+				p.expect(128 + int(syscall.SIGKILL))
+				return
 			}
 
 			argv, henv := helperCommand(t, "dead")

@@ -62,6 +62,8 @@ type watchdog struct {
 	w      *os.File
 	exited chan struct{} // closed when the watchdog process has exited
 	err    error         // its end, set before exited is closed
+	// stopped is set by the first call of stop.
+	stopped bool
 }
 
 // startWatchdog starts the watchdog process; env is redlock's
@@ -188,10 +190,13 @@ func (wd *watchdog) killAt(t time.Time) error {
 }
 
 // stop tells the watchdog that the group is empty, and waits for it to
-// exit.
+// exit. Calls after the first only wait.
 func (wd *watchdog) stop() {
-	_ = wd.send("done") // a watchdog that exited already is no matter now
-	_ = wd.w.Close()
+	if !wd.stopped {
+		wd.stopped = true
+		_ = wd.send("done") // a watchdog that exited already is no matter now
+		_ = wd.w.Close()
+	}
 	<-wd.exited
 }
 
