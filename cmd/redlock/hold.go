@@ -157,7 +157,7 @@ func (a *app) keep(c *command, lock *redlock.Lock, f *holdFlags, sigs <-chan os.
 			}
 		case <-wdExited:
 			stopKeepAlive()
-			a.errorf(c, "the watchdog ended (%v): killing the process group %d (the script), which nothing would stop if redlock could not run", g.wd.err, g.grp.pgid)
+			a.errorf(c, "the watchdog ended (%v): killing the process group %d (the script), which nothing would stop if redlock could not run", g.wd.err, g.grp.id())
 			g.stop(a, c, time.Now())
 			a.release(c, lock, 0, f.verbose)
 			return exitFailure
@@ -168,7 +168,7 @@ func (a *app) keep(c *command, lock *redlock.Lock, f *holdFlags, sigs <-chan os.
 			} else {
 				now := time.Now()
 				kill := g.p.killTime(now, lock.Until())
-				a.errorf(c, "lock %q lost while held: %s; sending SIGTERM to the process group %d (the script), and SIGKILL in %v", lock.Key(), reason, g.grp.pgid, max(kill.Sub(now), 0).Round(time.Millisecond))
+				a.errorf(c, "lock %q lost while held: %s; sending SIGTERM to the process group %d (the script), and SIGKILL in %v", lock.Key(), reason, g.grp.id(), max(kill.Sub(now), 0).Round(time.Millisecond))
 				g.stop(a, c, kill)
 			}
 			a.dropLost(c, lock, f.verbose)
@@ -222,7 +222,7 @@ func (g *scriptGuard) stop(a *app, c *command, kill time.Time) {
 	for g.grp.alive() {
 		select {
 		case <-killTimer.C:
-			a.errorf(c, "the process group %d still runs after SIGTERM; sending SIGKILL", g.grp.pgid)
+			a.errorf(c, "the process group %d still runs after SIGTERM; sending SIGKILL", g.grp.id())
 			a.signalGroup(c, g.grp, sigKill)
 			return
 		case <-poll.C:

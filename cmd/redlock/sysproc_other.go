@@ -30,6 +30,9 @@ type procGroup struct{ p *os.Process }
 
 func groupOf(p *os.Process) procGroup { return procGroup{p: p} }
 
+// id is the command's process id, for messages.
+func (g procGroup) id() int { return g.p.Pid }
+
 func (g procGroup) signal(sig os.Signal) error { return g.p.Signal(sig) }
 
 // alive is false: once the command has exited, nothing of it is left that

@@ -98,6 +98,9 @@ type procGroup struct{ pgid int }
 
 func groupOf(p *os.Process) procGroup { return procGroup{pgid: p.Pid} }
 
+// id is the group's id, for messages.
+func (g procGroup) id() int { return g.pgid }
+
 // signal sends sig to every process of the group; os.ErrProcessDone when
 // none is left.
 //
