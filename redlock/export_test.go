@@ -1,6 +1,10 @@
 package redlock
 
-import "time"
+import (
+	"time"
+
+	"github.com/quorumlock/redlock/clock"
+)
 
 // LineLen reports how many goroutines of l wait in line for key (tests
 // only).
@@ -68,3 +72,7 @@ func ScriptSHA(name string) string {
 
 // WorkersPerNode is the number of workers New starts per node (tests only).
 const WorkersPerNode = workersPerNode
+
+// WithClock sets the time source used for validity arithmetic (tests only;
+// default clock.Real).
+func WithClock(c clock.Clock) Option { return withClock(c) }

@@ -220,9 +220,9 @@ func WithFailFast() Option { return func(c *config) { c.failFast = true } }
 // Default off (notifications on).
 func WithPollingOnly() Option { return func(c *config) { c.pollingOnly = true } }
 
-// WithClock sets the time source used for validity arithmetic. Default
-// clock.Real.
-func WithClock(c clock.Clock) Option { return func(cfg *config) { cfg.clock = c } }
+// withClock sets the time source used for validity arithmetic (tests
+// only; default clock.Real).
+func withClock(c clock.Clock) Option { return func(cfg *config) { cfg.clock = c } }
 
 func (c *config) apply(opts []Option) {
 	for _, o := range opts {
