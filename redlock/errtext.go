@@ -101,20 +101,39 @@ func (e *timeoutError) Error() string {
 
 func (e *timeoutError) Unwrap() []error { return []error{quorum.ErrTimeout, e.cause} }
 
-// withCause adds the node's known connection failure to a timeout error.
+// withCause adds the node's known connection failure to a timeout error,
+// and to a connection's error (a reset, a broken pipe: no reply of the
+// server's) when that failure is one no retry mends (permanent): the
+// connection the call used ended for it.
 func withCause(err error, c *lastCause) error {
-	if c == nil || !errors.Is(err, quorum.ErrTimeout) {
+	if c == nil || err == nil {
 		return err
 	}
 	var te *timeoutError
 	if errors.As(err, &te) {
 		return err
 	}
-	if cause := c.get(); cause != nil {
+	cause := c.get()
+	var reply redis.Error
+	switch {
+	case cause == nil:
+	case errors.Is(err, quorum.ErrTimeout):
 		return &timeoutError{cause: cause}
+	case permanent(cause) && !errors.As(err, &reply):
+		return &connCauseError{err: err, cause: cause}
 	}
 	return err
 }
+
+// connCauseError is a connection's error whose likely cause is the node's
+// last connection failure. It matches both.
+type connCauseError struct{ err, cause error }
+
+func (e *connCauseError) Error() string {
+	return singleLine(e.err.Error()) + "; the last connection attempt failed: " + singleLine(e.cause.Error())
+}
+
+func (e *connCauseError) Unwrap() []error { return []error{e.err, e.cause} }
 
 // nodeErrText is a node's error as QuorumError shows it: one line, with
 // a refused password named first: go-redis's own text for it names only
