@@ -41,23 +41,6 @@ func aclServers(t *testing.T, n int, rule string) []*redistest.Server {
 	return servers
 }
 
-// defaultClients returns clients of servers with go-redis's default
-// options (RESP3 handshake, client identity) logged in as user.
-func defaultClients(t *testing.T, servers []*redistest.Server, user, password string) []redis.UniversalClient {
-	t.Helper()
-	var out []redis.UniversalClient
-	for _, s := range servers {
-		c := redis.NewClient(&redis.Options{Addr: s.Addr, Username: user, Password: password})
-		t.Cleanup(func() {
-			if err := c.Close(); err != nil {
-				t.Error(err)
-			}
-		})
-		out = append(out, c)
-	}
-	return out
-}
-
 // A user given exactly ACLRule runs a whole lock lifecycle: Bootstrap (and
 // its way out of a quarantine), fenced acquisition under the restart guard
 // with the fence written back, Inspect, Extend, TTL, KeepAlive, a waiter
@@ -65,7 +48,7 @@ func defaultClients(t *testing.T, servers []*redistest.Server, user, password st
 // Check, without a single refusal.
 func TestACLRuleIsEnough(t *testing.T) {
 	servers := aclServers(t, 3, redlock.ACLRule)
-	clients := defaultClients(t, servers, "locker", "pw")
+	clients := clientsAs(t, servers, "locker", "pw", &redis.Options{}) // go-redis defaults: RESP3, client identity
 	opts := []redlock.Option{redlock.WithRestartGuard(time.Minute), redlock.WithTTL(10 * time.Second), redlock.WithFencing()}
 	l := newLocker(t, clients, opts...)
 	ctx := t.Context()
@@ -97,7 +80,7 @@ func TestACLRuleIsEnough(t *testing.T) {
 	held, stop := lock.KeepAlive(ctx)
 	// A waiter of another Locker, which can only hear of the release from
 	// its announcement (or its retry timer, an hour away).
-	other := newLocker(t, defaultClients(t, servers, "locker", "pw"), append(opts, redlock.WithRetry(redlock.LinearBackoff(time.Hour)))...)
+	other := newLocker(t, clientsAs(t, servers, "locker", "pw", &redis.Options{}), append(opts, redlock.WithRetry(redlock.LinearBackoff(time.Hour)))...)
 	got := make(chan error, 1)
 	go func() {
 		ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
@@ -242,13 +225,13 @@ func TestCheckFixesOnRealServers(t *testing.T) {
 		{"wrong password", "", "wrong-pw", "correct the user name or password"},
 		{"no password", "", "", "give this node's password"},
 	} {
-		rep := check(t, clientsAs(t, servers, tc.user, tc.password))
+		rep := check(t, clientsAs(t, servers, tc.user, tc.password, nil))
 		f := finding(t, rep, redlock.CheckReach, servers[0].Addr, "")
 		if f.Severity != redlock.SeverityError || !strings.Contains(f.Fix, tc.want) || strings.Contains(f.Fix, "start the node") {
 			t.Fatalf("%s: %s [fix: %s]; want an authentication fix", tc.name, f.Summary, f.Fix)
 		}
 	}
-	rep := check(t, clientsAs(t, servers, "reader", "pw"))
+	rep := check(t, clientsAs(t, servers, "reader", "pw", nil))
 	var fix string
 	for _, f := range rep.Findings {
 		if f.Severity == redlock.SeverityError && strings.Contains(f.Fix, "ACL SETUSER") {
@@ -269,7 +252,7 @@ func TestCheckFixesOnRealServers(t *testing.T) {
 			t.Fatalf("the fix %q: %v", fix, err)
 		}
 	}
-	rep = check(t, clientsAs(t, servers, "reader", "pw"))
+	rep = check(t, clientsAs(t, servers, "reader", "pw", nil))
 	for _, f := range rep.Findings {
 		if f.Unverified || strings.Contains(f.Summary, "NOPERM") || f.Check == redlock.CheckScripts && f.Severity != redlock.SeverityOK {
 			t.Errorf("after the fix: %s %s: %s", f.Check, f.Node, f.Summary)

@@ -37,13 +37,19 @@ func secured(t *testing.T) []*redistest.Server {
 	return servers
 }
 
-// clientsAs returns clients of servers that log in as user with password.
-func clientsAs(t *testing.T, servers []*redistest.Server, user, password string) []redis.UniversalClient {
+// clientsAs returns clients of servers that log in as user with password:
+// with the test clients' options (RESP2, no client identity, no retries),
+// or go-redis's defaults where opt is nil.
+func clientsAs(t *testing.T, servers []*redistest.Server, user, password string, opt *redis.Options) []redis.UniversalClient {
 	t.Helper()
+	if opt == nil {
+		opt = &redis.Options{Protocol: 2, DisableIdentity: true, MaxRetries: -1}
+	}
 	var out []redis.UniversalClient
 	for _, s := range servers {
-		c := redis.NewClient(&redis.Options{Addr: s.Addr, Username: user, Password: password, Protocol: 2,
-			DisableIdentity: true, MaxRetries: -1})
+		o := *opt
+		o.Addr, o.Username, o.Password = s.Addr, user, password
+		c := redis.NewClient(&o)
 		t.Cleanup(func() {
 			if err := c.Close(); err != nil {
 				t.Error(err)
@@ -70,7 +76,7 @@ func TestMisconfiguredGivesUpAtOnce(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			l := newLocker(t, clientsAs(t, servers, tc.user, tc.password), redlock.WithRetry(redlock.LinearBackoff(10*time.Millisecond)))
+			l := newLocker(t, clientsAs(t, servers, tc.user, tc.password, nil), redlock.WithRetry(redlock.LinearBackoff(10*time.Millisecond)))
 			calls := map[string]func(ctx context.Context) error{
 				"Obtain": func(ctx context.Context) error {
 					_, err := l.Obtain(ctx, "k")

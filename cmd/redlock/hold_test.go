@@ -181,22 +181,7 @@ wait`
 			}
 			switch tt.fault {
 			case "pause":
-				for _, s := range servers[:2] {
-					if err := s.Pause(); err != nil {
-						t.Fatal(err)
-					}
-				}
-				t.Cleanup(func() {
-					for _, s := range servers[:2] {
-						_ = s.Resume()
-					}
-				})
-				p.stderr.await(t, "lost while held")
-				for _, s := range servers[:2] {
-					if err := s.Resume(); err != nil {
-						t.Fatal(err)
-					}
-				}
+				pauseWhile(t, servers[:2], func() { p.stderr.await(t, "lost while held") })
 			case "stop":
 				if err := syscall.Kill(holdPid, syscall.SIGSTOP); err != nil {
 					t.Fatal(err)

@@ -115,22 +115,7 @@ func TestNoOverlapWithNextHolder(t *testing.T) {
 				p.stdout.await(t, "ready")
 				switch tt.fault {
 				case majorityPaused:
-					for _, s := range servers[:2] {
-						if err := s.Pause(); err != nil {
-							t.Fatal(err)
-						}
-					}
-					t.Cleanup(func() {
-						for _, s := range servers[:2] {
-							_ = s.Resume()
-						}
-					})
-					p.stderr.await(t, "lost while the command ran")
-					for _, s := range servers[:2] {
-						if err := s.Resume(); err != nil {
-							t.Fatal(err)
-						}
-					}
+					pauseWhile(t, servers[:2], func() { p.stderr.await(t, "lost while the command ran") })
 				case redlockStopped:
 					if err := p.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 						t.Fatal(err)
@@ -172,6 +157,28 @@ func killAll(t *testing.T, pidFile string) {
 	for _, f := range strings.Fields(string(data)) {
 		if pid, err := strconv.Atoi(f); err == nil && processAlive(pid) {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+}
+
+// pauseWhile pauses servers (SIGSTOP) until wait returns, then resumes
+// them; a test that fails meanwhile resumes them at its cleanup.
+func pauseWhile(t *testing.T, servers []*redistest.Server, wait func()) {
+	t.Helper()
+	for _, s := range servers {
+		if err := s.Pause(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		for _, s := range servers {
+			_ = s.Resume()
+		}
+	})
+	wait()
+	for _, s := range servers {
+		if err := s.Resume(); err != nil {
+			t.Fatal(err)
 		}
 	}
 }
