@@ -2,6 +2,7 @@ package redlock
 
 import (
 	_ "embed"
+	"slices"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
@@ -20,8 +21,17 @@ type script struct {
 	hash any
 }
 
+// newScript pastes holds.lua where src asks for it and drops the comment
+// lines, which are for readers of the .lua files: every script then stays
+// below the 16 KB that Redis takes in one argument from a connection that
+// has not authenticated yet (more ends the connection), so that a missing
+// password is always answered NOAUTH, never with a closed connection.
 func newScript(src string) *script {
 	src = strings.ReplaceAll(src, "--[[holds.lua]]", holdsSrc)
+	lines := strings.Split(src, "\n")
+	src = strings.Join(slices.DeleteFunc(lines, func(l string) bool {
+		return strings.HasPrefix(strings.TrimSpace(l), "--")
+	}), "\n")
 	s := &script{Script: redis.NewScript(src), src: src}
 	s.hash = s.Hash()
 	scripts = append(scripts, s)
