@@ -1,6 +1,8 @@
 package redlock
 
 import (
+	"github.com/quorumlock/redlock/redlock/internal/scripts"
+
 	"context"
 	"errors"
 	"slices"
@@ -93,7 +95,7 @@ func (l *Locker) attempt(ctx context.Context, key string, cfg *config) (*Lock, e
 		timeout: cfg.nodeTimeout,
 		// A refusal still to come may tell contention from outage.
 		classify: true,
-		start:    l.observeNodes(acquireScript, key, l.sender(cfg.nodeTimeout, acquireScript, p.keys, p.args, decodeAcquire, nil)),
+		start:    l.observeNodes(scripts.Acquire, key, l.sender(cfg.nodeTimeout, scripts.Acquire, p.keys, p.args, decodeAcquire, nil)),
 		// Validity is taken when the majority is in: that is the moment
 		// the lock is granted, and the TTL has been running since the
 		// first request reached a server.
@@ -253,7 +255,7 @@ func (l *Locker) writeBackFence(ctx context.Context, key string, h holder, cfg *
 			if acq.Replies[i].Vote == quorum.Yes {
 				decode = decodeDone
 			}
-			l.nodes[i].pipe.start(cfg.nodeTimeout, i, fenceScript, keys, args, cmd, decode, reply, l.sendsInline())
+			l.nodes[i].pipe.start(cfg.nodeTimeout, i, scripts.Fence, keys, args, cmd, decode, reply, l.sendsInline())
 		},
 	})
 	validity := clock.Validity(cfg.ttl, cfg.clock.Since(start), cfg.driftFactor)

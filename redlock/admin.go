@@ -1,6 +1,8 @@
 package redlock
 
 import (
+	"github.com/quorumlock/redlock/redlock/internal/scripts"
+
 	"context"
 	"errors"
 	"fmt"
@@ -76,13 +78,13 @@ func (l *Locker) Inspect(ctx context.Context, key string) (*Status, error) {
 	// addresses must not show a holder twice.
 	nonce, keep := callNonce(timeout)
 	args := []any{nonce, keep}
-	cmd := evalSha(inspectScript, keys, args)
+	cmd := evalSha(scripts.Inspect, keys, args)
 	runRound(ctx, l, round[int64]{
 		need:    len(l.nodes),
 		timeout: timeout,
 		waitAll: true,
 		start: func(_ context.Context, i int, reply func(int, quorum.Vote, int64, error)) {
-			l.nodes[i].pipe.startRaw(timeout, inspectScript, keys, args, cmd, func(got *redis.Cmd) {
+			l.nodes[i].pipe.startRaw(timeout, scripts.Inspect, keys, args, cmd, func(got *redis.Cmd) {
 				ns := inspectReply(l.nodes[i].addr, got)
 				mu.Lock()
 				if !final {
@@ -153,7 +155,7 @@ func (l *Locker) ForceRelease(ctx context.Context, key string) (err error) {
 		need:    len(l.nodes), // ask every node; success below needs a majority
 		timeout: timeout,
 		waitAll: true,
-		start:   l.observeNodes(forceScript, key, l.sender(timeout, forceScript, []string{key}, []any{releaseChannel(key)}, decodeDone, nil)),
+		start:   l.observeNodes(scripts.Force, key, l.sender(timeout, scripts.Force, []string{key}, []any{releaseChannel(key)}, decodeDone, nil)),
 	})
 	if err != nil {
 		return err
@@ -212,7 +214,7 @@ func (l *Locker) Bootstrap(ctx context.Context, opts ...BootstrapOption) error {
 		need:    len(l.nodes),
 		timeout: timeout,
 		waitAll: true,
-		start:   l.sender(timeout, bootstrapScript, keys, args, decodeBootstrap, nil),
+		start:   l.sender(timeout, scripts.Bootstrap, keys, args, decodeBootstrap, nil),
 	})
 	if err != nil {
 		return err

@@ -1,6 +1,8 @@
 package redlock
 
 import (
+	"github.com/quorumlock/redlock/redlock/internal/scripts"
+
 	"context"
 	"errors"
 	"fmt"
@@ -343,16 +345,16 @@ func (p *nodeProbe) runScripts(ctx context.Context, c *redis.Client, timeout tim
 		run  func(ctx context.Context) error
 	}
 	steps := []step{{"inspect script", func(ctx context.Context) error {
-		return inspectScript.Run(ctx, c, []string{key, fenceKey(key)}).Err()
+		return scripts.Inspect.Run(ctx, c, []string{key, fenceKey(key)}).Err()
 	}}}
 	// A replica refuses writes: its role is the finding, not its scripts.
 	if p.rep.Role != "slave" {
 		steps = append(steps,
 			step{"acquire script", func(ctx context.Context) error {
-				return acquireScript.Run(ctx, c, []string{key}, token+"\x001\x00", 1000, token+"\x00").Err()
+				return scripts.Acquire.Run(ctx, c, []string{key}, token+"\x001\x00", 1000, token+"\x00").Err()
 			}},
 			step{"release script", func(ctx context.Context) error {
-				return releaseScript.Run(ctx, c, []string{key}, releaseArgs(holder{prefix: token + "\x00", hold: "1"}, "", 0)...).Err()
+				return scripts.Release.Run(ctx, c, []string{key}, releaseArgs(holder{prefix: token + "\x00", hold: "1"}, "", 0)...).Err()
 			}},
 		)
 	}

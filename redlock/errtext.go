@@ -1,6 +1,8 @@
 package redlock
 
 import (
+	"github.com/quorumlock/redlock/redlock/internal/scripts"
+
 	"context"
 	"errors"
 	"slices"
@@ -271,7 +273,7 @@ func (l *Locker) withHolders(ctx context.Context, key string, err error) error {
 	}
 	defer release()
 	keys := []string{key, fenceKey(key)}
-	cmd := evalSha(inspectScript, keys, nil)
+	cmd := evalSha(scripts.Inspect, keys, nil)
 	meta := make([]string, len(l.nodes))
 	var mu sync.Mutex
 	timeout := l.cfg.nodeTimeout
@@ -283,7 +285,7 @@ func (l *Locker) withHolders(ctx context.Context, key string, err error) error {
 				reply(i, quorum.Yes, 0, nil)
 				return
 			}
-			l.nodes[i].pipe.startRaw(timeout, inspectScript, keys, nil, cmd, func(got *redis.Cmd) {
+			l.nodes[i].pipe.startRaw(timeout, scripts.Inspect, keys, nil, cmd, func(got *redis.Cmd) {
 				ns := inspectReply("", got)
 				mu.Lock()
 				meta[i] = ns.Metadata

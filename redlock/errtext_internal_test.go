@@ -77,7 +77,7 @@ func buildsError(fun ast.Expr) bool {
 
 // The scripts' error replies reach callers as node errors: one line too.
 func TestScriptErrorsOneLine(t *testing.T) {
-	files, err := filepath.Glob("scripts/*.lua")
+	files, err := filepath.Glob("internal/scripts/*.lua")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no scripts: %v", err)
 	}

@@ -1,6 +1,8 @@
 package redlock
 
 import (
+	"github.com/quorumlock/redlock/redlock/internal/scripts"
+
 	"time"
 
 	"github.com/quorumlock/redlock/clock"
@@ -55,17 +57,17 @@ func HoldQueue(l *Locker, node int, key string) (letGo func()) {
 func ScriptSHA(name string) string {
 	switch name {
 	case "fence.lua":
-		return fenceScript.Hash()
+		return scripts.Fence.Hash()
 	case "acquire.lua":
-		return acquireScript.Hash()
+		return scripts.Acquire.Hash()
 	case "release.lua":
-		return releaseScript.Hash()
+		return scripts.Release.Hash()
 	case "extend.lua":
-		return extendScript.Hash()
+		return scripts.Extend.Hash()
 	case "pttl.lua":
-		return pttlScript.Hash()
+		return scripts.PTTL.Hash()
 	case "inspect.lua":
-		return inspectScript.Hash()
+		return scripts.Inspect.Hash()
 	}
 	panic("no script " + name)
 }

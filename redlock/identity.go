@@ -1,6 +1,8 @@
 package redlock
 
 import (
+	"github.com/quorumlock/redlock/redlock/internal/scripts"
+
 	"context"
 	"errors"
 	"fmt"
@@ -119,8 +121,8 @@ func (w *worker) open(ctx context.Context) error {
 	// The role, for error text only: a node that is a replica only
 	// during a failover must not be refused for good.
 	repl := pl.Info(ctx, "replication")
-	for _, s := range scripts {
-		pl.ScriptLoad(ctx, s.src)
+	for _, s := range scripts.All {
+		pl.ScriptLoad(ctx, s.Src)
 	}
 	_, execErr := pl.Exec(ctx)
 	id, err := handshake(kill, self, info)

@@ -1,6 +1,8 @@
 package redlock
 
 import (
+	"github.com/quorumlock/redlock/redlock/internal/scripts"
+
 	"context"
 	"errors"
 	"fmt"
@@ -204,7 +206,7 @@ func (k *Lock) release(ctx context.Context, op string, cooldownMs int64) (err er
 	res, err := k.locker.call(ctx, round[int64]{
 		timeout: timeout,
 		linger:  k.releaseLinger(),
-		start:   k.locker.observeNodes(releaseScript, k.key, k.locker.sender(timeout, releaseScript, k.keys, releaseArgs(k.holder, releaseChannel(k.key), cooldownMs), decodeCompare, started)),
+		start:   k.locker.observeNodes(scripts.Release, k.key, k.locker.sender(timeout, scripts.Release, k.keys, releaseArgs(k.holder, releaseChannel(k.key), cooldownMs), decodeCompare, started)),
 	})
 	if err != nil {
 		return err
@@ -275,7 +277,7 @@ func (k *Lock) Extend(ctx context.Context, ttl time.Duration) (err error) {
 	start := cfg.clock.Now()
 	res, err := k.locker.call(ctx, round[int64]{
 		timeout: cfg.nodeTimeout,
-		start:   k.locker.observeNodes(extendScript, k.key, k.locker.sender(cfg.nodeTimeout, extendScript, k.keys, extendArgs(k.holder, ttlMs, cfg.nodeTimeout), decodeCompare, nil)),
+		start:   k.locker.observeNodes(scripts.Extend, k.key, k.locker.sender(cfg.nodeTimeout, scripts.Extend, k.keys, extendArgs(k.holder, ttlMs, cfg.nodeTimeout), decodeCompare, nil)),
 		accept: func(*quorum.Result[int64]) bool {
 			validity = clock.Validity(ttl, cfg.clock.Since(start), cfg.driftFactor)
 			return validity > 0
@@ -324,7 +326,7 @@ func (k *Lock) TTL(ctx context.Context) (time.Duration, error) {
 	res, err := k.locker.call(ctx, round[int64]{
 		timeout: timeout,
 		waitAll: true,
-		start:   k.locker.observeNodes(pttlScript, k.key, k.locker.sender(timeout, pttlScript, k.keys, pttlArgs(k.holder, timeout), decodePTTL, nil)),
+		start:   k.locker.observeNodes(scripts.PTTL, k.key, k.locker.sender(timeout, scripts.PTTL, k.keys, pttlArgs(k.holder, timeout), decodePTTL, nil)),
 	})
 	if err != nil {
 		return 0, err

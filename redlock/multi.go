@@ -1,6 +1,8 @@
 package redlock
 
 import (
+	"github.com/quorumlock/redlock/redlock/internal/scripts"
+
 	"context"
 	"errors"
 	"slices"
@@ -36,13 +38,13 @@ func (k *Lock) multi() bool { return len(k.keys) > 1 }
 
 // multiCall turns a single-key compare script call on several keys into
 // the call of multi.lua that runs it for each; other calls are unchanged.
-func multiCall(s *script, keys []string, args []any) (*script, []any) {
+func multiCall(s *scripts.Script, keys []string, args []any) (*scripts.Script, []any) {
 	if len(keys) < 2 {
 		return s, args
 	}
 	var op string
 	switch s {
-	case releaseScript:
+	case scripts.Release:
 		op = "release"
 		args = slices.Clone(args)
 		if args[1] != "" {
@@ -52,14 +54,14 @@ func multiCall(s *script, keys []string, args []any) (*script, []any) {
 		// A release needs no nonce (once.lua): a second copy finds our
 		// hold gone.
 		args = append(args, "", 0)
-	case extendScript:
+	case scripts.Extend:
 		op = "extend"
-	case pttlScript:
+	case scripts.PTTL:
 		op = "pttl"
 	default:
 		return s, args
 	}
-	return multiScript, append([]any{op}, args...)
+	return scripts.Multi, append([]any{op}, args...)
 }
 
 // multiConfig checks the keys and options of a multi-key call and returns
@@ -291,7 +293,7 @@ func (l *Locker) attemptMulti(ctx context.Context, keys []string, name string, c
 		Timeout: cfg.nodeTimeout,
 		// A refusal still to come may tell contention from outage.
 		Classify: true,
-		Start:    l.observeNodes(acquireMultiScript, name, l.sender(cfg.nodeTimeout, acquireMultiScript, p.keys, p.args, decodeAcquire, nil)),
+		Start:    l.observeNodes(scripts.AcquireMulti, name, l.sender(cfg.nodeTimeout, scripts.AcquireMulti, p.keys, p.args, decodeAcquire, nil)),
 		Accept: func(*quorum.Result[int64]) bool {
 			validity = clock.Validity(cfg.ttl, cfg.clock.Since(start), cfg.driftFactor)
 			return validity > 0

@@ -1,6 +1,8 @@
 package redlock
 
 import (
+	"github.com/quorumlock/redlock/redlock/internal/scripts"
+
 	"context"
 	"errors"
 	"net"
@@ -58,7 +60,7 @@ var errOverloaded = errors.New("redlock: node overloaded: too many calls queued"
 // nodeCall is one script call waiting in a node's queue.
 type nodeCall struct {
 	timeout time.Duration
-	script  *script
+	script  *scripts.Script
 	keys    []string
 	args    []any
 	// cmd is the EVALSHA command line, built once per round and shared by
@@ -76,9 +78,9 @@ var callPool = sync.Pool{New: func() any { return new(nodeCall) }}
 
 // evalSha builds the EVALSHA command line of a script call, once for all
 // nodes of a round.
-func evalSha(s *script, keys []string, args []any) []any {
+func evalSha(s *scripts.Script, keys []string, args []any) []any {
 	cmd := make([]any, 0, 3+len(keys)+len(args))
-	cmd = append(cmd, "evalsha", s.hash, len(keys))
+	cmd = append(cmd, "evalsha", s.SHA, len(keys))
 	for _, k := range keys {
 		cmd = append(cmd, k)
 	}
@@ -90,7 +92,7 @@ func evalSha(s *script, keys []string, args []any) []any {
 func evalSrc(c *nodeCall) []any {
 	cmd := make([]any, len(c.cmd))
 	copy(cmd, c.cmd)
-	cmd[0], cmd[1] = "eval", c.script.src
+	cmd[0], cmd[1] = "eval", c.script.Src
 	return cmd
 }
 
@@ -161,7 +163,7 @@ func (p *pipe) close() {
 // idle (see trySend): start then returns after the reply, at most the
 // call's timeout later. Only a caller that would wait for this reply
 // anyway may ask for that (a round over a single node).
-func (p *pipe) start(timeout time.Duration, node int, s *script, keys []string, args, cmd []any,
+func (p *pipe) start(timeout time.Duration, node int, s *scripts.Script, keys []string, args, cmd []any,
 	decode decodeFunc, reply func(int, quorum.Vote, int64, error), inline bool) {
 	c := callPool.Get().(*nodeCall)
 	*c = nodeCall{timeout: timeout, script: s, keys: keys, args: args, cmd: cmd, node: node, decode: decode, reply: reply}
@@ -172,7 +174,7 @@ func (p *pipe) start(timeout time.Duration, node int, s *script, keys []string, 
 }
 
 // startRaw queues a call whose reply is handed over as it is.
-func (p *pipe) startRaw(timeout time.Duration, s *script, keys []string, args, cmd []any, raw func(*redis.Cmd)) {
+func (p *pipe) startRaw(timeout time.Duration, s *scripts.Script, keys []string, args, cmd []any, raw func(*redis.Cmd)) {
 	c := callPool.Get().(*nodeCall)
 	*c = nodeCall{timeout: timeout, script: s, keys: keys, args: args, cmd: cmd, raw: raw}
 	p.enqueue(c)

@@ -1,6 +1,8 @@
 package redlock
 
 import (
+	"github.com/quorumlock/redlock/redlock/internal/scripts"
+
 	"context"
 	"testing"
 	"time"
@@ -22,7 +24,7 @@ func TestBatchKeepsOrderAfterScriptLoss(t *testing.T) {
 	if err := c.ScriptFlush(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.ScriptLoad(ctx, releaseScript.src).Err(); err != nil {
+	if err := c.ScriptLoad(ctx, scripts.Release.Src).Err(); err != nil {
 		t.Fatal(err)
 	}
 	p := newPipe(c, time.Second, quietRoute)
@@ -38,11 +40,11 @@ func TestBatchKeepsOrderAfterScriptLoss(t *testing.T) {
 		}
 		votes <- v
 	}
-	acquire := &nodeCall{timeout: time.Second, script: acquireScript, keys: keys, args: args,
-		cmd: evalSha(acquireScript, keys, args), decode: decodeAcquire, reply: reply}
+	acquire := &nodeCall{timeout: time.Second, script: scripts.Acquire, keys: keys, args: args,
+		cmd: evalSha(scripts.Acquire, keys, args), decode: decodeAcquire, reply: reply}
 	undoArgs := []any{prefix, "", 0, "1"}
-	release := &nodeCall{timeout: time.Second, script: releaseScript, keys: keys, args: undoArgs,
-		cmd: evalSha(releaseScript, keys, undoArgs), decode: decodeCompare, reply: reply}
+	release := &nodeCall{timeout: time.Second, script: scripts.Release, keys: keys, args: undoArgs,
+		cmd: evalSha(scripts.Release, keys, undoArgs), decode: decodeCompare, reply: reply}
 	// One batch on a fresh connection, as a worker sends it.
 	w := &worker{p: p}
 	w.exec([]*nodeCall{acquire, release})

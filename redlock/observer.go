@@ -1,6 +1,8 @@
 package redlock
 
 import (
+	"github.com/quorumlock/redlock/redlock/internal/scripts"
+
 	"context"
 	"strings"
 	"time"
@@ -318,7 +320,7 @@ func (o *observer) perCall(lockers *observer) error {
 // observeNodes wraps the Start of a round of script s on key so that each
 // node's answer reaches the observer; without one, or for a script whose
 // rounds are not observed, it returns start itself.
-func (l *Locker) observeNodes(s *script, key string, start startFunc[int64]) startFunc[int64] {
+func (l *Locker) observeNodes(s *scripts.Script, key string, start startFunc[int64]) startFunc[int64] {
 	o := l.cfg.obs
 	if o == nil {
 		return start
@@ -328,15 +330,15 @@ func (l *Locker) observeNodes(s *script, key string, start startFunc[int64]) sta
 		outcome func(quorum.Reply[int64]) NodeResult
 	)
 	switch s {
-	case acquireScript, acquireMultiScript:
+	case scripts.Acquire, scripts.AcquireMulti:
 		op, outcome = OpObtain, acquireOutcome
-	case releaseScript:
+	case scripts.Release:
 		op, outcome = OpRelease, compareOutcome
-	case extendScript:
+	case scripts.Extend:
 		op, outcome = OpExtend, compareOutcome
-	case pttlScript:
+	case scripts.PTTL:
 		op, outcome = OpTTL, compareOutcome
-	case forceScript:
+	case scripts.Force:
 		op, outcome = OpForceRelease, forceOutcome
 	default:
 		return start

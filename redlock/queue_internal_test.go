@@ -1,6 +1,8 @@
 package redlock
 
 import (
+	"github.com/quorumlock/redlock/redlock/internal/scripts"
+
 	"context"
 	"testing"
 	"time"
@@ -36,11 +38,11 @@ func TestTrySendKeepsOrder(t *testing.T) {
 		votes <- v
 	}
 	acqArgs := []any{prefix + "1\x00", 10000, prefix}
-	acquire := &nodeCall{timeout: time.Second, script: acquireScript, keys: keys, args: acqArgs,
-		cmd: evalSha(acquireScript, keys, acqArgs), decode: decodeAcquire, reply: reply}
+	acquire := &nodeCall{timeout: time.Second, script: scripts.Acquire, keys: keys, args: acqArgs,
+		cmd: evalSha(scripts.Acquire, keys, acqArgs), decode: decodeAcquire, reply: reply}
 	relArgs := []any{prefix, "", 0, "1"}
-	release := &nodeCall{timeout: time.Second, script: releaseScript, keys: keys, args: relArgs,
-		cmd: evalSha(releaseScript, keys, relArgs), decode: decodeCompare, reply: reply}
+	release := &nodeCall{timeout: time.Second, script: scripts.Release, keys: keys, args: relArgs,
+		cmd: evalSha(scripts.Release, keys, relArgs), decode: decodeCompare, reply: reply}
 
 	// The acquisition is queued (as enqueue does), not sent yet.
 	q.unsent.Add(1)

@@ -1,6 +1,8 @@
 package redlock
 
 import (
+	"github.com/quorumlock/redlock/redlock/internal/scripts"
+
 	"context"
 	"time"
 
@@ -103,7 +105,7 @@ func (l *Locker) call(ctx context.Context, rd round[int64]) (quorum.Result[int64
 // sender returns a round's start that sends script s with keys and args to
 // each node through its pipe, the command line built once for all nodes;
 // started, if set, is called once the call is queued on every node.
-func (l *Locker) sender(timeout time.Duration, s *script, keys []string, args []any, decode decodeFunc, started func()) startFunc[int64] {
+func (l *Locker) sender(timeout time.Duration, s *scripts.Script, keys []string, args []any, decode decodeFunc, started func()) startFunc[int64] {
 	s, args = multiCall(s, keys, args) // a multi-key lock's release, extend, pttl
 	cmd := evalSha(s, keys, args)
 	last := len(l.nodes) - 1
@@ -121,7 +123,7 @@ func (l *Locker) sender(timeout time.Duration, s *script, keys []string, args []
 // the release on channel unless that is "". It undoes our own writes, so it
 // runs even when ctx has ended.
 func (l *Locker) undoAll(ctx context.Context, timeout time.Duration, keys []string, h holder, channel string, which func(int) bool) {
-	send := l.sender(timeout, releaseScript, keys, undoArgs(h, channel), decodeAny, nil)
+	send := l.sender(timeout, scripts.Release, keys, undoArgs(h, channel), decodeAny, nil)
 	runRound(context.WithoutCancel(ctx), l, round[int64]{
 		need:    len(l.nodes),
 		timeout: timeout,
@@ -141,7 +143,7 @@ func (l *Locker) undoAll(ctx context.Context, timeout time.Duration, keys []stri
 // effort: a key left behind on an unreachable node expires by its TTL and
 // only delays others, it never breaks mutual exclusion.
 func (l *Locker) releaseOn(i int, keys []string, h holder, timeout time.Duration) {
-	s, args := multiCall(releaseScript, keys, undoArgs(h, ""))
+	s, args := multiCall(scripts.Release, keys, undoArgs(h, ""))
 	l.sendOn(i, timeout, s, keys, args, evalSha(s, keys, args))
 }
 
@@ -152,7 +154,7 @@ func (l *Locker) releaseOn(i int, keys []string, h holder, timeout time.Duration
 // the guard or a count on bg (a straggling call's). Queued, never sent
 // inline: it may run in a straggler's reply, on a worker that other calls
 // wait for.
-func (l *Locker) sendOn(i int, timeout time.Duration, s *script, keys []string, args, cmd []any) {
+func (l *Locker) sendOn(i int, timeout time.Duration, s *scripts.Script, keys []string, args, cmd []any) {
 	l.bg.Add(1)
 	l.nodes[i].pipe.start(timeout, i, s, keys, args, cmd, decodeBestEffort,
 		func(int, quorum.Vote, int64, error) { l.bg.Done() }, false)

@@ -1,6 +1,8 @@
 package redlock
 
 import (
+	"github.com/quorumlock/redlock/redlock/internal/scripts"
+
 	"sync"
 	"time"
 
@@ -44,13 +46,13 @@ type fenceWrite struct {
 func (fw *fenceWrite) call(nonce string, keepMs int64) (keys []string, args, cmd []any) {
 	keys = []string{fw.key, fenceKey(fw.key)}
 	args = fenceArgs(fw.fence, fw.lifetimeMs, fw.holder, nonce, keepMs)
-	return keys, args, evalSha(fenceScript, keys, args)
+	return keys, args, evalSha(scripts.Fence, keys, args)
 }
 
 // sendTo queues the write-back on node i in the background (see sendOn).
 func (fw *fenceWrite) sendTo(l *Locker, i int, timeout time.Duration) {
 	keys, args, cmd := fw.call("", 0)
-	l.sendOn(i, timeout, fenceScript, keys, args, cmd)
+	l.sendOn(i, timeout, scripts.Fence, keys, args, cmd)
 }
 
 // settler returns the settle of an acquisition of plan p whose node calls

@@ -1,0 +1,135 @@
+// Package scripts holds the library's Lua scripts, embedded from the .lua
+// files beside it: the one place they are read from.
+package scripts
+
+import (
+	_ "embed"
+	"slices"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Script is a Lua script and its source: calls go out as EVALSHA, and a
+// node that answers NOSCRIPT (after a restart, say) gets the source with
+// EVAL, which also caches it there.
+type Script struct {
+	*redis.Script
+	// Src is the source sent with EVAL.
+	Src string
+	// SHA is the script's SHA1 as a command argument, boxed once: every
+	// call's command line starts with it.
+	SHA any
+}
+
+// newScript pastes holds.lua where src asks for it and drops the comment
+// lines, which are for readers of the .lua files: every script then stays
+// below the 16 KB that Redis takes in one argument from a connection that
+// has not authenticated yet (more ends the connection), so that a missing
+// password is always answered NOAUTH, never with a closed connection.
+func newScript(src string) *Script {
+	src = strings.ReplaceAll(src, "--[[holds.lua]]", holdsSrc)
+	lines := strings.Split(src, "\n")
+	src = strings.Join(slices.DeleteFunc(lines, func(l string) bool {
+		return strings.HasPrefix(strings.TrimSpace(l), "--")
+	}), "\n")
+	s := &Script{Script: redis.NewScript(src), Src: src}
+	s.SHA = s.Hash()
+	All = append(All, s)
+	return s
+}
+
+// All lists every script, for loading them on a new connection.
+var All []*Script
+
+// Each script, embedded from this directory, with its arguments and its replies.
+var (
+	// holds.lua reads and writes the holds in a lock's value; newScript
+	// pastes it where a script says --[[holds.lua]].
+	//go:embed holds.lua
+	holdsSrc string
+
+	// once.lua, put in front of a script whose answers a round counts,
+	// makes a server answer each call once (see the core's callNonce).
+	//go:embed once.lua
+	onceSrc string
+
+	// acquire.lua sets the key unless another token holds it; its keys and
+	// arguments are an acquirePlan's (see the core's acquisition plan).
+	//go:embed acquire.lua
+	acquireSrc string
+	Acquire    = newScript(acquireSrc)
+
+	// release.lua deletes the key (or, with a cooldown, keeps it that long)
+	// where our token holds it, and announces it on the channel.
+	//go:embed release.lua
+	releaseSrc string
+	Release    = newScript(releaseSrc)
+
+	// extend.lua lengthens the key's expiry where our token holds it.
+	//go:embed extend.lua
+	extendSrc string
+	Extend    = newScript(onceSrc + extendSrc)
+
+	// pttl.lua reads the key's PTTL where our token holds it.
+	//go:embed pttl.lua
+	pttlSrc string
+	PTTL    = newScript(onceSrc + pttlSrc)
+
+	// fence.lua raises a key's fencing counter to the holder's fence.
+	//go:embed fence.lua
+	fenceSrc string
+	Fence    = newScript(onceSrc + fenceSrc)
+
+	// inspect.lua reads the key's value, PTTL and fencing counter.
+	//go:embed inspect.lua
+	inspectSrc string
+	Inspect    = newScript(onceSrc + inspectSrc)
+
+	// force.lua deletes the key whoever holds it, and announces it.
+	//go:embed force.lua
+	forceSrc string
+	Force    = newScript(forceSrc)
+
+	// bootstrap.lua seeds the restart guard's memory marker.
+	//go:embed bootstrap.lua
+	bootstrapSrc string
+	Bootstrap    = newScript(bootstrapSrc)
+
+	// The handoff script is release.lua then acquire.lua, pasted into
+	// handoff.lua: one source of truth for both steps.
+	//go:embed handoff.lua
+	handoffTmpl string
+	Handoff     = newScript(strings.NewReplacer(
+		"--[[release.lua]]", releaseSrc,
+		"--[[acquire.lua]]", acquireSrc,
+	).Replace(handoffTmpl))
+
+	// extend_many.lua is extend.lua for many keys, each with its own token
+	// and hold; KeepAlive's extensions share its calls (see the core's extendMany).
+	//go:embed extend_many.lua
+	extendManySrc string
+	ExtendMany    = newScript(onceSrc + extendManySrc)
+
+	// acquire_multi.lua takes several keys at once, all or none: acquire.lua
+	// pasted into it.
+	//go:embed acquire_multi.lua
+	acquireMultiTmpl string
+	AcquireMulti     = newScript(strings.Replace(acquireMultiTmpl, "--[[acquire.lua]]", acquireSrc, 1))
+
+	// multi.lua releases, extends or reads the TTL of a multi-key lock: the
+	// single-key scripts pasted into it.
+	//go:embed multi.lua
+	multiTmpl string
+	Multi     = newScript(onceSrc + strings.NewReplacer(
+		"--[[release.lua]]", releaseSrc,
+		"--[[extend.lua]]", extendSrc,
+		"--[[pttl.lua]]", pttlSrc,
+	).Replace(multiTmpl))
+
+	// announce.lua tells a key's waiters that its holder changed (a won
+	// Campaign).
+	//go:embed announce.lua
+	announceSrc string
+	Announce    = newScript(announceSrc)
+)
