@@ -4,7 +4,6 @@ import (
 	"github.com/quorumlock/redlock/redlock/internal/scripts"
 
 	"context"
-	"errors"
 	"slices"
 	"time"
 
@@ -245,7 +244,7 @@ func (l *Locker) writeBackFence(ctx context.Context, key string, h holder, cfg *
 		}
 		return uint64(fence), clock.Validity(cfg.ttl, cfg.clock.Since(start), cfg.driftFactor), fw, nil
 	}
-	keys, args, cmd := fw.call(callNonce(cfg.nodeTimeout))
+	keys, _, cmd := fw.call(callNonce(cfg.nodeTimeout))
 	res := runRound(ctx, l, round[int64]{
 		timeout: cfg.nodeTimeout,
 		// Every node gets the fence (it costs nothing more and helps a node
@@ -255,7 +254,7 @@ func (l *Locker) writeBackFence(ctx context.Context, key string, h holder, cfg *
 			if acq.Replies[i].Vote == quorum.Yes {
 				decode = decodeDone
 			}
-			l.nodes[i].pipe.start(cfg.nodeTimeout, i, scripts.Fence, keys, args, cmd, decode, reply, l.sendsInline())
+			(&scriptCall{timeout: cfg.nodeTimeout, script: scripts.Fence, keys: keys, cmd: cmd, decode: decode}).send(&l.nodes[i], i, reply, l.sendsInline())
 		},
 	})
 	validity := clock.Validity(cfg.ttl, cfg.clock.Since(start), cfg.driftFactor)
@@ -277,7 +276,7 @@ func answered(r quorum.Reply[int64], fence int64) bool {
 // mistake of the caller's (it reaches another node's server).
 func misconfigured(res *quorum.Result[int64]) bool {
 	for _, r := range res.Replies {
-		if r.Err != nil && errors.Is(r.Err, ErrInvalid) {
+		if r.Err != nil && invalidNode(r.Err) {
 			return true
 		}
 	}

@@ -1,6 +1,8 @@
 package redlock
 
 import (
+	"github.com/quorumlock/redlock/redlock/internal/conn"
+
 	"github.com/quorumlock/redlock/redlock/internal/scripts"
 
 	"context"
@@ -78,13 +80,13 @@ func (l *Locker) Inspect(ctx context.Context, key string) (*Status, error) {
 	// addresses must not show a holder twice.
 	nonce, keep := callNonce(timeout)
 	args := []any{nonce, keep}
-	cmd := evalSha(scripts.Inspect, keys, args)
+	cmd := conn.EvalSha(scripts.Inspect, keys, args)
 	runRound(ctx, l, round[int64]{
 		need:    len(l.nodes),
 		timeout: timeout,
 		waitAll: true,
 		start: func(_ context.Context, i int, reply func(int, quorum.Vote, int64, error)) {
-			l.nodes[i].pipe.startRaw(timeout, scripts.Inspect, keys, args, cmd, func(got *redis.Cmd) {
+			l.nodes[i].sendRaw(timeout, scripts.Inspect, keys, cmd, func(got *redis.Cmd) {
 				ns := inspectReply(l.nodes[i].addr, got)
 				mu.Lock()
 				if !final {
@@ -102,14 +104,14 @@ func (l *Locker) Inspect(ctx context.Context, key string) (*Status, error) {
 	for i := range st.Nodes {
 		n := &st.Nodes[i]
 		if n.Addr == "" { // still running at the timeout
-			n.Addr, n.Err = l.nodes[i].addr, withCause(quorum.ErrTimeout, &l.nodes[i].pipe.cause)
+			n.Addr, n.Err = l.nodes[i].addr, l.nodes[i].pipe.WithCause(quorum.ErrTimeout)
 		}
 		if n.Err == nil {
 			answered++
 		}
 		// A node that reaches another node's server: the cluster is
 		// miscounted, which the caller must hear of.
-		refused = refused || errors.Is(n.Err, ErrInvalid)
+		refused = refused || invalidNode(n.Err)
 		if n.Held {
 			votes[n.Token]++
 		}
@@ -261,11 +263,11 @@ func (l *Locker) noLockKeys(ctx context.Context) error {
 	defer release()
 	for i := range l.nodes {
 		key, err := l.lockKeyOn(ctx, i)
-		addr := singleLine(l.nodes[i].addr)
+		addr := conn.SingleLine(l.nodes[i].addr)
 		switch {
 		case err != nil:
 			reason := ErrNoQuorum
-			if permanent(err) {
+			if conn.Permanent(err) {
 				reason = ErrMisconfigured
 			}
 			return withContext(ctx, fmt.Errorf("%w: bootstrap: cannot search %s for lock keys: %s", reason, addr, nodeErrText(err)))
@@ -278,7 +280,7 @@ func (l *Locker) noLockKeys(ctx context.Context) error {
 
 // lockKeyOn returns a key of node i that holds a lock, "" when none does.
 func (l *Locker) lockKeyOn(ctx context.Context, i int) (string, error) {
-	c := l.nodes[i].pipe.own
+	c := l.nodes[i].pipe.Client()
 	var cursor uint64
 	for {
 		found, next, err := l.scanLockKeys(ctx, c, cursor)

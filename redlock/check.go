@@ -1,6 +1,8 @@
 package redlock
 
 import (
+	"github.com/quorumlock/redlock/redlock/internal/conn"
+
 	"github.com/quorumlock/redlock/redlock/internal/scripts"
 
 	"context"
@@ -90,7 +92,7 @@ func (l *Locker) Check(ctx context.Context, opts ...CheckOption) (*Report, error
 	}
 	timeout := max(l.cfg.nodeTimeout, minCheckTimeout)
 	// The probes use the Locker's connections: so do go-redis's lines.
-	ctx = withRoute(ctx, l.cfg.route())
+	ctx = conn.WithRoute(ctx, l.cfg.route())
 	probes := make([]nodeProbe, len(l.nodes))
 	// Every node is asked everything and nothing is counted or decided
 	// while they answer: a plain fan-out, not a quorum round.
@@ -104,7 +106,7 @@ func (l *Locker) Check(ctx context.Context, opts ...CheckOption) (*Report, error
 	each(func(i int) {
 		p := &probes[i]
 		p.rep.Addr = l.nodes[i].addr
-		p.probe(ctx, l.nodes[i].pipe.own, timeout)
+		p.probe(ctx, l.nodes[i].pipe.Client(), timeout)
 	})
 	if cc.window > 0 && ctx.Err() == nil {
 		t := time.NewTimer(cc.window)
@@ -114,7 +116,7 @@ func (l *Locker) Check(ctx context.Context, opts ...CheckOption) (*Report, error
 		}
 		t.Stop()
 		if ctx.Err() == nil {
-			each(func(i int) { probes[i].clockRate(ctx, l.nodes[i].pipe.own, timeout) })
+			each(func(i int) { probes[i].clockRate(ctx, l.nodes[i].pipe.Client(), timeout) })
 		}
 	}
 	nodes := make([]NodeReport, len(probes))

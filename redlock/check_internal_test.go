@@ -1,6 +1,8 @@
 package redlock
 
 import (
+	"github.com/quorumlock/redlock/redlock/internal/conn"
+
 	"strings"
 	"testing"
 	"time"
@@ -48,13 +50,13 @@ func TestAssess(t *testing.T) {
 		{"cluster", func(n *NodeReport) { n.Cluster = true }, CheckRole, SeverityError, "Redis Cluster"},
 		{"old server", func(n *NodeReport) { n.Version = "6.2.14" }, CheckVersion, SeverityOK, "Redis 6.2.14"},
 		{"duplicate", func(n *NodeReport) { n.RunID = "b" }, CheckIdentity, SeverityError, "same server as n1"},
-		{"unreachable", func(n *NodeReport) { n.Err = errOverloaded }, CheckReach, SeverityError, "unreachable"},
+		{"unreachable", func(n *NodeReport) { n.Err = conn.ErrOverloaded }, CheckReach, SeverityError, "unreachable"},
 		{"INFO refused", func(n *NodeReport) {
-			*n = NodeReport{Addr: n.Addr, InfoErr: errOverloaded, MaxMemory: -1, UsedMemory: -1, EvictedKeys: -1, AppendOnly: "yes", AppendFsync: "always",
-				GuardErr: errOverloaded}
+			*n = NodeReport{Addr: n.Addr, InfoErr: conn.ErrOverloaded, MaxMemory: -1, UsedMemory: -1, EvictedKeys: -1, AppendOnly: "yes", AppendFsync: "always",
+				GuardErr: conn.ErrOverloaded}
 		}, CheckRole, SeverityWarning, "role not verified"},
 		{"INFO refused, memory", func(n *NodeReport) {
-			*n = NodeReport{Addr: n.Addr, InfoErr: errOverloaded, MaxMemory: -1, UsedMemory: -1, EvictedKeys: -1}
+			*n = NodeReport{Addr: n.Addr, InfoErr: conn.ErrOverloaded, MaxMemory: -1, UsedMemory: -1, EvictedKeys: -1}
 		}, CheckMemory, SeverityWarning, "maxmemory-policy not verified"},
 	}
 	cfg := defaultConfig()

@@ -33,7 +33,7 @@ func TestDocGoroutines(t *testing.T) {
 	// Where each goroutine starts (the function around the go statement
 	// or WaitGroup.Go), and what the section calls it.
 	owners := map[string]string{
-		"newPipe":             "Node workers",
+		"NewPipe":             "Node workers",
 		"(*notifier).sub":     "Release listeners",
 		"(*Locker).listenAll": "ObtainMulti",
 		"(*extender).kick":    "The extender",
@@ -41,10 +41,17 @@ func TestDocGoroutines(t *testing.T) {
 		"(*Locker).Observe":   "Observe runs one goroutine per call",
 		"(*Locker).Check":     "Check asks every node in a goroutine",
 	}
+	// The package's own files and those of its internal packages (the
+	// connection layer starts the node workers).
 	files, err := filepath.Glob("*.go")
 	if err != nil {
 		t.Fatal(err)
 	}
+	inner, err := filepath.Glob("internal/*/*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files = append(files, inner...)
 	found := map[string]bool{}
 	for _, file := range files {
 		if strings.HasSuffix(file, "_test.go") {

@@ -1,6 +1,8 @@
 package redlock
 
 import (
+	"github.com/quorumlock/redlock/redlock/internal/conn"
+
 	"context"
 	"errors"
 	"fmt"
@@ -66,6 +68,13 @@ func (e *notHeldError) Unwrap() error { return ErrLockNotHeld }
 // asked for its TTL after that; such calls fail with it without asking the
 // servers. It matches ErrLockNotHeld.
 var ErrReleased error = &notHeldError{"redlock: lock not held: released"}
+
+// invalidNode reports whether a node's error says that the Locker's
+// configuration is wrong: ErrInvalid, or a node that reached a server
+// another node reaches too.
+func invalidNode(err error) bool {
+	return errors.Is(err, ErrInvalid) || errors.Is(err, conn.ErrSameServer)
+}
 
 func invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, args...)...)
@@ -178,8 +187,8 @@ func (l *Locker) nodeResults(res *quorum.Result[int64], outcome func(quorum.Repl
 	nodes := make([]NodeResult, len(l.nodes))
 	for i, r := range res.Replies {
 		nr := outcome(r)
-		nr.Addr, nr.Replica = l.nodes[i].addr, l.nodes[i].pipe.replica.Load()
-		nr.Err = withCause(nr.Err, &l.nodes[i].pipe.cause)
+		nr.Addr, nr.Replica = l.nodes[i].addr, l.nodes[i].pipe.Replica()
+		nr.Err = l.nodes[i].pipe.WithCause(nr.Err)
 		nodes[i] = nr
 	}
 	return nodes
@@ -221,7 +230,7 @@ func (e *QuorumError) Error() string {
 		} else {
 			b.WriteString("; ")
 		}
-		b.WriteString(singleLine(n.Addr))
+		b.WriteString(conn.SingleLine(n.Addr))
 		if n.Replica {
 			b.WriteString(" (a replica, not a master: give masters only)")
 		}
@@ -282,7 +291,7 @@ func (e *QuorumError) why() error {
 func (e *QuorumError) refusing() int {
 	n := 0
 	for _, r := range e.Nodes {
-		if r.Outcome == OutcomeError && permanent(r.Err) {
+		if r.Outcome == OutcomeError && conn.Permanent(r.Err) {
 			n++
 		}
 	}
@@ -292,7 +301,7 @@ func (e *QuorumError) refusing() int {
 // misconfigured reports whether a node's error matches ErrInvalid.
 func (e *QuorumError) misconfigured() bool {
 	for _, n := range e.Nodes {
-		if n.Err != nil && errors.Is(n.Err, ErrInvalid) {
+		if n.Err != nil && invalidNode(n.Err) {
 			return true
 		}
 	}

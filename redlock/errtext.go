@@ -1,16 +1,16 @@
 package redlock
 
 import (
+	"github.com/quorumlock/redlock/redlock/internal/conn"
+
 	"github.com/quorumlock/redlock/redlock/internal/scripts"
 
 	"context"
-	"errors"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/redis/go-redis/v9"
@@ -48,102 +48,13 @@ func quoteKey(key string) string {
 	return strconv.Quote(key[:head]+"…"+key[tail:]) + " (" + strconv.Itoa(len(key)) + " bytes)"
 }
 
-// singleLine makes text from outside the library (a server's error reply, an
-// address, a dial error) safe in a one-line message: control characters,
-// newlines among them, are escaped as %q would escape them.
-func singleLine(s string) string {
-	if strings.IndexFunc(s, unicode.IsControl) < 0 {
-		return s
-	}
-	var b strings.Builder
-	for _, r := range s {
-		if unicode.IsControl(r) {
-			q := strconv.QuoteRune(r)
-			b.WriteString(q[1 : len(q)-1])
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
-
-// lastCause remembers why a node's last connection attempt failed (a
-// refused dial, a DNS lookup, a TLS handshake, a refused password), until a
-// connection opens. A round that times out on the node reports that cause
-// with the timeout: the dial of a node whose handshake hangs fails at the
-// same deadline that decides the round, so its own error usually arrives
-// just after the round gave up on it.
-type lastCause struct {
-	mu  sync.Mutex
-	err error
-}
-
-// note records err as the node's cause; nil clears it (a connection opened).
-func (c *lastCause) note(err error) {
-	c.mu.Lock()
-	c.err = err
-	c.mu.Unlock()
-}
-
-// get is the recorded cause, or nil.
-func (c *lastCause) get() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.err
-}
-
-// timeoutError is a node timeout whose likely cause is known: the error
-// that failed the node's last connection attempt. It matches both
-// quorum.ErrTimeout and the cause.
-type timeoutError struct{ cause error }
-
-func (e *timeoutError) Error() string {
-	return "no reply within the node timeout; the last connection attempt failed: " + singleLine(e.cause.Error())
-}
-
-func (e *timeoutError) Unwrap() []error { return []error{quorum.ErrTimeout, e.cause} }
-
-// withCause adds the node's known connection failure to a timeout error,
-// and to a connection's error (a reset, a broken pipe: no reply of the
-// server's) when that failure is one no retry mends (permanent): the
-// connection the call used ended for it.
-func withCause(err error, c *lastCause) error {
-	if c == nil || err == nil {
-		return err
-	}
-	var te *timeoutError
-	if errors.As(err, &te) {
-		return err
-	}
-	cause := c.get()
-	var reply redis.Error
-	switch {
-	case cause == nil:
-	case errors.Is(err, quorum.ErrTimeout):
-		return &timeoutError{cause: cause}
-	case permanent(cause) && !errors.As(err, &reply):
-		return &connCauseError{err: err, cause: cause}
-	}
-	return err
-}
-
-// connCauseError is a connection's error whose likely cause is the node's
-// last connection failure. It matches both.
-type connCauseError struct{ err, cause error }
-
-func (e *connCauseError) Error() string {
-	return singleLine(e.err.Error()) + "; the last connection attempt failed: " + singleLine(e.cause.Error())
-}
-
-func (e *connCauseError) Unwrap() []error { return []error{e.err, e.cause} }
-
 // nodeErrText is a node's error as QuorumError shows it: one line, with
 // a refused password named first: go-redis's own text for it names only
 // the command that met it (CLIENT INFO, the first one we send); and a
 // replica named as one, with what to do.
 // Refused dials, DNS lookups and TLS handshakes say what they are already.
 func nodeErrText(err error) string {
-	msg := singleLine(err.Error())
+	msg := conn.SingleLine(err.Error())
 	switch {
 	case strings.Contains(msg, "NOAUTH"):
 		return "authentication required (no password given for this node): " + msg
@@ -153,28 +64,6 @@ func nodeErrText(err error) string {
 		return "refused as a replica: " + msg
 	}
 	return msg
-}
-
-// permanent reports whether a node's error is a refusal that no retry
-// mends: a wrong or missing password, a missing ACL permission (for a
-// command of ours or one a script runs), a command the server does not
-// know. Told by the server's error codes and texts, wherever the error
-// met them (a command's reply, the handshake, the last connection attempt
-// behind a timeout).
-func permanent(err error) bool {
-	if err == nil {
-		return false
-	}
-	msg := err.Error()
-	for _, code := range []string{"WRONGPASS", "NOAUTH", "NOPERM"} {
-		if strings.Contains(msg, code) {
-			return true
-		}
-	}
-	lower := strings.ToLower(msg)
-	return strings.Contains(lower, "can't run this command") || // a script's command the ACL denies
-		strings.Contains(lower, "unknown command") ||
-		strings.Contains(lower, "unknown redis command") // called from a script
 }
 
 // holderText is a holder's metadata as a node result shows it: quoted and
@@ -273,7 +162,7 @@ func (l *Locker) withHolders(ctx context.Context, key string, err error) error {
 	}
 	defer release()
 	keys := []string{key, fenceKey(key)}
-	cmd := evalSha(scripts.Inspect, keys, nil)
+	cmd := conn.EvalSha(scripts.Inspect, keys, nil)
 	meta := make([]string, len(l.nodes))
 	var mu sync.Mutex
 	timeout := l.cfg.nodeTimeout
@@ -285,7 +174,7 @@ func (l *Locker) withHolders(ctx context.Context, key string, err error) error {
 				reply(i, quorum.Yes, 0, nil)
 				return
 			}
-			l.nodes[i].pipe.startRaw(timeout, scripts.Inspect, keys, nil, cmd, func(got *redis.Cmd) {
+			l.nodes[i].sendRaw(timeout, scripts.Inspect, keys, cmd, func(got *redis.Cmd) {
 				ns := inspectReply("", got)
 				mu.Lock()
 				meta[i] = ns.Metadata

@@ -118,12 +118,11 @@ func TestErrorsPrintOneLine(t *testing.T) {
 		"ctxError":       withContext(ctx, ErrNoQuorum),
 		"lost":           &lostError{reason: ErrLockExpired},
 		"lost by":        &lostError{reason: newQuorumError("extend", hostile, 2, nil, ErrLockLost)},
-		"timeout":        &timeoutError{cause: nodeErr},
 		"waited":         newQuorumError("obtain", hostile, 2, nil, ErrNotObtained),
 		"quorum": newQuorumError("obtain", hostile, 2, []NodeResult{
 			{Addr: "host\n1:6379", Outcome: OutcomeError, Err: nodeErr},
 			{Addr: "h2:6379", Outcome: OutcomeHeldByOther, TTL: time.Second, Metadata: hostile},
-			{Addr: "h3:6379", Outcome: OutcomeError, Err: withCause(quorum.ErrTimeout, causeOf(nodeErr))},
+			{Addr: "h3:6379", Outcome: OutcomeError, Err: quorum.ErrTimeout},
 			{Addr: "h4:6379", Outcome: OutcomeNoReply},
 		}, ErrNotObtained),
 	}
@@ -135,12 +134,6 @@ func TestErrorsPrintOneLine(t *testing.T) {
 			t.Errorf("%s: %q is not one clean line", name, msg)
 		}
 	}
-}
-
-func causeOf(err error) *lastCause {
-	c := &lastCause{}
-	c.note(err)
-	return c
 }
 
 func TestQuoteKey(t *testing.T) {

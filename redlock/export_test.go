@@ -1,6 +1,7 @@
 package redlock
 
 import (
+	"github.com/quorumlock/redlock/redlock/internal/conn"
 	"github.com/quorumlock/redlock/redlock/internal/scripts"
 
 	"time"
@@ -47,9 +48,7 @@ func WithFenceLifetime(d time.Duration) Option {
 // HoldQueue stops node's worker for key's queue from sending, as a busy
 // process would, until the returned func is called (tests only).
 func HoldQueue(l *Locker, node int, key string) (letGo func()) {
-	q := &l.nodes[node].pipe.queues[queueOf(key)]
-	q.mu.Lock()
-	return q.mu.Unlock
+	return l.nodes[node].pipe.Hold(key)
 }
 
 // ScriptSHA returns the SHA1 of the script that the library sends for the
@@ -73,7 +72,7 @@ func ScriptSHA(name string) string {
 }
 
 // WorkersPerNode is the number of workers New starts per node (tests only).
-const WorkersPerNode = workersPerNode
+const WorkersPerNode = conn.WorkersPerNode
 
 // WithClock sets the time source used for validity arithmetic (tests only;
 // default clock.Real).

@@ -1,6 +1,8 @@
 package redlock
 
 import (
+	"github.com/quorumlock/redlock/redlock/internal/conn"
+
 	"github.com/quorumlock/redlock/redlock/internal/scripts"
 
 	"context"
@@ -80,7 +82,7 @@ func (l *Locker) extendMany(locks []*Lock) []error {
 	defer release()
 	nonce, keep := callNonce(cfg.nodeTimeout)
 	args = append(args, nonce, keep)
-	cmd := evalSha(scripts.ExtendMany, keys, args)
+	cmd := conn.EvalSha(scripts.ExtendMany, keys, args)
 	timeout := cfg.nodeTimeout
 	start := cfg.clock.Now()
 	// The round serves many callers, none of whose contexts may end it;
@@ -99,7 +101,7 @@ func (l *Locker) extendMany(locks []*Lock) []error {
 		waitAll: true,
 		decided: func(res *quorum.Result[manyReply]) bool { return l.everyKeyDecided(res, len(keys)) },
 		start: func(_ context.Context, i int, reply func(int, quorum.Vote, manyReply, error)) {
-			l.nodes[i].pipe.startRaw(timeout, scripts.ExtendMany, keys, args, cmd, func(c *redis.Cmd) {
+			l.nodes[i].sendRaw(timeout, scripts.ExtendMany, keys, cmd, func(c *redis.Cmd) {
 				at := cfg.clock.Since(start)
 				s, err := c.Text()
 				if err == nil && len(s) != len(keys) {

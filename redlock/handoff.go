@@ -1,6 +1,8 @@
 package redlock
 
 import (
+	"github.com/quorumlock/redlock/redlock/internal/conn"
+
 	"github.com/quorumlock/redlock/redlock/internal/scripts"
 
 	"context"
@@ -137,7 +139,7 @@ func (k *Lock) handoff(ctx context.Context, o *offer) error {
 	cfg, p := o.cfg, &o.plan
 	timeout := k.cfg.nodeTimeout
 	args := handoffArgs(k.holder, releaseChannel(k.key), p.args)
-	cmd := evalSha(scripts.Handoff, p.keys, args)
+	cmd := conn.EvalSha(scripts.Handoff, p.keys, args)
 
 	var (
 		validity time.Duration
@@ -151,7 +153,7 @@ func (k *Lock) handoff(ctx context.Context, o *offer) error {
 	res := runRound(ctx, l, round[handoffReply]{
 		timeout: timeout,
 		start: func(_ context.Context, i int, reply func(int, quorum.Vote, handoffReply, error)) {
-			l.nodes[i].pipe.startRaw(timeout, scripts.Handoff, p.keys, args, cmd, func(c *redis.Cmd) {
+			l.nodes[i].sendRaw(timeout, scripts.Handoff, p.keys, cmd, func(c *redis.Cmd) {
 				v, r, err := decodeHandoff(c)
 				l.handoffNode(ctx, k.key, i, began, v, r, err)
 				reply(i, v, r, err)

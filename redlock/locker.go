@@ -1,6 +1,8 @@
 package redlock
 
 import (
+	"github.com/quorumlock/redlock/redlock/internal/conn"
+
 	"fmt"
 	"net"
 	"net/url"
@@ -99,10 +101,9 @@ func New(clients []redis.UniversalClient, opts ...Option) (*Locker, error) {
 		seen[id] = i
 		l.nodes[i] = node{addr: addr}
 	}
-	reg := newServers(l.Nodes())
+	reg := conn.NewServers(l.Nodes())
 	for i := range l.nodes {
-		l.nodes[i].pipe = newPipe(clients[i].(*redis.Client), cfg.nodeTimeout, cfg.route())
-		l.nodes[i].pipe.ident = &nodeIdentity{s: reg, node: i}
+		l.nodes[i].pipe = conn.NewPipe(clients[i].(*redis.Client), cfg.nodeTimeout, cfg.route(), reg.Node(i))
 	}
 	l.notify = newNotifier(l.nodes, &l.bg)
 	return l, nil
@@ -197,7 +198,7 @@ func (l *Locker) Close() error {
 	l.bg.Wait()
 	// Every queued call has been answered (each holds a count on bg).
 	for _, n := range l.nodes {
-		n.pipe.close()
+		n.pipe.Close()
 	}
 	closeClients(l.owned)
 	return nil

@@ -109,7 +109,7 @@ func (n *notifier) sub(i int) *redis.PubSub {
 	if n.subs[i] != nil {
 		return n.subs[i]
 	}
-	ps := n.nodes[i].pipe.sub.Subscribe(context.Background())
+	ps := n.nodes[i].pipe.Sub().Subscribe(context.Background())
 	n.subs[i] = ps
 	msgs := ps.Channel()
 	n.wg.Add(1)

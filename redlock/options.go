@@ -1,6 +1,8 @@
 package redlock
 
 import (
+	"github.com/quorumlock/redlock/redlock/internal/conn"
+
 	"math"
 	"strings"
 	"time"
@@ -52,7 +54,7 @@ type config struct {
 	// was last written with; defaultFenceLifetime but in tests.
 	fenceLife time.Duration
 	obs       *observer   // WithObserver; nil: none
-	redisLog  *redisRoute // WithRedisLogger; nil: quiet
+	redisLog  *conn.Route // WithRedisLogger; nil: quiet
 }
 
 // confirmFence is Campaign's option: see config.confirmFence.

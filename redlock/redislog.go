@@ -1,11 +1,11 @@
 package redlock
 
 import (
+	"github.com/quorumlock/redlock/redlock/internal/conn"
+
 	"context"
-	"errors"
 	"fmt"
 	"log"
-	"net"
 	"os"
 )
 
@@ -52,31 +52,15 @@ func RedisLogger(next Logger) Logger {
 // errors report every node failure. It is a property of the Locker: give it to New or
 // NewFromURLs; a nil l keeps the default.
 func WithRedisLogger(l Logger) Option {
-	return func(c *config) { c.redisLog = &redisRoute{to: l} }
+	return func(c *config) { c.redisLog = &conn.Route{To: l} }
 }
-
-// redisRoute is where the lines about one Locker's connections go: to, or
-// nowhere when to is nil. Contexts of the Locker's calls carry it.
-type redisRoute struct{ to Logger }
-
-// quietRoute is the route of a Locker without WithRedisLogger.
-var quietRoute = &redisRoute{}
-
-// routeKey is the context key of a *redisRoute.
-type routeKey struct{}
 
 // route returns the route of the Locker's go-redis lines.
-func (c *config) route() *redisRoute {
+func (c *config) route() *conn.Route {
 	if c.redisLog == nil {
-		return quietRoute
+		return conn.Quiet
 	}
 	return c.redisLog
-}
-
-// withRoute marks ctx as a Locker's, so that go-redis's lines about calls
-// made with it follow r.
-func withRoute(ctx context.Context, r *redisRoute) context.Context {
-	return context.WithValue(ctx, routeKey{}, r)
 }
 
 type redisLogger struct {
@@ -84,54 +68,10 @@ type redisLogger struct {
 	std  *log.Logger
 }
 
-// routedError is an error of a Locker's dialer, marked with its route.
-// Its message is the error's own.
-type routedError struct {
-	err   error
-	route *redisRoute
-}
-
-func (e *routedError) Error() string { return e.err.Error() }
-func (e *routedError) Unwrap() error { return e.err }
-
-// Timeout keeps the answer of a net.Error, which go-redis asks for without
-// unwrapping.
-func (e *routedError) Timeout() bool {
-	var ne net.Error
-	return errors.As(e.err, &ne) && ne.Timeout()
-}
-
-// routeDial returns dial with its errors marked with r.
-func routeDial(dial func(context.Context, string, string) (net.Conn, error), r *redisRoute) func(context.Context, string, string) (net.Conn, error) {
-	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		c, err := dial(ctx, network, addr)
-		if err != nil {
-			return nil, &routedError{err: err, route: r}
-		}
-		return c, nil
-	}
-}
-
-// routeOf returns the route of a line that go-redis logs with ctx and v.
-func routeOf(ctx context.Context, v []any) (*redisRoute, bool) {
-	if ctx != nil {
-		if r, ok := ctx.Value(routeKey{}).(*redisRoute); ok {
-			return r, true
-		}
-	}
-	for _, a := range v {
-		var re *routedError
-		if err, ok := a.(error); ok && errors.As(err, &re) {
-			return re.route, true
-		}
-	}
-	return nil, false
-}
-
 func (l *redisLogger) Printf(ctx context.Context, format string, v ...any) {
-	if r, ok := routeOf(ctx, v); ok {
-		if r.to != nil {
-			r.to.Printf(ctx, format, v...)
+	if r, ok := conn.RouteOf(ctx, v); ok {
+		if r.To != nil {
+			r.To.Printf(ctx, format, v...)
 		}
 		return
 	}

@@ -107,11 +107,11 @@ func (l *Locker) call(ctx context.Context, rd round[int64]) (quorum.Result[int64
 // started, if set, is called once the call is queued on every node.
 func (l *Locker) sender(timeout time.Duration, s *scripts.Script, keys []string, args []any, decode decodeFunc, started func()) startFunc[int64] {
 	s, args = multiCall(s, keys, args) // a multi-key lock's release, extend, pttl
-	cmd := evalSha(s, keys, args)
+	sc := newScriptCall(timeout, s, keys, args, decode)
 	last := len(l.nodes) - 1
 	inline := l.sendsInline()
 	return func(_ context.Context, i int, reply func(int, quorum.Vote, int64, error)) {
-		l.nodes[i].pipe.start(timeout, i, s, keys, args, cmd, decode, reply, inline)
+		sc.send(&l.nodes[i], i, reply, inline)
 		if started != nil && i == last {
 			started()
 		}
@@ -144,20 +144,18 @@ func (l *Locker) undoAll(ctx context.Context, timeout time.Duration, keys []stri
 // only delays others, it never breaks mutual exclusion.
 func (l *Locker) releaseOn(i int, keys []string, h holder, timeout time.Duration) {
 	s, args := multiCall(scripts.Release, keys, undoArgs(h, ""))
-	l.sendOn(i, timeout, s, keys, args, evalSha(s, keys, args))
+	l.sendOn(i, newScriptCall(timeout, s, keys, args, decodeBestEffort))
 }
 
-// sendOn queues a call of script s on node i outside of any round, with its
-// own timeout, whatever became of the caller; cmd is its command line
-// (evalSha). It does not wait and ignores the reply; the Locker's
+// sendOn queues sc on node i outside of any round, with its own timeout,
+// whatever became of the caller. It does not wait and ignores the reply; the Locker's
 // background group tracks it, so that Close waits for it. The caller holds
 // the guard or a count on bg (a straggling call's). Queued, never sent
 // inline: it may run in a straggler's reply, on a worker that other calls
 // wait for.
-func (l *Locker) sendOn(i int, timeout time.Duration, s *scripts.Script, keys []string, args, cmd []any) {
+func (l *Locker) sendOn(i int, sc *scriptCall) {
 	l.bg.Add(1)
-	l.nodes[i].pipe.start(timeout, i, s, keys, args, cmd, decodeBestEffort,
-		func(int, quorum.Vote, int64, error) { l.bg.Done() }, false)
+	sc.send(&l.nodes[i], i, func(int, quorum.Vote, int64, error) { l.bg.Done() }, false)
 }
 
 // sendsInline reports whether a round's caller sends its calls itself when

@@ -1,6 +1,8 @@
 package redlock
 
 import (
+	"github.com/quorumlock/redlock/redlock/internal/conn"
+
 	"github.com/quorumlock/redlock/redlock/internal/scripts"
 
 	"sync"
@@ -46,13 +48,13 @@ type fenceWrite struct {
 func (fw *fenceWrite) call(nonce string, keepMs int64) (keys []string, args, cmd []any) {
 	keys = []string{fw.key, fenceKey(fw.key)}
 	args = fenceArgs(fw.fence, fw.lifetimeMs, fw.holder, nonce, keepMs)
-	return keys, args, evalSha(scripts.Fence, keys, args)
+	return keys, args, conn.EvalSha(scripts.Fence, keys, args)
 }
 
 // sendTo queues the write-back on node i in the background (see sendOn).
 func (fw *fenceWrite) sendTo(l *Locker, i int, timeout time.Duration) {
-	keys, args, cmd := fw.call("", 0)
-	l.sendOn(i, timeout, scripts.Fence, keys, args, cmd)
+	keys, _, cmd := fw.call("", 0)
+	l.sendOn(i, &scriptCall{timeout: timeout, script: scripts.Fence, keys: keys, cmd: cmd, decode: decodeBestEffort})
 }
 
 // settler returns the settle of an acquisition of plan p whose node calls

@@ -1,4 +1,4 @@
-package redlock
+package conn
 
 import (
 	"sync"
@@ -16,7 +16,7 @@ import (
 // so a caller that finds nothing unsent (under mu) knows every call made
 // before its own has reached the node: calls for one key keep their order.
 type queue struct {
-	ch chan *nodeCall
+	ch chan *Call
 	// mu is held by whoever sends on w's connection: the worker for a
 	// batch, or a caller for its own call.
 	mu sync.Mutex
@@ -29,7 +29,7 @@ type queue struct {
 // reply, if the queue is idle and its connection open; it reports whether
 // it did. It waits for the reply at most c's timeout (the connection is
 // open: no dial and set-up round trip comes first).
-func (q *queue) trySend(c *nodeCall) bool {
+func (q *queue) trySend(c *Call) bool {
 	if q.unsent.Load() != 0 || !q.mu.TryLock() {
 		return false
 	}
@@ -37,7 +37,7 @@ func (q *queue) trySend(c *nodeCall) bool {
 		q.mu.Unlock()
 		return false
 	}
-	one := [1]*nodeCall{c}
+	one := [1]*Call{c}
 	cmds := q.w.send(one[:])
 	q.mu.Unlock()
 	q.w.deliver(one[:], cmds)

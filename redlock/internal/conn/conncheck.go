@@ -1,4 +1,4 @@
-package redlock
+package conn
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package redlock
+package conn
 
 import (
 	"github.com/quorumlock/redlock/redlock/internal/scripts"
@@ -10,7 +10,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/quorumlock/redlock/internal/redistest"
-	"github.com/quorumlock/redlock/quorum"
 )
 
 // A batch reaches the node in order even when the node has lost its scripts
@@ -27,29 +26,32 @@ func TestBatchKeepsOrderAfterScriptLoss(t *testing.T) {
 	if err := c.ScriptLoad(ctx, scripts.Release.Src).Err(); err != nil {
 		t.Fatal(err)
 	}
-	p := newPipe(c, time.Second, quietRoute)
-	defer p.close()
+	p := NewPipe(c, time.Second, Quiet, nil)
+	defer p.Close()
 
 	prefix := "owner\x00"
 	keys := []string{"k"}
 	args := []any{prefix + "1\x00", 10000, prefix}
-	votes := make(chan quorum.Vote, 2)
-	reply := func(_ int, v quorum.Vote, _ int64, err error) {
+	// Both scripts answer 0 or more when they did their work (acquire:
+	// granted; release: the hold was ours).
+	votes := make(chan bool, 2)
+	reply := ReplyFunc(func(cmd *redis.Cmd) {
+		n, err := cmd.Int64()
 		if err != nil {
 			t.Errorf("call failed: %v", err)
 		}
-		votes <- v
-	}
-	acquire := &nodeCall{timeout: time.Second, script: scripts.Acquire, keys: keys, args: args,
-		cmd: evalSha(scripts.Acquire, keys, args), decode: decodeAcquire, reply: reply}
+		votes <- err == nil && n >= 0
+	})
+	acquire := &Call{Timeout: time.Second, Script: scripts.Acquire, Keys: keys,
+		Cmd: EvalSha(scripts.Acquire, keys, args), Reply: reply}
 	undoArgs := []any{prefix, "", 0, "1"}
-	release := &nodeCall{timeout: time.Second, script: scripts.Release, keys: keys, args: undoArgs,
-		cmd: evalSha(scripts.Release, keys, undoArgs), decode: decodeCompare, reply: reply}
+	release := &Call{Timeout: time.Second, Script: scripts.Release, Keys: keys,
+		Cmd: EvalSha(scripts.Release, keys, undoArgs), Reply: reply}
 	// One batch on a fresh connection, as a worker sends it.
 	w := &worker{p: p}
-	w.exec([]*nodeCall{acquire, release})
+	w.exec([]*Call{acquire, release})
 	w.drop()
-	if a, r := <-votes, <-votes; a != quorum.Yes || r != quorum.Yes {
+	if a, r := <-votes, <-votes; !a || !r {
 		t.Fatalf("acquire voted %v, release %v; want both yes", a, r)
 	}
 	if n, err := c.Exists(ctx, "k").Result(); err != nil || n != 0 {

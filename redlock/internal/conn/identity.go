@@ -1,4 +1,4 @@
-package redlock
+package conn
 
 import (
 	"github.com/quorumlock/redlock/redlock/internal/scripts"
@@ -13,7 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// servers tells a Locker's nodes apart by the identity of the server each
+// Servers tells a Locker's nodes apart by the identity of the server each
 // connection reaches (its run_id), not by the spelling of the address: two
 // addresses of one server (a host name and its IP, a proxy, a load
 // balancer, two Sentinel clients of one group) would otherwise give that
@@ -23,7 +23,7 @@ import (
 // has a new run_id and the old one is gone for good, so keeping it costs
 // nothing, while forgetting it could let another node claim a server that
 // this node's calls still reach.
-type servers struct {
+type Servers struct {
 	mu    sync.Mutex
 	addrs []string       // the nodes' addresses, for messages
 	owner map[string]int // run_id → the node that reached it first
@@ -32,18 +32,28 @@ type servers struct {
 	refused []error
 }
 
-func newServers(addrs []string) *servers {
-	return &servers{addrs: addrs, owner: make(map[string]int, len(addrs)), refused: make([]error, len(addrs))}
+// NewServers returns the registry of the servers that the nodes with these
+// addresses (for messages) reach.
+func NewServers(addrs []string) *Servers {
+	return &Servers{addrs: addrs, owner: make(map[string]int, len(addrs)), refused: make([]error, len(addrs))}
 }
 
-// nodeIdentity is one node's handle on its Locker's servers.
-type nodeIdentity struct {
-	s    *servers
+// Identity is one node's handle on its Locker's servers.
+type Identity struct {
+	s    *Servers
 	node int
 }
 
+// Node returns node i's handle.
+func (s *Servers) Node(i int) *Identity { return &Identity{s: s, node: i} }
+
+// ErrSameServer is the error of a node that reached a server another node
+// of the Locker had reached first: it would vote twice. It stays the node's
+// error until Close.
+var ErrSameServer = errors.New("redlock: same server twice")
+
 // refusedErr is the error that took the node out of every vote, or nil.
-func (n *nodeIdentity) refusedErr() error {
+func (n *Identity) refusedErr() error {
 	if n == nil {
 		return nil
 	}
@@ -53,9 +63,9 @@ func (n *nodeIdentity) refusedErr() error {
 }
 
 // claim records that the node reached the server with run_id run. It fails
-// with an error matching ErrInvalid, for good, when another node reached
+// with an error matching ErrSameServer, for good, when another node reached
 // that server first.
-func (n *nodeIdentity) claim(run string) error {
+func (n *Identity) claim(run string) error {
 	if n == nil {
 		return nil
 	}
@@ -66,7 +76,7 @@ func (n *nodeIdentity) claim(run string) error {
 		return err
 	}
 	if o, seen := s.owner[run]; seen && o != n.node {
-		err := invalid("nodes %s and %s are the same server (run_id %s): it would vote twice", s.addrs[o], s.addrs[n.node], run)
+		err := fmt.Errorf("%w: nodes %s and %s are the same server (run_id %s): it would vote twice", ErrSameServer, s.addrs[o], s.addrs[n.node], run)
 		s.refused[n.node] = err
 		return err
 	}

@@ -1,6 +1,6 @@
 //go:build unix
 
-package redlock
+package conn
 
 import (
 	"errors"

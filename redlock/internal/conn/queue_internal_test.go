@@ -1,4 +1,4 @@
-package redlock
+package conn
 
 import (
 	"github.com/quorumlock/redlock/redlock/internal/scripts"
@@ -10,7 +10,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/quorumlock/redlock/internal/redistest"
-	"github.com/quorumlock/redlock/quorum"
 )
 
 // A caller sends its own call only when no earlier call waits in the queue:
@@ -18,10 +17,10 @@ import (
 // first, and leave the acquisition's key behind.
 func TestTrySendKeepsOrder(t *testing.T) {
 	c := redistest.ClientsT(t, redistest.StartT(t, 1, redistest.Options{}))[0].(*redis.Client)
-	p := newPipe(c, time.Second, quietRoute)
-	defer p.close()
+	p := NewPipe(c, time.Second, Quiet, nil)
+	defer p.Close()
 	// A queue of its own, with no worker: the test plays the worker.
-	q := &queue{ch: make(chan *nodeCall, 1), w: worker{p: p}}
+	q := &queue{ch: make(chan *Call, 1), w: worker{p: p}}
 	ctx := context.Background()
 	if err := q.w.open(ctx); err != nil {
 		t.Fatal(err)
@@ -30,19 +29,22 @@ func TestTrySendKeepsOrder(t *testing.T) {
 
 	prefix := "owner\x00"
 	keys := []string{"k"}
-	votes := make(chan quorum.Vote, 2)
-	reply := func(_ int, v quorum.Vote, _ int64, err error) {
+	// Both scripts answer 0 or more when they did their work (acquire:
+	// granted; release: the hold was ours).
+	votes := make(chan bool, 2)
+	reply := ReplyFunc(func(cmd *redis.Cmd) {
+		n, err := cmd.Int64()
 		if err != nil {
 			t.Errorf("call failed: %v", err)
 		}
-		votes <- v
-	}
+		votes <- err == nil && n >= 0
+	})
 	acqArgs := []any{prefix + "1\x00", 10000, prefix}
-	acquire := &nodeCall{timeout: time.Second, script: scripts.Acquire, keys: keys, args: acqArgs,
-		cmd: evalSha(scripts.Acquire, keys, acqArgs), decode: decodeAcquire, reply: reply}
+	acquire := &Call{Timeout: time.Second, Script: scripts.Acquire, Keys: keys,
+		Cmd: EvalSha(scripts.Acquire, keys, acqArgs), Reply: reply}
 	relArgs := []any{prefix, "", 0, "1"}
-	release := &nodeCall{timeout: time.Second, script: scripts.Release, keys: keys, args: relArgs,
-		cmd: evalSha(scripts.Release, keys, relArgs), decode: decodeCompare, reply: reply}
+	release := &Call{Timeout: time.Second, Script: scripts.Release, Keys: keys,
+		Cmd: EvalSha(scripts.Release, keys, relArgs), Reply: reply}
 
 	// The acquisition is queued (as enqueue does), not sent yet.
 	q.unsent.Add(1)
@@ -51,12 +53,12 @@ func TestTrySendKeepsOrder(t *testing.T) {
 		t.Fatal("the release was sent while its acquisition waited in the queue")
 	}
 	// The worker's turn, then the release's, in order.
-	q.w.exec([]*nodeCall{<-q.ch})
+	q.w.exec([]*Call{<-q.ch})
 	q.unsent.Add(-1)
 	if !q.trySend(release) {
 		t.Fatal("an idle queue did not let its caller send")
 	}
-	if a, r := <-votes, <-votes; a != quorum.Yes || r != quorum.Yes {
+	if a, r := <-votes, <-votes; !a || !r {
 		t.Fatalf("acquire voted %v, release %v; want both yes", a, r)
 	}
 	if n, err := c.Exists(ctx, "k").Result(); err != nil || n != 0 {

@@ -1,0 +1,213 @@
+package conn
+
+import (
+	"errors"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// worker is the state of one queue's worker: its connection and a context
+// whose deadline it moves for every batch.
+type worker struct {
+	p    *Pipe
+	conn *redis.Conn
+	ctx  deadlineCtx
+	// id is the connection's identity on its server, learned when it was
+	// opened; stale is that of the connection it replaced, dropped with
+	// calls in flight, until the server has killed it (see open).
+	id, stale connID
+	// netConn is conn's socket as the dialer made it, nil when unknown
+	// (see conncheck.go), and sentAt when the last batch went out on it.
+	netConn net.Conn
+	sentAt  time.Time
+}
+
+func (p *Pipe) work(q *queue) {
+	defer p.wg.Done()
+	defer func() {
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		q.w.drop()
+	}()
+	batch := make([]*Call, 0, maxBatch)
+	for c := range q.ch {
+		batch = append(batch[:0], c)
+	fill:
+		for len(batch) < maxBatch {
+			select {
+			case c, ok := <-q.ch:
+				if !ok {
+					break fill
+				}
+				batch = append(batch, c)
+			default:
+				break fill
+			}
+		}
+		q.mu.Lock()
+		cmds := q.w.send(batch)
+		q.unsent.Add(-int32(len(batch)))
+		q.mu.Unlock()
+		q.w.deliver(batch, cmds)
+		clear(batch)
+	}
+}
+
+// drop closes the worker's connection (it is discarded, never reused).
+func (w *worker) drop() {
+	if w.conn != nil {
+		_ = w.conn.Close()
+		w.conn = nil
+	}
+	w.netConn = nil
+}
+
+// abandon drops a connection that may still have calls in flight: the
+// next connection's first command kills it on the server.
+func (w *worker) abandon() {
+	if w.id.client != 0 {
+		w.stale = w.id
+	}
+	w.id = connID{}
+	w.drop()
+}
+
+// exec sends a batch and delivers every reply.
+func (w *worker) exec(batch []*Call) {
+	w.deliver(batch, w.send(batch))
+}
+
+// deliver hands each call of a batch its reply.
+func (w *worker) deliver(batch []*Call, cmds []*redis.Cmd) {
+	for i, c := range batch {
+		c.Reply.Reply(cmds[i])
+	}
+}
+
+// send sends a batch and returns its replies, one per call. Every queued
+// call is sent, even when its caller has given up: a round is decided at a
+// majority, and the rest of its calls (the release of a key on the last
+// nodes, say) must still reach their nodes; a late acquisition is undone by
+// its round's Late.
+func (w *worker) send(batch []*Call) []*redis.Cmd {
+	var timeout time.Duration
+	for _, c := range batch {
+		timeout = max(timeout, c.Timeout)
+	}
+	// The batch has its own deadline, the longest node timeout in it: the
+	// rounds decide on their own timers, and one caller's cancellation must
+	// not fail the others' calls.
+	now := time.Now()
+	w.ctx.deadline = now.Add(timeout)
+	ctx := &w.ctx
+	if w.conn != nil && w.closedIdle(now) {
+		// Nothing of this batch has gone out: it may go on a new
+		// connection (see conncheck.go).
+		w.abandon()
+	}
+	w.sentAt = now
+	if w.conn == nil {
+		// Nothing is sent on a connection before its server is known: a
+		// node's vote never counts before its identity has been checked.
+		if err := w.open(ctx); err != nil {
+			cmds := make([]*redis.Cmd, len(batch))
+			for i := range batch {
+				cmds[i] = redis.NewCmd(ctx)
+				cmds[i].SetErr(err)
+			}
+			return cmds
+		}
+		// The batch gets a node timeout of its own after the set-up round
+		// trip: a slow node whose dial and set-up just fit would otherwise
+		// fail every first batch, drop the connection and never recover.
+		// The rounds decide on their own timers, so no caller waits longer.
+		w.ctx.deadline = time.Now().Add(timeout)
+	}
+	cmds := make([]*redis.Cmd, len(batch))
+	if len(batch) == 1 {
+		cmds[0] = redis.NewCmd(ctx, batch[0].Cmd...)
+		_ = w.conn.Process(ctx, cmds[0]) // the error is the command's
+	} else {
+		pl := w.conn.Pipeline()
+		for i, c := range batch {
+			cmds[i] = redis.NewCmd(ctx, c.Cmd...)
+			_ = pl.Process(ctx, cmds[i])
+		}
+		if _, err := pl.Exec(ctx); err != nil {
+			// Per-command errors are read below; but go-redis leaves an
+			// error of the connection's setup (a wrong password, say) off
+			// the commands of a pipeline: give it to those with no reply.
+			for _, cmd := range cmds {
+				if cmd.Err() == nil && cmd.Val() == nil {
+					cmd.SetErr(err)
+				}
+			}
+		}
+	}
+	// A node that lost its script cache while we stayed connected (SCRIPT
+	// FLUSH) answers NOSCRIPT: send those calls again with the script's
+	// source, which also caches it. They then run after the rest of their
+	// batch; loading the scripts on every new connection (see open) keeps
+	// that out of the usual case, a restart.
+	for i, c := range batch {
+		if err := cmds[i].Err(); err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
+			cmds[i] = redis.NewCmd(ctx, evalSrc(c)...)
+			_ = w.conn.Process(ctx, cmds[i])
+		}
+	}
+	for _, cmd := range cmds {
+		if err := cmd.Err(); err != nil && !keepsConn(err) {
+			w.abandon()
+			break
+		}
+	}
+	return cmds
+}
+
+// keepsConn reports whether a connection that got err is still fit for the
+// next batch: only an error reply about the command itself leaves it so.
+// A network error, a timeout or a reply that made no sense leaves it
+// unusable (unread replies may follow); and go-redis marks a connection
+// bad on READONLY and then refuses every later command on it, so a node
+// that was a replica for a moment would stay lost. The other replies say
+// the server is not a usable master right now (loading, cut off from its
+// master, a cluster in a changing state): a new connection, which learns
+// the server's identity again, is the cheap and safe answer to all of them.
+func keepsConn(err error) bool {
+	var re redis.Error
+	if !errors.As(err, &re) {
+		return false
+	}
+	if _, moved := redis.IsMovedError(err); moved {
+		return false
+	}
+	if _, ask := redis.IsAskError(err); ask {
+		return false
+	}
+	return !redis.IsReadOnlyError(err) && !redis.IsLoadingError(err) && !redis.IsMasterDownError(err) &&
+		!redis.IsTryAgainError(err) && !redis.IsClusterDownError(err) &&
+		!strings.HasPrefix(err.Error(), "redis: Conn is in a bad state")
+}
+
+// deadlineCtx is a worker's reusable context: it carries only a deadline,
+// which go-redis turns into socket deadlines (the clients are expected to
+// have ContextTimeoutEnabled), and the route of go-redis's log lines, and
+// is never cancelled. Reusing it saves a context and a timer per call on
+// the hot path.
+type deadlineCtx struct {
+	deadline time.Time
+	route    *Route
+}
+
+func (c *deadlineCtx) Deadline() (time.Time, bool) { return c.deadline, true }
+func (c *deadlineCtx) Done() <-chan struct{}       { return nil }
+func (c *deadlineCtx) Err() error                  { return nil }
+func (c *deadlineCtx) Value(key any) any {
+	if _, ok := key.(routeKey); ok {
+		return c.route
+	}
+	return nil
+}

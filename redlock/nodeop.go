@@ -1,0 +1,76 @@
+package redlock
+
+import (
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/quorumlock/redlock/quorum"
+	"github.com/quorumlock/redlock/redlock/internal/conn"
+	"github.com/quorumlock/redlock/redlock/internal/scripts"
+)
+
+// node is one Redis master. Its scripts go through the pipe's own clients,
+// never through the caller's.
+type node struct {
+	addr string // for messages; credentials removed
+	pipe *conn.Pipe
+}
+
+// scriptCall is one script call with its arguments, sent to the nodes of a
+// round: a node operation. Its command line is built once for all nodes.
+type scriptCall struct {
+	timeout time.Duration
+	script  *scripts.Script
+	keys    []string
+	cmd     []any
+	// decode turns a node's integer reply into its vote.
+	decode decodeFunc
+}
+
+func newScriptCall(timeout time.Duration, s *scripts.Script, keys []string, args []any, decode decodeFunc) *scriptCall {
+	return &scriptCall{timeout: timeout, script: s, keys: keys, cmd: conn.EvalSha(s, keys, args), decode: decode}
+}
+
+// voteOp is one node's share of a scriptCall: the pipe's call, and how its
+// reply becomes the node's vote.
+type voteOp struct {
+	call   conn.Call
+	node   int
+	decode decodeFunc
+	reply  func(int, quorum.Vote, int64, error)
+}
+
+var votePool = sync.Pool{New: func() any { return new(voteOp) }}
+
+// send queues sc's call on node i; reply receives the node's vote once.
+// inline lets the caller send it itself (see conn.Pipe.Start).
+func (sc *scriptCall) send(n *node, i int, reply func(int, quorum.Vote, int64, error), inline bool) {
+	o := votePool.Get().(*voteOp)
+	*o = voteOp{
+		call:   conn.Call{Timeout: sc.timeout, Script: sc.script, Keys: sc.keys, Cmd: sc.cmd},
+		node:   i,
+		decode: sc.decode,
+		reply:  reply,
+	}
+	o.call.Reply = o
+	n.pipe.Start(&o.call, inline)
+}
+
+// Reply decodes the node's reply into its vote, recycles o and hands the
+// vote on.
+func (o *voteOp) Reply(cmd *redis.Cmd) {
+	r, err := cmd.Int64()
+	v, val, err := o.decode(r, err)
+	reply, node := o.reply, o.node
+	*o = voteOp{}
+	votePool.Put(o)
+	reply(node, v, val, err)
+}
+
+// sendRaw queues a call on n whose reply raw receives as it is (for
+// scripts whose reply is not an integer).
+func (n *node) sendRaw(timeout time.Duration, s *scripts.Script, keys []string, cmd []any, raw func(*redis.Cmd)) {
+	n.pipe.Start(&conn.Call{Timeout: timeout, Script: s, Keys: keys, Cmd: cmd, Reply: conn.ReplyFunc(raw)}, false)
+}
