@@ -41,8 +41,8 @@ func Closing(l *Locker) bool {
 
 // WithFenceLifetime sets how long a fencing counter outlives the lock key it
 // was last written with (tests only; default seven days).
-func WithFenceLifetime(d time.Duration) Option {
-	return func(c *config) { c.fenceLife = d }
+func WithFenceLifetime(d time.Duration) LockOption {
+	return lockOption(func(c *config) { c.fenceLife = d })
 }
 
 // HoldQueue stops node's worker for key's queue from sending, as a busy
@@ -76,4 +76,4 @@ const WorkersPerNode = conn.WorkersPerNode
 
 // WithClock sets the time source used for validity arithmetic (tests only;
 // default clock.Real).
-func WithClock(c clock.Clock) Option { return withClock(c) }
+func WithClock(c clock.Clock) LockOption { return withClock(c) }

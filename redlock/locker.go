@@ -76,7 +76,7 @@ func New(clients []redis.UniversalClient, opts ...Option) (*Locker, error) {
 		return nil, invalid("no clients")
 	}
 	cfg := defaultConfig()
-	cfg.apply(opts)
+	applyAll(&cfg, opts)
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
@@ -213,7 +213,7 @@ func (l *Locker) callConfig(key string, opts []Option) (config, error) {
 	}
 	cfg := l.cfg
 	if len(opts) > 0 {
-		cfg.apply(opts)
+		applyAll(&cfg, opts)
 		if cfg.guard != l.cfg.guard {
 			return cfg, invalid("WithRestartGuard is a property of the cluster: give it to New")
 		}

@@ -228,8 +228,12 @@ func TestDelayedReleaseSparesNewHold(t *testing.T) {
 	direct := redistest.ClientsT(t, servers)
 	held := []*redistest.Forwarder{holder(t, servers[1]), holder(t, servers[2])}
 	clients := []redis.UniversalClient{direct[0], clientOf(t, held[0].Addr), clientOf(t, held[1].Addr)}
-	const ttl = time.Second
-	l := newLocker(t, clients, redlock.WithNodeTimeout(300*time.Millisecond), redlock.WithTTL(ttl))
+	// A node timeout long enough that no call of the first acquisition
+	// times out on a loaded machine: a connection replaced then would not
+	// be held up below (Hold holds the connections open when it is
+	// called).
+	const ttl = 2 * time.Second
+	l := newLocker(t, clients, redlock.WithNodeTimeout(time.Second), redlock.WithTTL(ttl))
 	ctx := t.Context()
 	const key = "delayed"
 

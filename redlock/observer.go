@@ -193,7 +193,7 @@ type LossEvent struct {
 // Observer). It is a property of the Locker: give it to New; given to one
 // call, or nil, it is an error matching ErrInvalid. Default none.
 func WithObserver(o Observer) Option {
-	return func(c *config) { c.obs = &observer{o: o} }
+	return lockerOption(func(c *config) { c.obs = &observer{o: o} })
 }
 
 // observer holds the Locker's Observer. A nil *observer observes nothing,

@@ -26,10 +26,33 @@ const (
 // otherwise: exponential backoff from 8 ms to 512 ms, until the context ends.
 var DefaultRetry = ExponentialBackoff(8*time.Millisecond, 512*time.Millisecond)
 
-// Option configures a Locker (as a default for every call, given to New) or
-// one Obtain, TryObtain or Do call. Bad values are reported as errors
-// matching ErrInvalid, by New or by the call.
-type Option func(*config)
+// Option configures a Locker: it is given to New or NewFromURLs. Bad
+// values make New fail with an error matching ErrInvalid.
+type Option interface {
+	apply(*config)
+}
+
+// LockOption configures locks. Given to New it is the default of every
+// call of the Locker; given to a call (Obtain, TryObtain, ObtainMulti, Do,
+// Campaign) it applies to that call only, and bad values fail the call with
+// an error matching ErrInvalid. Options that only New takes (the restart
+// guard, the Observer, the go-redis logger) are Options, not LockOptions:
+// the compiler refuses them in a call.
+type LockOption interface {
+	Option
+	lockOption()
+}
+
+// lockerOption is an Option of the Locker alone.
+type lockerOption func(*config)
+
+func (o lockerOption) apply(c *config) { o(c) }
+
+// lockOption is an Option that a call may give too.
+type lockOption func(*config)
+
+func (o lockOption) apply(c *config) { o(c) }
+func (lockOption) lockOption()       {}
 
 type config struct {
 	ttl         time.Duration
@@ -58,7 +81,7 @@ type config struct {
 }
 
 // confirmFence is Campaign's option: see config.confirmFence.
-func confirmFence(c *config) { c.confirmFence = true }
+var confirmFence LockOption = lockOption(func(c *config) { c.confirmFence = true })
 
 // defaultFenceLifetime is how long a key's fencing counter stays on a node
 // after its last grant or write-back (plus the lock's TTL). A week keeps the
@@ -85,28 +108,30 @@ func defaultConfig() config {
 // itself (the servers keep the key WithLockDelay's delay longer). The lock is
 // safe to use for less: the TTL minus the time the acquisition took minus the
 // drift. Default 8s.
-func WithTTL(ttl time.Duration) Option { return func(c *config) { c.ttl = ttl } }
+func WithTTL(ttl time.Duration) LockOption { return lockOption(func(c *config) { c.ttl = ttl }) }
 
 // WithDriftFactor sets the share of the TTL reserved for clock drift between
 // this process and the servers; 2 ms are added for Redis's expiry precision.
 // It must be in [0, 1). Default 0.01.
-func WithDriftFactor(f float64) Option { return func(c *config) { c.driftFactor = f } }
+func WithDriftFactor(f float64) LockOption { return lockOption(func(c *config) { c.driftFactor = f }) }
 
 // WithNodeTimeout bounds each call to one node. It should be far below the
 // TTL: a node slower than this counts as failed for that round. It bounds
 // every wait on the node whatever the client's own timeouts say; the value
 // given to New also bounds each new connection (dial and TLS handshake) and
 // every wait of the release subscriptions. Default 50ms.
-func WithNodeTimeout(d time.Duration) Option { return func(c *config) { c.nodeTimeout = d } }
+func WithNodeTimeout(d time.Duration) LockOption {
+	return lockOption(func(c *config) { c.nodeTimeout = d })
+}
 
 // WithRetry sets how Obtain waits between attempts. Default DefaultRetry.
 // TryObtain ignores it.
-func WithRetry(s RetryStrategy) Option { return func(c *config) { c.retry = s } }
+func WithRetry(s RetryStrategy) LockOption { return lockOption(func(c *config) { c.retry = s }) }
 
 // WithMetadata attaches a string to the lock, stored with it on every node
 // (who holds it, for what). Default empty. Metadata longer than
 // MaxMetadataLen bytes fails with an error matching ErrInvalid.
-func WithMetadata(md string) Option { return func(c *config) { c.metadata = md } }
+func WithMetadata(md string) LockOption { return lockOption(func(c *config) { c.metadata = md }) }
 
 // WithToken sets the owner token instead of a random one, to reclaim a lock
 // by its token (from another process, after a restart). The token must be
@@ -122,8 +147,8 @@ func WithMetadata(md string) Option { return func(c *config) { c.metadata = md }
 // token counts on. Each Lock's Until is counted from its own TTL. With
 // WithFencing a re-entry's fence is never below the outer lock's (see
 // Lock.Fence). Details: docs/safety.md, "Re-entry, exactly".
-func WithToken(token string) Option {
-	return func(c *config) { c.token, c.tokenSet = token, true }
+func WithToken(token string) LockOption {
+	return lockOption(func(c *config) { c.token, c.tokenSet = token, true })
 }
 
 // WithFencing turns on fencing tokens: each lock carries Fence(), a number
@@ -151,7 +176,7 @@ func WithToken(token string) Option {
 // It costs no extra round trip when a majority of the granting nodes answer
 // the same fence, the usual case (they granted the same holders, and the
 // clock counts in 100ms windows); one more when they do not. Default off.
-func WithFencing() Option { return func(c *config) { c.fencing = true } }
+func WithFencing() LockOption { return lockOption(func(c *config) { c.fencing = true }) }
 
 // WithRestartGuard protects against nodes that forget the locks they
 // granted. Each node keeps a marker key without expiry (redlock:guard:marker)
@@ -185,12 +210,12 @@ func WithFencing() Option { return func(c *config) { c.fencing = true } }
 // Locker.Bootstrap. Give it to New: it is a property of the cluster, not of
 // one call. Default off.
 func WithRestartGuard(maxTTL time.Duration) Option {
-	return func(c *config) {
+	return lockerOption(func(c *config) {
 		c.guard = maxTTL
 		if maxTTL == 0 {
 			c.guard = -1 // "on with zero" is a mistake, not "off"
 		}
-	}
+	})
 }
 
 // WithLockDelay keeps a lock's key on the servers for d after its TTL, so
@@ -206,7 +231,9 @@ func WithRestartGuard(maxTTL time.Duration) Option {
 // of TTL. d must not be negative, and with WithRestartGuard the TTL plus d
 // must not exceed the guard's maximum TTL (the guard must outlast every
 // key). Default 0 (off).
-func WithLockDelay(d time.Duration) Option { return func(c *config) { c.lockDelay = d } }
+func WithLockDelay(d time.Duration) LockOption {
+	return lockOption(func(c *config) { c.lockDelay = d })
+}
 
 // serverTTL is how long the servers keep a lock's key: its TTL, plus the
 // lock-delay that keeps it from the next holder after an unclean end.
@@ -215,21 +242,22 @@ func (c *config) serverTTL() time.Duration { return c.ttl + c.lockDelay }
 // WithFailFast makes Obtain give up at once, with ErrNotObtained, when the
 // current holder's keys outlive the context's deadline: waiting could not
 // succeed in time. Without a deadline it changes nothing. Default off.
-func WithFailFast() Option { return func(c *config) { c.failFast = true } }
+func WithFailFast() LockOption { return lockOption(func(c *config) { c.failFast = true }) }
 
 // WithPollingOnly makes Obtain wait on its retry timer alone, without the
 // release notifications that wake waiters as soon as the holder releases.
 // Default off (notifications on).
-func WithPollingOnly() Option { return func(c *config) { c.pollingOnly = true } }
+func WithPollingOnly() LockOption { return lockOption(func(c *config) { c.pollingOnly = true }) }
 
 // withClock sets the time source used for validity arithmetic (tests
 // only; default clock.Real).
-func withClock(c clock.Clock) Option { return func(cfg *config) { cfg.clock = c } }
+func withClock(c clock.Clock) LockOption { return lockOption(func(cfg *config) { cfg.clock = c }) }
 
-func (c *config) apply(opts []Option) {
+// applyAll applies opts in order; a nil option is skipped.
+func applyAll[O Option](c *config, opts []O) {
 	for _, o := range opts {
-		if o != nil {
-			o(c)
+		if Option(o) != nil {
+			o.apply(c)
 		}
 	}
 }

@@ -52,7 +52,7 @@ func RedisLogger(next Logger) Logger {
 // errors report every node failure. It is a property of the Locker: give it to New or
 // NewFromURLs; a nil l keeps the default.
 func WithRedisLogger(l Logger) Option {
-	return func(c *config) { c.redisLog = &conn.Route{To: l} }
+	return lockerOption(func(c *config) { c.redisLog = &conn.Route{To: l} })
 }
 
 // route returns the route of the Locker's go-redis lines.
