@@ -79,7 +79,7 @@ func TestFenceNotHandedOutWithoutWriteBack(t *testing.T) {
 	servers := redistest.StartT(t, 3, redistest.Options{})
 	wires := []*wire{newWire(t, servers[0]), newWire(t, servers[1]), newWire(t, servers[2])}
 	wires[0].lose, wires[2].lose = fenceSHA, fenceSHA
-	clients := make([]redis.UniversalClient, len(wires))
+	clients := make([]*redis.Client, len(wires))
 	for i, w := range wires {
 		clients[i] = w.Client
 	}
@@ -164,7 +164,7 @@ func TestFenceNoWriteBackWhereNodesAgree(t *testing.T) {
 		}
 	}
 	wires := make([]*wire, len(servers))
-	clients := make([]redis.UniversalClient, len(servers))
+	clients := make([]*redis.Client, len(servers))
 	for i, s := range servers {
 		wires[i] = newWire(t, s)
 		wires[i].mark = fenceSHA
@@ -211,7 +211,7 @@ func TestFenceWrittenBackToLateNode(t *testing.T) {
 	direct := redistest.ClientsT(t, servers)
 	slow := gatedWire(t, servers[2])
 	defer slow.open()
-	l := newLocker(t, []redis.UniversalClient{direct[0], direct[1], slow.Client}, redlock.WithFencing())
+	l := newLocker(t, []*redis.Client{direct[0], direct[1], slow.Client}, redlock.WithFencing())
 
 	now, err := direct[0].Time(t.Context()).Result()
 	if err != nil {

@@ -15,7 +15,7 @@ import (
 // keep growing after one expired.
 func TestFenceCounterLifetime(t *testing.T) {
 	const counter = "redlock:fence:f"
-	pttl := func(t *testing.T, cl redis.UniversalClient) time.Duration {
+	pttl := func(t *testing.T, cl *redis.Client) time.Duration {
 		t.Helper()
 		d, err := cl.PTTL(t.Context(), counter).Result()
 		if err != nil {

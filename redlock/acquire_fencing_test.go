@@ -100,7 +100,7 @@ func TestFencedStoreRejectsPausedHolder(t *testing.T) {
 func TestFencingOffCostsNoRoundTrip(t *testing.T) {
 	c := newCluster(t, 1)
 	counter := newWire(t, c.servers[0])
-	l := newLocker(t, []redis.UniversalClient{counter.Client})
+	l := newLocker(t, []*redis.Client{counter.Client})
 	lock := mustObtain(t, l, "k")
 	if lock.Fence() != 0 || counter.calls() != 1 {
 		t.Fatalf("without fencing: fence %d, %d script calls; want 0 and 1", lock.Fence(), counter.calls())

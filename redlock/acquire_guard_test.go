@@ -145,7 +145,7 @@ func TestRestartGuardFlushAll(t *testing.T) {
 }
 
 // evict fills node cl with keys that have a TTL until key is evicted.
-func evict(t *testing.T, cl redis.UniversalClient, key string) {
+func evict(t *testing.T, cl *redis.Client, key string) {
 	t.Helper()
 	ctx := t.Context()
 	value := strings.Repeat("x", 16<<10)
@@ -217,7 +217,7 @@ func TestRestartGuardEvictedKeys(t *testing.T) {
 	secondClientKeptOut(t, lock, err, "two of three nodes evicted its key (under a policy since undone)")
 }
 
-func configSet(t *testing.T, cl redis.UniversalClient, kv ...string) {
+func configSet(t *testing.T, cl *redis.Client, kv ...string) {
 	t.Helper()
 	for i := 0; i < len(kv); i += 2 {
 		if err := cl.ConfigSet(t.Context(), kv[i], kv[i+1]).Err(); err != nil {

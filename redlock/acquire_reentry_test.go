@@ -192,7 +192,7 @@ func TestReentryFence(t *testing.T) {
 			// decision: its grant then counts past the outer's fence
 			// (its clock has moved on), and its write-back comes after.
 			slow := gatedWire(t, c.servers[2])
-			l := newLocker(t, []redis.UniversalClient{c.clients[0], c.clients[1], slow.Client}, redlock.WithFencing(), redlock.WithNodeTimeout(5*time.Second))
+			l := newLocker(t, []*redis.Client{c.clients[0], c.clients[1], slow.Client}, redlock.WithFencing(), redlock.WithNodeTimeout(5*time.Second))
 			t.Cleanup(slow.open) // before the Locker's Close, even on failure
 			outer := mustObtain(t, l, key)
 			slow.open()
@@ -213,7 +213,7 @@ func TestReentryFence(t *testing.T) {
 			by := l
 			if tt.other {
 				late := gatedWire(t, c.servers[0])
-				by = newLocker(t, []redis.UniversalClient{late.Client, c.clients[1], c.clients[2]}, redlock.WithFencing(), redlock.WithNodeTimeout(5*time.Second))
+				by = newLocker(t, []*redis.Client{late.Client, c.clients[1], c.clients[2]}, redlock.WithFencing(), redlock.WithNodeTimeout(5*time.Second))
 				t.Cleanup(late.open)
 			}
 			in := mustObtain(t, by, key, redlock.WithToken(outer.Token()))

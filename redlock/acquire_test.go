@@ -16,7 +16,7 @@ import (
 func TestSlowNodeDoesNotDelayDecision(t *testing.T) {
 	c := newCluster(t, 3)
 	slow := gatedWire(t, c.servers[2])
-	clients := []redis.UniversalClient{c.clients[0], c.clients[1], slow.Client}
+	clients := []*redis.Client{c.clients[0], c.clients[1], slow.Client}
 	l := newLocker(t, clients, redlock.WithNodeTimeout(5*time.Second))
 	t.Cleanup(slow.open) // before the locker's Close, even if the test fails
 	done := make(chan error, 1)
@@ -47,7 +47,7 @@ func TestLateStragglerIsReleased(t *testing.T) {
 	other := newLocker(t, c.clients[:2])
 	held := mustObtain(t, other, "k")
 	slow := gatedWire(t, c.servers[2])
-	l := newLocker(t, []redis.UniversalClient{c.clients[0], c.clients[1], slow.Client}, redlock.WithNodeTimeout(5*time.Second))
+	l := newLocker(t, []*redis.Client{c.clients[0], c.clients[1], slow.Client}, redlock.WithNodeTimeout(5*time.Second))
 	t.Cleanup(slow.open) // before the locker's Close, even if the test fails
 
 	_, err := l.TryObtain(t.Context(), "k")

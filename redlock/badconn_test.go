@@ -22,7 +22,7 @@ const lockConnName = "lock-under-test"
 
 // lockConns returns the CLIENT IDs of the Locker's connections on the
 // server that c reaches.
-func lockConns(t *testing.T, c redis.UniversalClient) []string {
+func lockConns(t *testing.T, c *redis.Client) []string {
 	t.Helper()
 	list, err := c.ClientList(t.Context()).Result()
 	if err != nil {
@@ -48,7 +48,7 @@ func lockConns(t *testing.T, c redis.UniversalClient) []string {
 
 // namedClient is a client like the test helper's for addr, whose
 // connections (and so the Locker's) carry lockConnName; closed at cleanup.
-func namedClient(t *testing.T, addr string) redis.UniversalClient {
+func namedClient(t *testing.T, addr string) *redis.Client {
 	t.Helper()
 	c := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, MaxRetries: -1,
 		DialTimeout: time.Second, Protocol: 2, DisableIdentity: true, ClientName: lockConnName})
@@ -102,7 +102,7 @@ func TestNodeVotesAgainAfterBadConnection(t *testing.T) {
 				fwd = holder(t, servers[0])
 				addrs[0] = fwd.Addr
 			}
-			var clients []redis.UniversalClient
+			var clients []*redis.Client
 			for _, a := range addrs {
 				clients = append(clients, namedClient(t, a))
 			}

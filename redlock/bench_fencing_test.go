@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/quorumlock/redlock/internal/redistest"
 	"github.com/quorumlock/redlock/quorum"
 	"github.com/quorumlock/redlock/redlock"
@@ -93,7 +91,7 @@ func BenchmarkFloor(b *testing.B) {
 				Need:    quorum.Majority(n),
 				Timeout: time.Second,
 				Call: func(ctx context.Context, i int) (quorum.Vote, struct{}, error) {
-					return quorum.Yes, struct{}{}, clients[i].(*redis.Client).Ping(ctx).Err()
+					return quorum.Yes, struct{}{}, clients[i].Ping(ctx).Err()
 				},
 			}
 			b.ReportAllocs()

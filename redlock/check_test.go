@@ -18,7 +18,7 @@ import (
 const checkWindow = 500 * time.Millisecond
 
 // check runs Check over clients and fails the test on an error.
-func check(t *testing.T, clients []redis.UniversalClient, opts ...redlock.Option) *redlock.Report {
+func check(t *testing.T, clients []*redis.Client, opts ...redlock.Option) *redlock.Report {
 	t.Helper()
 	l := newLocker(t, clients, opts...)
 	rep, err := l.Check(t.Context(), redlock.WithClockWindow(checkWindow))

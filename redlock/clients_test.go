@@ -2,7 +2,6 @@ package redlock_test
 
 import (
 	"errors"
-	"strings"
 	"testing"
 	"time"
 
@@ -10,48 +9,6 @@ import (
 
 	"github.com/quorumlock/redlock/redlock"
 )
-
-// wrapped is a client type of the caller's own around a *redis.Client.
-type wrapped struct{ *redis.Client }
-
-// New refuses, with a clear error and no panic, every client whose calls
-// it cannot keep from being retried or from outlasting the node timeout.
-func TestNewRefusesClientsItCannotMakeSafe(t *testing.T) {
-	c := newCluster(t, 1)
-	addr := c.servers[0].Addr
-	cluster := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{addr}})
-	t.Cleanup(func() { _ = cluster.Close() })
-	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": addr}})
-	t.Cleanup(func() { _ = ring.Close() })
-	universal := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{addr, addr}})
-	t.Cleanup(func() { _ = universal.Close() })
-
-	tests := []struct {
-		name   string
-		client redis.UniversalClient
-		want   string
-	}{
-		{"cluster client", cluster, "*redis.ClusterClient: a lock's keys fall in several hash slots, and a cluster is one node to Redlock; give one plain *redis.Client per master"},
-		{"universal client over several addresses", universal, "*redis.ClusterClient"},
-		{"ring", ring, "*redis.Ring: a ring spreads a lock's keys over several servers; give one plain *redis.Client per server"},
-		{"wrapper type", wrapped{c.clients[0].(*redis.Client)}, "redlock_test.wrapped, not a *redis.Client"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			l, err := redlock.New([]redis.UniversalClient{c.clients[0], tt.client})
-			if err == nil {
-				_ = l.Close()
-				t.Fatal("New succeeded, want an error")
-			}
-			if !errors.Is(err, redlock.ErrInvalid) {
-				t.Errorf("error %v does not match ErrInvalid", err)
-			}
-			if msg := err.Error(); !strings.Contains(msg, "client 1 is a "+tt.want) || strings.Contains(msg, "\n") {
-				t.Errorf("error %q, want one line with %q", msg, "client 1 is a "+tt.want)
-			}
-		})
-	}
-}
 
 // A script is sent once, whatever becomes of it, though the caller's client
 // retries commands (go-redis's default, MaxRetries 3): a node may have
@@ -64,7 +21,7 @@ func TestNoScriptSentTwice(t *testing.T) {
 		o.ContextTimeoutEnabled = false
 	})
 	w.cut = true
-	l := newLocker(t, []redis.UniversalClient{w.Client}, redlock.WithNodeTimeout(time.Second))
+	l := newLocker(t, []*redis.Client{w.Client}, redlock.WithNodeTimeout(time.Second))
 	// Two attempts: the first on a fresh connection (a pipeline), the
 	// second after the undo of the first, on another.
 	for range 2 {
@@ -86,7 +43,7 @@ func TestNoScriptSentTwice(t *testing.T) {
 // timeout: a paused node holds up neither Obtain nor Close.
 func TestPausedNodeBoundedWithoutContextTimeouts(t *testing.T) {
 	c := newCluster(t, 3)
-	var clients []redis.UniversalClient
+	var clients []*redis.Client
 	for _, s := range c.servers {
 		clients = append(clients, defaultClient(t, s.Addr, nil))
 	}

@@ -28,7 +28,7 @@ func requireOneLine(t *testing.T, msg string) {
 
 // rawClient is a client to addr set up as the test helpers set theirs up,
 // then changed by mod; closed at cleanup.
-func rawClient(t *testing.T, addr string, mod func(*redis.Options)) redis.UniversalClient {
+func rawClient(t *testing.T, addr string, mod func(*redis.Options)) *redis.Client {
 	t.Helper()
 	o := &redis.Options{Addr: addr, ContextTimeoutEnabled: true, MaxRetries: -1, Protocol: 2, DisableIdentity: true}
 	if mod != nil {
@@ -53,7 +53,7 @@ func TestErrorNamesNodeCause(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name    string
-		client  redis.UniversalClient
+		client  *redis.Client
 		want    string // in the error's text
 		node    string // in the node's error
 		timeout bool   // the cause arrives after the round's timeout
@@ -65,7 +65,7 @@ func TestErrorNamesNodeCause(t *testing.T) {
 		{"tls", rawClient(t, plain.Addr, func(o *redis.Options) { o.TLSConfig = &tls.Config{InsecureSkipVerify: true} }), "TLS handshake with " + plain.Addr, "TLS handshake with " + plain.Addr, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			l := newLocker(t, []redis.UniversalClient{tc.client}, redlock.WithNodeTimeout(300*time.Millisecond), redlock.WithRetry(redlock.NoRetry()))
+			l := newLocker(t, []*redis.Client{tc.client}, redlock.WithNodeTimeout(300*time.Millisecond), redlock.WithRetry(redlock.NoRetry()))
 			_, err := l.TryObtain(t.Context(), "cause")
 			// A refused password is no outage: no retry mends it.
 			want := redlock.ErrNoQuorum
@@ -111,7 +111,7 @@ func TestErrorTimeoutCarriesLateCause(t *testing.T) {
 			return nil, refusal
 		}
 	})
-	l := newLocker(t, []redis.UniversalClient{late}, redlock.WithNodeTimeout(timeout))
+	l := newLocker(t, []*redis.Client{late}, redlock.WithNodeTimeout(timeout))
 	_, err := l.TryObtain(t.Context(), "late")
 	var qe *redlock.QuorumError
 	if !errors.Is(err, redlock.ErrNoQuorum) || !errors.As(err, &qe) {
@@ -137,7 +137,7 @@ func TestErrorNodeNotWaitedFor(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = slow.Close() })
-	clients := []redis.UniversalClient{c.clients[0], c.clients[1], slow.NewClient()}
+	clients := []*redis.Client{c.clients[0], c.clients[1], slow.NewClient()}
 	t.Cleanup(func() { _ = clients[2].Close() })
 	l := newLocker(t, clients)
 	lock := mustObtain(t, l, "nw")
@@ -290,7 +290,7 @@ func TestErrorGarbledReplyOneLine(t *testing.T) {
 	t.Cleanup(func() { _ = f.Close() })
 	cl := f.NewClient()
 	t.Cleanup(func() { _ = cl.Close() })
-	l := newLocker(t, []redis.UniversalClient{cl})
+	l := newLocker(t, []*redis.Client{cl})
 	release := mustObtain(t, l, "g")
 	// An error reply with control bytes: go-redis hands it over as it is,
 	// so only the library's own care keeps the message on one line.

@@ -14,13 +14,13 @@ import (
 
 // exampleClients connects to the example servers (three local redis-server
 // processes that the tests start; in real use, your independent masters).
-func exampleClients() ([]redis.UniversalClient, func()) { return exampleClientsDB(0) }
+func exampleClients() ([]*redis.Client, func()) { return exampleClientsDB(0) }
 
 // exampleClientsDB is exampleClients on database db: an example that leaves
 // state behind for good (the restart guard's markers, which Check reads)
 // uses its own database, out of the other examples' way.
-func exampleClientsDB(db int) ([]redis.UniversalClient, func()) {
-	var clients []redis.UniversalClient
+func exampleClientsDB(db int) ([]*redis.Client, func()) {
+	var clients []*redis.Client
 	for _, addr := range exampleAddrs {
 		clients = append(clients, redis.NewClient(&redis.Options{
 			Addr:                  addr,

@@ -71,7 +71,7 @@ func TestLocalWaitersTakeTurns(t *testing.T) {
 func TestQueuedWaitersSendNothing(t *testing.T) {
 	c := newCluster(t, 1)
 	counter := newWire(t, c.servers[0])
-	l := newLocker(t, []redis.UniversalClient{counter.Client})
+	l := newLocker(t, []*redis.Client{counter.Client})
 	held := mustObtain(t, l, "q")
 	ctx, cancel := context.WithCancel(t.Context())
 	var wg sync.WaitGroup

@@ -53,7 +53,7 @@ func obtainAsync(ctx context.Context, l *redlock.Locker, key string, opts ...red
 func TestReleaseHandsOffToLocalWaiter(t *testing.T) {
 	c := newCluster(t, 1)
 	counter := newWire(t, c.servers[0])
-	l := newLocker(t, []redis.UniversalClient{counter.Client})
+	l := newLocker(t, []*redis.Client{counter.Client})
 	held := mustObtain(t, l, "h")
 	got := obtainAsync(t.Context(), l, "h", slowRetry, redlock.WithTTL(3*time.Second), redlock.WithMetadata("next"))
 	awaitOffer(t, l, "h")
@@ -261,7 +261,7 @@ func handOver(t *testing.T, l *redlock.Locker, key string, before func()) (*redl
 func TestLineWaitsQuietlyBehindLocalHolder(t *testing.T) {
 	c := newCluster(t, 1)
 	counter := newWire(t, c.servers[0])
-	l := newLocker(t, []redis.UniversalClient{counter.Client})
+	l := newLocker(t, []*redis.Client{counter.Client})
 	holder, got := handOver(t, l, "quiet", counter.reset)
 	if n := counter.calls(); n != 1 {
 		t.Fatalf("a handoff and a wait behind the new holder sent %d scripts, want 1", n)

@@ -33,8 +33,8 @@ func TestHoldBelongsToItsHandle(t *testing.T) {
 				wires := func() []*wire {
 					return []*wire{newWire(t, c.servers[0]), newWire(t, c.servers[1]), newWire(t, c.servers[2])}
 				}
-				clients := func(ws []*wire) []redis.UniversalClient {
-					return []redis.UniversalClient{ws[0].Client, ws[1].Client, ws[2].Client}
+				clients := func(ws []*wire) []*redis.Client {
+					return []*redis.Client{ws[0].Client, ws[1].Client, ws[2].Client}
 				}
 				opts := []redlock.Option{redlock.WithNodeTimeout(100 * time.Millisecond), redlock.WithTTL(10 * time.Second)}
 				wa := wires()
@@ -148,7 +148,7 @@ func TestLateFenceWriteBackNeverLowersCounter(t *testing.T) {
 	}
 	slow := gatedWire(t, c.servers[2])
 	t.Cleanup(slow.open)
-	a := newLocker(t, []redis.UniversalClient{c.clients[0], c.clients[1], slow.Client}, redlock.WithFencing(), redlock.WithNodeTimeout(5*time.Second))
+	a := newLocker(t, []*redis.Client{c.clients[0], c.clients[1], slow.Client}, redlock.WithFencing(), redlock.WithNodeTimeout(5*time.Second))
 	b := newLocker(t, c.clients, redlock.WithFencing())
 
 	l1 := mustObtain(t, a, key, redlock.WithToken(token)) // nodes 0 and 1; node 2 held up
@@ -219,7 +219,7 @@ func TestLeaderReportsOnlyTheLeadersTerm(t *testing.T) {
 	fenceCall := []byte(redlock.ScriptSHA("fence.lua"))
 	w1 := newWire(t, c.servers[1])
 	late := gatedWire(t, c.servers[2])
-	a := newLocker(t, []redis.UniversalClient{c.clients[0], w1.Client, late.Client}, redlock.WithNodeTimeout(3*time.Second))
+	a := newLocker(t, []*redis.Client{c.clients[0], w1.Client, late.Client}, redlock.WithNodeTimeout(3*time.Second))
 	// Registered after the Locker's Close, so they run before it.
 	free1, free2 := w1.stallOn(fenceCall), late.stallOn(fenceCall)
 	t.Cleanup(free1)
@@ -285,7 +285,7 @@ func TestLeaderReportsOnlyTheLeadersTerm(t *testing.T) {
 func TestKeepAliveWarningFollowsShorterExtend(t *testing.T) {
 	c := newCluster(t, 3)
 	ws := []*wire{newWire(t, c.servers[0]), newWire(t, c.servers[1]), newWire(t, c.servers[2])}
-	l := newLocker(t, []redis.UniversalClient{ws[0].Client, ws[1].Client, ws[2].Client}, redlock.WithNodeTimeout(50*time.Millisecond))
+	l := newLocker(t, []*redis.Client{ws[0].Client, ws[1].Client, ws[2].Client}, redlock.WithNodeTimeout(50*time.Millisecond))
 	lock := mustObtain(t, l, "short", redlock.WithTTL(20*time.Second))
 	held, stop := lock.KeepAlive(t.Context())
 	defer stop()

@@ -19,7 +19,7 @@ import (
 func movedLocker(t *testing.T, servers []*redistest.Server) (*redlock.Locker, []*redistest.Forwarder) {
 	t.Helper()
 	fws := make([]*redistest.Forwarder, len(servers))
-	clients := make([]redis.UniversalClient, len(servers))
+	clients := make([]*redis.Client, len(servers))
 	for i, s := range servers {
 		f, err := redistest.Forward(s.Addr)
 		if err != nil {

@@ -20,7 +20,7 @@ import (
 type slowCluster struct {
 	servers  []*redistest.Server
 	forwards []*redistest.Forwarder
-	clients  []redis.UniversalClient
+	clients  []*redis.Client
 }
 
 func newSlowCluster(t *testing.T, n int) *slowCluster {
@@ -87,9 +87,9 @@ func TestDoWarnsBeforeValidityEnds(t *testing.T) {
 		name string
 		// setup returns the clients, and functions that stall every
 		// node and undo it.
-		setup func(t *testing.T) (clients []redis.UniversalClient, stall func() error, resume func())
+		setup func(t *testing.T) (clients []*redis.Client, stall func() error, resume func())
 	}{
-		{"paused", func(t *testing.T) ([]redis.UniversalClient, func() error, func()) {
+		{"paused", func(t *testing.T) ([]*redis.Client, func() error, func()) {
 			c := newCluster(t, 3)
 			stall := func() error {
 				for _, s := range c.servers {
@@ -108,7 +108,7 @@ func TestDoWarnsBeforeValidityEnds(t *testing.T) {
 			}
 			return c.clients, stall, resume
 		}},
-		{"slow replies", func(t *testing.T) ([]redis.UniversalClient, func() error, func()) {
+		{"slow replies", func(t *testing.T) ([]*redis.Client, func() error, func()) {
 			c := newSlowCluster(t, 3)
 			// Replies later than the node timeout: every extension
 			// round runs to its timeout, as with paused nodes, though

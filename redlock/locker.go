@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/url"
-	"reflect"
 	"strings"
 	"sync"
 
@@ -48,9 +47,10 @@ type Locker struct {
 // single-node mode, with the same code and guarantees bounded by that one
 // server. The options become the defaults of every call.
 //
-// Each client must be a plain *redis.Client (redis.NewClient, or
-// redis.NewFailoverClient for a Sentinel-managed master). The Locker takes
-// only its options: it opens connections of its own, where no command is
+// Each client is a plain *redis.Client (redis.NewClient, or
+// redis.NewFailoverClient for a Sentinel-managed master; a cluster or ring
+// client would spread one lock's keys over several servers). The Locker
+// takes only its options: it opens connections of its own, where no command is
 // ever retried (a retried script would be a second vote from the same node,
 // or undo a later hold), every read and write ends at the call's node
 // timeout whatever the client's ContextTimeoutEnabled, ReadTimeout and
@@ -60,9 +60,7 @@ type Locker struct {
 //
 // New fails with an error matching ErrInvalid when there are no clients, a
 // client is nil, the same client or the same address is given twice (it
-// would vote twice), a client is not a *redis.Client (a *redis.ClusterClient
-// or a *redis.Ring is refused with a note on how to give one client per
-// master; a wrapper type is refused as well), or an option is out of range.
+// would vote twice), or an option is out of range.
 //
 // New does no I/O. Two addresses of one server (a host name and its IP, a
 // proxy, a load balancer) are found at first contact instead: every new
@@ -71,7 +69,7 @@ type Locker struct {
 // out of every vote until Close, its calls failing with an error matching
 // ErrInvalid that names both addresses. So that server never votes twice, and
 // the first operation that hears from both nodes fails with that error.
-func New(clients []redis.UniversalClient, opts ...Option) (*Locker, error) {
+func New(clients []*redis.Client, opts ...Option) (*Locker, error) {
 	if len(clients) == 0 {
 		return nil, invalid("no clients")
 	}
@@ -88,11 +86,8 @@ func New(clients []redis.UniversalClient, opts ...Option) (*Locker, error) {
 	l.ext = extender{l: l, warn: keeperHeap{h: heapWarn}}
 	seen := make(map[string]int, len(clients))
 	for i, c := range clients {
-		if isNil(c) {
+		if c == nil {
 			return nil, invalid("client %d is nil", i)
-		}
-		if _, err := nodeClient(i, c); err != nil {
-			return nil, err
 		}
 		id, addr := identify(c, i)
 		if j, dup := seen[id]; dup {
@@ -103,31 +98,20 @@ func New(clients []redis.UniversalClient, opts ...Option) (*Locker, error) {
 	}
 	reg := conn.NewServers(l.Nodes())
 	for i := range l.nodes {
-		l.nodes[i].pipe = conn.NewPipe(clients[i].(*redis.Client), cfg.nodeTimeout, cfg.route(), reg.Node(i))
+		l.nodes[i].pipe = conn.NewPipe(clients[i], cfg.nodeTimeout, cfg.route(), reg.Node(i))
 	}
 	l.notify = newNotifier(l.nodes, &l.bg)
 	return l, nil
 }
 
-func isNil(c redis.UniversalClient) bool {
-	if c == nil {
-		return true
-	}
-	v := reflect.ValueOf(c)
-	return v.Kind() == reflect.Pointer && v.IsNil()
-}
-
 // identify returns a key that is equal for two clients of the same server,
 // and the server's address for messages, without credentials.
-func identify(c redis.UniversalClient, i int) (id, addr string) {
-	if o, ok := c.(interface{ Options() *redis.Options }); ok {
-		opt := o.Options()
-		// A sentinel-backed client reports this placeholder; tell such
-		// clients apart by identity.
-		if opt.Addr != "" && opt.Addr != "FailoverClient" {
-			addr = redactAddr(opt.Addr)
-			return "addr " + opt.Network + " " + normalizeAddr(addr), addr
-		}
+func identify(c *redis.Client, i int) (id, addr string) {
+	// A sentinel-backed client reports the placeholder "FailoverClient";
+	// tell such clients apart by identity.
+	if opt := c.Options(); opt.Addr != "" && opt.Addr != "FailoverClient" {
+		addr = redactAddr(opt.Addr)
+		return "addr " + opt.Network + " " + normalizeAddr(addr), addr
 	}
 	return fmt.Sprintf("client %p", c), fmt.Sprintf("node %d", i)
 }

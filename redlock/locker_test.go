@@ -25,28 +25,28 @@ func TestNewRejectsBadInput(t *testing.T) {
 
 	tests := []struct {
 		name    string
-		clients []redis.UniversalClient
+		clients []*redis.Client
 		opts    []redlock.Option
 		want    string
 	}{
 		{"no clients", nil, nil, "no clients"},
-		{"nil client", []redis.UniversalClient{a, nil}, nil, "client 1 is nil"},
-		{"typed nil client", []redis.UniversalClient{a, nilClient}, nil, "client 1 is nil"},
-		{"same client twice", []redis.UniversalClient{a, b, a}, nil, "same node"},
-		{"same address twice", []redis.UniversalClient{a, sameAddr}, nil, "same node"},
-		{"same address, password hidden", []redis.UniversalClient{a, secret}, nil, "same node"},
-		{"zero TTL", []redis.UniversalClient{a}, []redlock.Option{redlock.WithTTL(0)}, "TTL"},
-		{"TTL not above drift", []redis.UniversalClient{a}, []redlock.Option{redlock.WithTTL(2 * time.Millisecond)}, "not above the clock drift"},
-		{"negative drift", []redis.UniversalClient{a}, []redlock.Option{redlock.WithDriftFactor(-0.1)}, "drift factor"},
-		{"drift factor 1", []redis.UniversalClient{a}, []redlock.Option{redlock.WithDriftFactor(1)}, "drift factor"},
-		{"zero node timeout", []redis.UniversalClient{a}, []redlock.Option{redlock.WithNodeTimeout(0)}, "node timeout"},
-		{"node timeout above TTL", []redis.UniversalClient{a}, []redlock.Option{redlock.WithTTL(time.Second), redlock.WithNodeTimeout(2 * time.Second)}, "node timeout"},
-		{"nil retry", []redis.UniversalClient{a}, []redlock.Option{redlock.WithRetry(nil)}, "RetryStrategy"},
-		{"bad backoff", []redis.UniversalClient{a}, []redlock.Option{redlock.WithRetry(redlock.ExponentialBackoff(time.Second, time.Millisecond))}, "ExponentialBackoff"},
-		{"bad linear", []redis.UniversalClient{a}, []redlock.Option{redlock.WithRetry(redlock.LinearBackoff(0))}, "LinearBackoff"},
-		{"negative limit", []redis.UniversalClient{a}, []redlock.Option{redlock.WithRetry(redlock.LimitRetry(redlock.NoRetry(), -1))}, "LimitRetry"},
-		{"nil clock", []redis.UniversalClient{a}, []redlock.Option{redlock.WithClock(nil)}, "clock"},
-		{"token on New", []redis.UniversalClient{a}, []redlock.Option{redlock.WithToken("t")}, "WithToken"},
+		{"nil client", []*redis.Client{a, nil}, nil, "client 1 is nil"},
+		{"typed nil client", []*redis.Client{a, nilClient}, nil, "client 1 is nil"},
+		{"same client twice", []*redis.Client{a, b, a}, nil, "same node"},
+		{"same address twice", []*redis.Client{a, sameAddr}, nil, "same node"},
+		{"same address, password hidden", []*redis.Client{a, secret}, nil, "same node"},
+		{"zero TTL", []*redis.Client{a}, []redlock.Option{redlock.WithTTL(0)}, "TTL"},
+		{"TTL not above drift", []*redis.Client{a}, []redlock.Option{redlock.WithTTL(2 * time.Millisecond)}, "not above the clock drift"},
+		{"negative drift", []*redis.Client{a}, []redlock.Option{redlock.WithDriftFactor(-0.1)}, "drift factor"},
+		{"drift factor 1", []*redis.Client{a}, []redlock.Option{redlock.WithDriftFactor(1)}, "drift factor"},
+		{"zero node timeout", []*redis.Client{a}, []redlock.Option{redlock.WithNodeTimeout(0)}, "node timeout"},
+		{"node timeout above TTL", []*redis.Client{a}, []redlock.Option{redlock.WithTTL(time.Second), redlock.WithNodeTimeout(2 * time.Second)}, "node timeout"},
+		{"nil retry", []*redis.Client{a}, []redlock.Option{redlock.WithRetry(nil)}, "RetryStrategy"},
+		{"bad backoff", []*redis.Client{a}, []redlock.Option{redlock.WithRetry(redlock.ExponentialBackoff(time.Second, time.Millisecond))}, "ExponentialBackoff"},
+		{"bad linear", []*redis.Client{a}, []redlock.Option{redlock.WithRetry(redlock.LinearBackoff(0))}, "LinearBackoff"},
+		{"negative limit", []*redis.Client{a}, []redlock.Option{redlock.WithRetry(redlock.LimitRetry(redlock.NoRetry(), -1))}, "LimitRetry"},
+		{"nil clock", []*redis.Client{a}, []redlock.Option{redlock.WithClock(nil)}, "clock"},
+		{"token on New", []*redis.Client{a}, []redlock.Option{redlock.WithToken("t")}, "WithToken"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -97,7 +97,7 @@ func TestWrongPasswordIsReported(t *testing.T) {
 	}
 	c := redis.NewClient(&redis.Options{Addr: servers[0].Addr, Password: "wr0ng-Pa55", MaxRetries: -1, ContextTimeoutEnabled: true})
 	defer c.Close()
-	l := newLocker(t, []redis.UniversalClient{c})
+	l := newLocker(t, []*redis.Client{c})
 	_, err := l.TryObtain(t.Context(), "k")
 	if !errors.Is(err, redlock.ErrMisconfigured) || !strings.Contains(err.Error(), "WRONGPASS") {
 		t.Fatalf("TryObtain with a wrong password: %v; want ErrMisconfigured with the server's WRONGPASS", err)

@@ -25,7 +25,7 @@ var testOpts = []redlock.Option{redlock.WithNodeTimeout(time.Second), redlock.Wi
 
 type cluster struct {
 	servers []*redistest.Server
-	clients []redis.UniversalClient
+	clients []*redis.Client
 }
 
 func newCluster(t *testing.T, n int) *cluster {
@@ -40,7 +40,7 @@ func (c *cluster) locker(t *testing.T, opts ...redlock.Option) *redlock.Locker {
 	return newLocker(t, c.clients, opts...)
 }
 
-func newLocker(t *testing.T, clients []redis.UniversalClient, opts ...redlock.Option) *redlock.Locker {
+func newLocker(t *testing.T, clients []*redis.Client, opts ...redlock.Option) *redlock.Locker {
 	t.Helper()
 	l, err := redlock.New(clients, append(append([]redlock.Option{}, testOpts...), opts...)...)
 	if err != nil {

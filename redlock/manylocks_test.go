@@ -25,7 +25,7 @@ var (
 )
 
 // serverInfo reads a numeric INFO field from every server.
-func serverInfo(t *testing.T, clients []redis.UniversalClient, section, field string) []float64 {
+func serverInfo(t *testing.T, clients []*redis.Client, section, field string) []float64 {
 	t.Helper()
 	out := make([]float64, len(clients))
 	for i, c := range clients {

@@ -51,7 +51,7 @@ func FuzzServerMillis(f *testing.F) {
 // sentArgs returns the arguments of every script call that named key, as the
 // server received them, from its slow log (which logs every command with
 // slowlog-log-slower-than 0).
-func sentArgs(t *testing.T, c redis.UniversalClient, key string) [][]string {
+func sentArgs(t *testing.T, c *redis.Client, key string) [][]string {
 	t.Helper()
 	entries, err := c.SlowLogGet(t.Context(), -1).Result()
 	if err != nil {

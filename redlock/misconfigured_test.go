@@ -40,12 +40,12 @@ func secured(t *testing.T) []*redistest.Server {
 // clientsAs returns clients of servers that log in as user with password:
 // with the test clients' options (RESP2, no client identity, no retries),
 // or go-redis's defaults where opt is nil.
-func clientsAs(t *testing.T, servers []*redistest.Server, user, password string, opt *redis.Options) []redis.UniversalClient {
+func clientsAs(t *testing.T, servers []*redistest.Server, user, password string, opt *redis.Options) []*redis.Client {
 	t.Helper()
 	if opt == nil {
 		opt = &redis.Options{Protocol: 2, DisableIdentity: true, MaxRetries: -1}
 	}
-	var out []redis.UniversalClient
+	var out []*redis.Client
 	for _, s := range servers {
 		o := *opt
 		o.Addr, o.Username, o.Password = s.Addr, user, password

@@ -22,7 +22,7 @@ func TestNodeBackVotesAtOnce(t *testing.T) {
 	servers := redistest.StartT(t, 3, redistest.Options{})
 	back := newWire(t, servers[0])
 	direct := redistest.ClientsT(t, servers)
-	l := newLocker(t, []redis.UniversalClient{back.Client, direct[1], direct[2]},
+	l := newLocker(t, []*redis.Client{back.Client, direct[1], direct[2]},
 		redlock.WithNodeTimeout(200*time.Millisecond))
 	if err := mustObtain(t, l, "warm").Release(t.Context()); err != nil {
 		t.Fatal(err)

@@ -61,7 +61,7 @@ func TestHungNodeDelaysNothing(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var clients []redis.UniversalClient
+			var clients []*redis.Client
 			var hung []*redistest.Hung
 			for i, s := range servers {
 				addr := s.Addr
@@ -108,7 +108,7 @@ func TestHungNodeDelaysNothing(t *testing.T) {
 func TestHungNodeDoesNotHoldUpWaiters(t *testing.T) {
 	servers := redistest.StartT(t, 2, redistest.Options{})
 	h := redistest.HangT(t)
-	clients := []redis.UniversalClient{
+	clients := []*redis.Client{
 		defaultClient(t, servers[0].Addr, nil),
 		defaultClient(t, servers[1].Addr, nil),
 		defaultClient(t, h.Addr, nil),
@@ -140,7 +140,7 @@ func TestHungNodeDoesNotHoldUpWaiters(t *testing.T) {
 // a command); the lock bounds that wait by the node timeout.
 func TestTLSClientOnPlainPort(t *testing.T) {
 	servers := redistest.StartT(t, 3, redistest.Options{})
-	clients := []redis.UniversalClient{
+	clients := []*redis.Client{
 		defaultClient(t, servers[0].Addr, nil),
 		defaultClient(t, servers[1].Addr, nil),
 		defaultClient(t, servers[2].Addr, &tls.Config{InsecureSkipVerify: true}), //nolint:gosec // the handshake never completes
@@ -166,7 +166,7 @@ type hungLocker struct {
 	closed bool
 }
 
-func newHungLocker(t *testing.T, clients []redis.UniversalClient, opts ...redlock.Option) *hungLocker {
+func newHungLocker(t *testing.T, clients []*redis.Client, opts ...redlock.Option) *hungLocker {
 	t.Helper()
 	l, err := redlock.New(clients, append([]redlock.Option{redlock.WithNodeTimeout(hungTimeout)}, opts...)...)
 	if err != nil {

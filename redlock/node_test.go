@@ -147,7 +147,7 @@ func forward(t *testing.T, s *redistest.Server) string {
 
 // clientOf returns a client like the test helper's for addr, closed at
 // cleanup.
-func clientOf(t *testing.T, addr string) redis.UniversalClient {
+func clientOf(t *testing.T, addr string) *redis.Client {
 	t.Helper()
 	c := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, MaxRetries: -1,
 		DialTimeout: time.Second, Protocol: 2, DisableIdentity: true})
@@ -163,10 +163,10 @@ func clientOf(t *testing.T, addr string) redis.UniversalClient {
 func TestOneServerNeverVotesTwice(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
-		order func(direct, alias, other redis.UniversalClient) []redis.UniversalClient
+		order func(direct, alias, other *redis.Client) []*redis.Client
 	}{
-		{"alias second", func(d, a, o redis.UniversalClient) []redis.UniversalClient { return []redis.UniversalClient{d, a, o} }},
-		{"alias first", func(d, a, o redis.UniversalClient) []redis.UniversalClient { return []redis.UniversalClient{a, o, d} }},
+		{"alias second", func(d, a, o *redis.Client) []*redis.Client { return []*redis.Client{d, a, o} }},
+		{"alias first", func(d, a, o *redis.Client) []*redis.Client { return []*redis.Client{a, o, d} }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			servers := redistest.StartT(t, 2, redistest.Options{})
@@ -227,7 +227,7 @@ func TestDelayedReleaseSparesNewHold(t *testing.T) {
 	servers := redistest.StartT(t, 3, redistest.Options{})
 	direct := redistest.ClientsT(t, servers)
 	held := []*redistest.Forwarder{holder(t, servers[1]), holder(t, servers[2])}
-	clients := []redis.UniversalClient{direct[0], clientOf(t, held[0].Addr), clientOf(t, held[1].Addr)}
+	clients := []*redis.Client{direct[0], clientOf(t, held[0].Addr), clientOf(t, held[1].Addr)}
 	// A node timeout long enough that no call of the first acquisition
 	// times out on a loaded machine: a connection replaced then would not
 	// be held up below (Hold holds the connections open when it is

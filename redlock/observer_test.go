@@ -546,7 +546,7 @@ func (printer) OpDone(_ context.Context, e redlock.OpEvent) {
 }
 
 func ExampleWithObserver() {
-	var clients []redis.UniversalClient
+	var clients []*redis.Client
 	for _, addr := range exampleAddrs { // three Redis masters
 		c := redis.NewClient(&redis.Options{Addr: addr})
 		defer c.Close()

@@ -197,7 +197,7 @@ func TestObtainRetryLimit(t *testing.T) {
 	held := mustObtain(t, l, "k")
 	defer func() { _ = held.Release(context.Background()) }()
 	counter := newWire(t, c.servers[0])
-	l2 := newLocker(t, []redis.UniversalClient{counter.Client})
+	l2 := newLocker(t, []*redis.Client{counter.Client})
 	_, err := l2.Obtain(t.Context(), "k", redlock.WithRetry(redlock.LimitRetry(redlock.LinearBackoff(time.Millisecond), 3)))
 	if !errors.Is(err, redlock.ErrNotObtained) {
 		t.Fatalf("got %v", err)

@@ -18,7 +18,7 @@ func TestReplicaNodeNamedInErrors(t *testing.T) {
 	r := redistest.StartReplicaT(t, c.servers[0], redistest.Options{})
 	rc := r.NewClient()
 	t.Cleanup(func() { _ = rc.Close() })
-	l := newLocker(t, []redis.UniversalClient{rc, c.clients[1], c.clients[2]})
+	l := newLocker(t, []*redis.Client{rc, c.clients[1], c.clients[2]})
 	lock := mustObtain(t, l, "k")
 	if err := c.servers[1].Kill(); err != nil {
 		t.Fatal(err)

@@ -137,13 +137,11 @@ func NewFromURLs(urls []string, opts ...Option) (*Locker, error) {
 		}
 		options[i] = o
 	}
-	clients := make([]redis.UniversalClient, len(options))
 	owned := make([]*redis.Client, len(options))
 	for i, o := range options {
 		owned[i] = redis.NewClient(o)
-		clients[i] = owned[i]
 	}
-	l, err := New(clients, opts...)
+	l, err := New(owned, opts...)
 	if err != nil {
 		closeClients(owned)
 		return nil, err

@@ -24,7 +24,7 @@ func waitForRelease(t *testing.T, opts ...redlock.Option) time.Duration {
 	// knows a waiter's attempt is over (and it has subscribed) before it
 	// releases.
 	calls := make(chan struct{}, 64)
-	var spied []redis.UniversalClient
+	var spied []*redis.Client
 	for _, s := range c.servers {
 		w := newWire(t, s)
 		w.replies = calls

@@ -124,9 +124,9 @@ func newWire(t testing.TB, s *redistest.Server, mods ...func(*redis.Options)) *w
 
 // countedClients returns a client per server whose script calls all count
 // in n.
-func countedClients(t testing.TB, servers []*redistest.Server, n *atomic.Int64) []redis.UniversalClient {
+func countedClients(t testing.TB, servers []*redistest.Server, n *atomic.Int64) []*redis.Client {
 	t.Helper()
-	out := make([]redis.UniversalClient, len(servers))
+	out := make([]*redis.Client, len(servers))
 	for i, s := range servers {
 		w := newWire(t, s)
 		w.total = n

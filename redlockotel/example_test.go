@@ -37,7 +37,7 @@ func Example_prometheus() {
 		log.Fatal(err)
 	}
 
-	var clients []redis.UniversalClient
+	var clients []*redis.Client
 	for _, addr := range exampleAddrs { // three Redis masters
 		c := redis.NewClient(&redis.Options{Addr: addr})
 		defer c.Close()

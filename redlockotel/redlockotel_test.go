@@ -116,7 +116,7 @@ next:
 	return count, sum, found
 }
 
-func newLocker(t *testing.T, clients []redis.UniversalClient, opts ...redlock.Option) *redlock.Locker {
+func newLocker(t *testing.T, clients []*redis.Client, opts ...redlock.Option) *redlock.Locker {
 	t.Helper()
 	l, err := redlock.New(clients, opts...)
 	if err != nil {

@@ -124,7 +124,7 @@ func (a *app) locker(fs *flagSet, n *nodeFlags, opts ...redlock.Option) (l *redl
 			}
 		}
 	}
-	ucs := make([]redis.UniversalClient, len(urls))
+	ucs := make([]*redis.Client, len(urls))
 	tlsNodes := 0
 	for i, u := range urls {
 		o, err := redlock.ParseURL(u) // checked by parseNodes

@@ -32,7 +32,7 @@ func main() {
 }
 
 func run(ctx context.Context, out io.Writer, addrs []string) (err error) {
-	var clients []redis.UniversalClient
+	var clients []*redis.Client
 	for _, addr := range addrs {
 		// One plain client per master. The Locker opens connections of
 		// its own from these options: no retries, every wait bounded by

@@ -149,7 +149,7 @@ func (w *Workload) client(ctx context.Context, i int) error {
 // Locker over them with cfg's options, runs f with the Locker, then closes
 // the Locker and the clients, and returns every error.
 func withLocker(addrs []string, cfg *Config, f func(*redlock.Locker) error) (err error) {
-	clients := make([]redis.UniversalClient, len(addrs))
+	clients := make([]*redis.Client, len(addrs))
 	for j := range clients {
 		c := cluster.NewClient(addrs[j])
 		defer func() { err = errors.Join(err, c.Close()) }()

@@ -150,9 +150,9 @@ func StartT(t testing.TB, n int, opts Options) []*Server {
 // ClientsT returns one go-redis client per server, closed at cleanup. The
 // clients honour context deadlines and do not retry, so a dead node fails
 // fast instead of being retried behind the lock's back.
-func ClientsT(t testing.TB, servers []*Server) []redis.UniversalClient {
+func ClientsT(t testing.TB, servers []*Server) []*redis.Client {
 	t.Helper()
-	clients := make([]redis.UniversalClient, len(servers))
+	clients := make([]*redis.Client, len(servers))
 	for i, s := range servers {
 		c := s.NewClient()
 		t.Cleanup(func() { _ = c.Close() })

@@ -145,7 +145,11 @@ func New(m Mode, clients []redis.UniversalClient) (Impl, error) {
 			// The guard's maximum TTL is the TTL every mode uses.
 			opts = append(opts, redlock.WithRestartGuard(TTL))
 		}
-		l, err := redlock.New(clients, opts...)
+		plain, err := plainClients(clients)
+		if err != nil {
+			return nil, err
+		}
+		l, err := redlock.New(plain, opts...)
 		if err != nil {
 			return nil, err
 		}
@@ -317,3 +321,17 @@ func (w *redislockWorker) Unlock(ctx context.Context) error {
 }
 
 var errNotLocked = errors.New("lockers: unlock without a lock")
+
+// plainClients returns clients as the *redis.Client values that redlock.New
+// takes (the harness makes nothing else).
+func plainClients(clients []redis.UniversalClient) ([]*redis.Client, error) {
+	plain := make([]*redis.Client, len(clients))
+	for i, c := range clients {
+		p, ok := c.(*redis.Client)
+		if !ok {
+			return nil, fmt.Errorf("lockers: client %d is a %T, not a *redis.Client", i, c)
+		}
+		plain[i] = p
+	}
+	return plain, nil
+}

@@ -36,7 +36,7 @@ func newImpl(t *testing.T, m lockers.Mode, clients []redis.UniversalClient) lock
 // with one of them dead, and fails at once, saying why, with two dead.
 func TestFloorNeedsAMajority(t *testing.T) {
 	servers := redistest.StartT(t, 3, redistest.Options{})
-	clients := redistest.ClientsT(t, servers)
+	clients := universal(redistest.ClientsT(t, servers))
 	w := newImpl(t, lockers.Mode{Impl: lockers.Floor, Nodes: 3}, clients).NewWorker()
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
@@ -74,7 +74,7 @@ func TestFloorNeedsAMajority(t *testing.T) {
 // worker out, and Unlock lets it in.
 func TestRueidislockExcludes(t *testing.T) {
 	servers := redistest.StartT(t, 1, redistest.Options{})
-	clients := redistest.ClientsT(t, servers)
+	clients := universal(redistest.ClientsT(t, servers))
 	impl := newImpl(t, lockers.Mode{Impl: lockers.Rueidislock, Nodes: 1}, clients)
 	a, b := impl.NewWorker(), impl.NewWorker()
 	ctx := t.Context()
@@ -100,4 +100,13 @@ func TestRueidislockExcludes(t *testing.T) {
 	if _, err := lockers.New(lockers.Mode{Impl: lockers.Rueidislock, Nodes: 3}, clients); err == nil {
 		t.Error("rueidislock over three nodes accepted")
 	}
+}
+
+// universal returns clients as the go-redis interface the modes take.
+func universal(clients []*redis.Client) []redis.UniversalClient {
+	u := make([]redis.UniversalClient, len(clients))
+	for i, c := range clients {
+		u[i] = c
+	}
+	return u
 }

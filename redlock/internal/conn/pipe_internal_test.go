@@ -17,7 +17,7 @@ import (
 // rest of its batch, and an acquisition runs after the release that undoes
 // it, leaving its key behind.
 func TestBatchKeepsOrderAfterScriptLoss(t *testing.T) {
-	c := redistest.ClientsT(t, redistest.StartT(t, 1, redistest.Options{}))[0].(*redis.Client)
+	c := redistest.ClientsT(t, redistest.StartT(t, 1, redistest.Options{}))[0]
 	ctx := context.Background()
 	// The node knows the release script but not the acquire script.
 	if err := c.ScriptFlush(ctx).Err(); err != nil {

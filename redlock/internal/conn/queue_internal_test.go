@@ -16,7 +16,7 @@ import (
 // a release sent at once while its acquisition still waits would run
 // first, and leave the acquisition's key behind.
 func TestTrySendKeepsOrder(t *testing.T) {
-	c := redistest.ClientsT(t, redistest.StartT(t, 1, redistest.Options{}))[0].(*redis.Client)
+	c := redistest.ClientsT(t, redistest.StartT(t, 1, redistest.Options{}))[0]
 	p := NewPipe(c, time.Second, Quiet, nil)
 	defer p.Close()
 	// A queue of its own, with no worker: the test plays the worker.
