@@ -48,6 +48,10 @@ type config struct {
 	guard        time.Duration
 	lockDelay    time.Duration
 	clock        clock.Clock
+	// clockID is the clock's identity, which any clock has, comparable or
+	// not: nil for the default, one per withClock option. KeepAlive's
+	// rounds group locks by it (extendGroup).
+	clockID *clock.Clock
 	// fenceLife is how long a fencing counter outlives the lock key it
 	// was last written with; defaultFenceLifetime but in tests.
 	fenceLife time.Duration
@@ -222,7 +226,10 @@ func WithPollingOnly() Option { return func(c *config) { c.pollingOnly = true } 
 
 // withClock sets the time source used for validity arithmetic (tests
 // only; default clock.Real).
-func withClock(c clock.Clock) Option { return func(cfg *config) { cfg.clock = c } }
+func withClock(c clock.Clock) Option {
+	id := &c
+	return func(cfg *config) { cfg.clock, cfg.clockID = c, id }
+}
 
 func (c *config) apply(opts []Option) {
 	for _, o := range opts {

@@ -194,3 +194,61 @@ func (l *Locker) nodeDone(ctx context.Context, op Op, key string, i int, began t
 		Err:       nr.Err,
 	})
 }
+
+// batchTrace follows the locks of one shared extension round (see
+// extendMany), each as the Extend it stands for: an OpExtend begun in the
+// context of the lock's work, every node's answer for its key, and its
+// OpDone. A nil *batchTrace (no observer) does nothing, so that a round
+// does no work per lock for observability when it is off.
+type batchTrace struct {
+	l    *Locker
+	ctxs []context.Context // each lock's, as its OpStart returned it
+	ops  []opTrace
+}
+
+// beginExtends starts an OpExtend for each keeper's lock, in the context of
+// its work; nil without an observer.
+func (o *observer) beginExtends(l *Locker, keepers []*keeper) *batchTrace {
+	if o == nil {
+		return nil
+	}
+	bt := &batchTrace{l: l, ctxs: make([]context.Context, len(keepers)), ops: make([]opTrace, len(keepers))}
+	for i, kp := range keepers {
+		bt.ctxs[i], bt.ops[i] = o.begin(kp.ctx, OpExtend, kp.k.key)
+	}
+	return bt
+}
+
+// now is the time, or the zero time without an observer.
+func (bt *batchTrace) now() time.Time {
+	if bt == nil {
+		return time.Time{}
+	}
+	return time.Now()
+}
+
+// node reports node i's answer to a round that began at began, for each
+// key it carried: keys[j] is the key of the which[j]-th lock, reply[j] the
+// node's character for it (see extend_many.lua), or err the node's error.
+func (bt *batchTrace) node(i int, began time.Time, keys []string, which []int, reply string, err error) {
+	if bt == nil {
+		return
+	}
+	for j, key := range keys {
+		r := quorum.Reply[int64]{Node: i, Vote: quorum.Failed, Err: err}
+		if err == nil {
+			r.Vote, r.Value, r.Err = decodeCompare(manyCode(reply[j]), nil)
+		}
+		bt.l.nodeDone(bt.ctxs[which[j]], OpExtend, key, i, began, compareOutcome(r))
+	}
+}
+
+// done reports the end of each lock's extension with its error.
+func (bt *batchTrace) done(errs []error) {
+	if bt == nil {
+		return
+	}
+	for i := range bt.ops {
+		bt.ops[i].done(bt.ctxs[i], errs[i])
+	}
+}
