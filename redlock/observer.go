@@ -44,7 +44,9 @@ type Observer interface {
 	// NodeDone is called for each node's answer in the rounds of Obtain,
 	// TryObtain, Release, Extend, Lock.TTL, handoffs and ForceRelease, in
 	// the goroutine that delivers the node's replies, before the round
-	// counts the answer. A node that answers after its round was decided (a
+	// counts the answer. KeepAlive extends many locks in one call per node;
+	// a node's answer to it is one NodeDone per lock, each in the context
+	// of that lock's own OpExtend. A node that answers after its round was decided (a
 	// straggler, or a node that never answered before its call's timeout)
 	// is reported when it does, which may be after OpDone.
 	NodeDone(ctx context.Context, e NodeEvent)

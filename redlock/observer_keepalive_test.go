@@ -99,7 +99,10 @@ func TestKeepAliveSharesRoundsWithObserver(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newLoggedCluster(t, 3)
 			rec := &workRecorder{recorder: newRecorder()}
-			opts := append([]redlock.Option{redlock.WithObserver(rec), redlock.WithTTL(3 * time.Second), redlock.WithNodeTimeout(300 * time.Millisecond)}, tc.opts...)
+			// Extensions due within a thirty-second of the TTL share a
+			// round: 190ms, for the acquisitions to fit in on a loaded
+			// machine.
+			opts := append([]redlock.Option{redlock.WithObserver(rec), redlock.WithTTL(6 * time.Second), redlock.WithNodeTimeout(300 * time.Millisecond)}, tc.opts...)
 			l := c.locker(t, opts...)
 			keys := make([]string, n)
 			stops := make([]func(), n)
@@ -141,14 +144,16 @@ func TestKeepAliveSharesRoundsWithObserver(t *testing.T) {
 				t.Errorf("events outside their work's context: %v", rec.wrong)
 			}
 			rec.mu.Unlock()
-			// The extensions went out together: fewer extend_many.lua calls
-			// than locks on every node, carrying every lock, and no single
-			// extend.lua.
+			// The extensions went out together: on every node, no single
+			// extend.lua, and extend_many.lua calls that carried every lock,
+			// at least two keys a call on average (over every round run
+			// until now, should the wait have let more than one pass).
 			for i, cl := range c.clients {
 				single, many, manyKeys := extendCalls(t, cl)
-				if single > 0 || many == 0 || many >= n || manyKeys < n {
-					t.Errorf("node %d ran %d extend.lua calls and %d extend_many.lua calls with %d keys, want none, fewer than %d calls, and at least %d keys",
-						i, single, many, manyKeys, n, n)
+				t.Logf("node %d: %d extend.lua calls, %d extend_many.lua calls with %d keys", i, single, many, manyKeys)
+				if single > 0 || manyKeys < n || 2*many > manyKeys {
+					t.Errorf("node %d ran %d extend.lua calls and %d extend_many.lua calls with %d keys, want none, and at least %d keys, two a call",
+						i, single, many, manyKeys, n)
 				}
 			}
 		})
