@@ -63,6 +63,8 @@ func ScriptSHA(name string) string {
 		return scripts.Release.Hash()
 	case "extend.lua":
 		return scripts.Extend.Hash()
+	case "extend_many.lua":
+		return scripts.ExtendMany.Hash()
 	case "pttl.lua":
 		return scripts.PTTL.Hash()
 	case "inspect.lua":

@@ -46,8 +46,9 @@ func manyCode(c byte) int64 {
 // validity, which counts from the round's start to the answer that
 // completed that key's majority; a lock that the nodes say
 // is not ours is marked lost; any other failure is an outage (ErrNoQuorum),
-// for its keeper to retry.
-func (l *Locker) extendMany(locks []*Lock) []error {
+// for its keeper to retry. bt, nil without an observer, reports each
+// lock's extension as an Extend would, node answers included.
+func (l *Locker) extendMany(locks []*Lock, bt *batchTrace) []error {
 	errs := make([]error, len(locks))
 	cfg := locks[0].cfg
 	keys := make([]string, 0, len(locks))
@@ -101,12 +102,14 @@ func (l *Locker) extendMany(locks []*Lock) []error {
 		waitAll: true,
 		decided: func(res *quorum.Result[manyReply]) bool { return l.everyKeyDecided(res, len(keys)) },
 		start: func(_ context.Context, i int, reply func(int, quorum.Vote, manyReply, error)) {
+			began := bt.now()
 			l.nodes[i].sendRaw(timeout, scripts.ExtendMany, keys, cmd, func(c *redis.Cmd) {
 				at := cfg.clock.Since(start)
 				s, err := c.Text()
 				if err == nil && len(s) != len(keys) {
 					err = fmt.Errorf("redlock: unexpected extend reply: %d results for %d keys", len(s), len(keys))
 				}
+				bt.node(i, began, keys, which, s, err)
 				if err != nil {
 					reply(i, quorum.Failed, manyReply{}, err)
 					return

@@ -88,9 +88,9 @@ func (c *config) checkKeepAlive() error {
 // slow or dead nodes) it tries again every twenty-fourth of the TTL or a
 // little sooner, the last attempt no later than one node timeout before
 // the warning, so that retries fit within the validity. Only the nodes
-// saying the lock is not ours, or the warning, end it. Multi-key locks, and
-// locks of a Locker with an Observer (which sees each extension as an
-// Extend), are extended one by one.
+// saying the lock is not ours, or the warning, end it. Multi-key locks are
+// extended one by one. An Observer sees each lock's extension in a common
+// round as an Extend of its own, in the context of the work.
 //
 // When the warning is due already as KeepAlive begins (the acquisition took
 // nearly the TTL, or the holder was held up since), the returned context is

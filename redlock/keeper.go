@@ -3,7 +3,6 @@ package redlock
 import (
 	"context"
 	"math/rand/v2"
-	"reflect"
 	"time"
 
 	"github.com/quorumlock/redlock/clock"
@@ -20,8 +19,11 @@ type keeper struct {
 	k    *Lock
 	ctx  context.Context // the work's, as KeepAlive returned it
 	lose context.CancelCauseFunc
-	// solo keepers are extended alone with Extend: a multi-key lock, or
-	// one whose extensions an Observer follows call by call.
+	// solo keepers are extended alone with Extend: multi-key locks, whose
+	// keys must be extended together, which extend_many.lua does not do
+	// (their path is a separate change). Nothing else makes a keeper
+	// solo: an Observer sees a shared round's locks each as its own
+	// Extend (batchTrace), and a clock of any type keys a group.
 	solo  bool
 	group extendGroup
 	at    [2]time.Time // when due, when to warn: in heap order, by time.Now
@@ -34,20 +36,21 @@ type keeper struct {
 	unwatch func() bool
 }
 
-// extendGroup is what the locks extended in one round must share.
+// extendGroup is what the locks extended in one round must share. The
+// clock is compared by its identity (config.clockID), so that a clock of
+// any type, comparable or not, can key a group.
 type extendGroup struct {
 	ttl, timeout, lockDelay time.Duration
 	drift                   float64
-	clock                   clock.Clock
+	clock                   *clock.Clock
 }
 
 func newKeeper(k *Lock, ctx context.Context, lose context.CancelCauseFunc) *keeper {
 	c := &k.cfg
 	kp := &keeper{k: k, ctx: ctx, lose: lose, idx: [2]int{-1, -1}}
-	// A clock that cannot be compared cannot key a group.
-	kp.solo = k.multi() || c.obs != nil || !reflect.TypeOf(c.clock).Comparable()
+	kp.solo = k.multi()
 	if !kp.solo {
-		kp.group = extendGroup{ttl: c.ttl, timeout: c.nodeTimeout, lockDelay: c.lockDelay, drift: c.driftFactor, clock: c.clock}
+		kp.group = extendGroup{ttl: c.ttl, timeout: c.nodeTimeout, lockDelay: c.lockDelay, drift: c.driftFactor, clock: c.clockID}
 	}
 	return kp
 }

@@ -1,13 +1,8 @@
 package redlock
 
 import (
-	"github.com/quorumlock/redlock/redlock/internal/scripts"
-
 	"context"
-	"strings"
 	"time"
-
-	"github.com/quorumlock/redlock/quorum"
 )
 
 // Observer sees what a Locker does, for metrics, traces or logs: every
@@ -49,7 +44,9 @@ type Observer interface {
 	// NodeDone is called for each node's answer in the rounds of Obtain,
 	// TryObtain, Release, Extend, Lock.TTL, handoffs and ForceRelease, in
 	// the goroutine that delivers the node's replies, before the round
-	// counts the answer. A node that answers after its round was decided (a
+	// counts the answer. KeepAlive extends many locks in one call per node;
+	// a node's answer to it is one NodeDone per lock, each in the context
+	// of that lock's own OpExtend. A node that answers after its round was decided (a
 	// straggler, or a node that never answered before its call's timeout)
 	// is reported when it does, which may be after OpDone.
 	NodeDone(ctx context.Context, e NodeEvent)
@@ -194,190 +191,4 @@ type LossEvent struct {
 // call, or nil, it is an error matching ErrInvalid. Default none.
 func WithObserver(o Observer) Option {
 	return lockerOption(func(c *config) { c.obs = &observer{o: o} })
-}
-
-// observer holds the Locker's Observer. A nil *observer observes nothing,
-// and each of its methods then returns at once, reading no clock and
-// building nothing: the cost of observability when it is off.
-type observer struct{ o Observer }
-
-// opTrace follows one operation for its OpDone; the zero opTrace (no
-// observer) does nothing.
-type opTrace struct {
-	o        Observer
-	op       Op
-	key      string
-	start    time.Time
-	rounds   time.Duration // spent in own acquisition rounds
-	attempts int
-}
-
-// begin starts following op on key and returns the context the operation
-// goes on with.
-func (o *observer) begin(ctx context.Context, op Op, key string) (context.Context, opTrace) {
-	if o == nil {
-		return ctx, opTrace{}
-	}
-	start := time.Now()
-	if c := o.o.OpStart(ctx, op, key); c != nil {
-		ctx = c
-	}
-	return ctx, opTrace{o: o.o, op: op, key: key, start: start}
-}
-
-// now is the time, or the zero time without an observer.
-func (t *opTrace) now() time.Time {
-	if t.o == nil {
-		return time.Time{}
-	}
-	return time.Now()
-}
-
-// attempted counts an acquisition round that began at start.
-func (t *opTrace) attempted(start time.Time) {
-	if t.o == nil {
-		return
-	}
-	t.attempts++
-	t.rounds += time.Since(start)
-}
-
-// waited reports a sleep that began at start.
-func (t *opTrace) waited(ctx context.Context, start time.Time) {
-	if t.o == nil {
-		return
-	}
-	t.o.Waited(ctx, WaitEvent{Key: t.key, Start: start, Duration: time.Since(start)})
-}
-
-// event is the OpEvent of the operation ending now with err.
-func (t *opTrace) event(err error) OpEvent {
-	return OpEvent{Op: t.op, Key: t.key, Start: t.start, Latency: time.Since(t.start), Err: err}
-}
-
-// obtained reports the end of an acquisition.
-func (t *opTrace) obtained(ctx context.Context, lock *Lock, err error) {
-	if t.o == nil {
-		return
-	}
-	e := t.event(err)
-	e.Attempts = t.attempts
-	e.Wait = max(e.Latency-t.rounds, 0)
-	if lock != nil && err == nil {
-		e.Fence = lock.fence
-	}
-	t.o.OpDone(ctx, e)
-}
-
-// released reports the end of k's release.
-func (t *opTrace) released(ctx context.Context, k *Lock, err error) {
-	if t.o == nil {
-		return
-	}
-	e := t.event(err)
-	if !k.since.IsZero() {
-		e.Held = t.start.Sub(k.since)
-	}
-	t.o.OpDone(ctx, e)
-}
-
-// done reports the end of an operation without details of its own.
-func (t *opTrace) done(ctx context.Context, err error) {
-	if t.o == nil {
-		return
-	}
-	t.o.OpDone(ctx, t.event(err))
-}
-
-// now is the time, or the zero time without an observer.
-func (o *observer) now() time.Time {
-	if o == nil {
-		return time.Time{}
-	}
-	return time.Now()
-}
-
-// lost reports that KeepAlive tells k's work of a loss with cause.
-func (o *observer) lost(ctx context.Context, k *Lock, cause error) {
-	if o == nil {
-		return
-	}
-	o.o.Lost(ctx, LossEvent{Key: k.key, Cause: cause, Left: time.Until(k.Until())})
-}
-
-// invalid reports whether WithObserver was given nil.
-func (o *observer) invalid() bool { return o != nil && o.o == nil }
-
-// perCall rejects an observer given to a call instead of New (lockers is
-// the Locker's).
-func (o *observer) perCall(lockers *observer) error {
-	if o != lockers {
-		return invalid("WithObserver is a property of the Locker: give it to New")
-	}
-	return nil
-}
-
-// observeNodes wraps the Start of a round of script s on key so that each
-// node's answer reaches the observer; without one, or for a script whose
-// rounds are not observed, it returns start itself.
-func (l *Locker) observeNodes(s *scripts.Script, key string, start startFunc[int64]) startFunc[int64] {
-	o := l.cfg.obs
-	if o == nil {
-		return start
-	}
-	var (
-		op      Op
-		outcome func(quorum.Reply[int64]) NodeResult
-	)
-	switch s {
-	case scripts.Acquire, scripts.AcquireMulti:
-		op, outcome = OpObtain, acquireOutcome
-	case scripts.Release:
-		op, outcome = OpRelease, compareOutcome
-	case scripts.Extend:
-		op, outcome = OpExtend, compareOutcome
-	case scripts.PTTL:
-		op, outcome = OpTTL, compareOutcome
-	case scripts.Force:
-		op, outcome = OpForceRelease, forceOutcome
-	default:
-		return start
-	}
-	return func(ctx context.Context, i int, reply func(int, quorum.Vote, int64, error)) {
-		began := time.Now()
-		start(ctx, i, func(n int, v quorum.Vote, val int64, err error) {
-			if err != nil {
-				v = quorum.Failed
-			}
-			nr := outcome(quorum.Reply[int64]{Node: n, Vote: v, Value: val, Err: err})
-			l.nodeDone(ctx, op, key, n, began, nr)
-			reply(n, v, val, err)
-		})
-	}
-}
-
-// handoffNode reports node i's answer to a handoff round that began at
-// began: the waiter's acquisition is its outcome.
-func (l *Locker) handoffNode(ctx context.Context, key string, i int, began time.Time, v quorum.Vote, r handoffReply, err error) {
-	if l.cfg.obs == nil {
-		return
-	}
-	if err != nil {
-		v = quorum.Failed
-	}
-	nr := acquireOutcome(acquireVote(quorum.Reply[handoffReply]{Node: i, Vote: v, Value: r, Err: err}))
-	l.nodeDone(ctx, OpHandoff, key, i, began, nr)
-}
-
-func (l *Locker) nodeDone(ctx context.Context, op Op, key string, i int, began time.Time, nr NodeResult) {
-	l.cfg.obs.o.NodeDone(ctx, NodeEvent{
-		Op:        op,
-		Key:       key,
-		Node:      i,
-		Addr:      l.nodes[i].addr,
-		Outcome:   nr.Outcome,
-		Abstained: nr.Err != nil && strings.HasPrefix(nr.Err.Error(), "ABSTAIN"),
-		Latency:   time.Since(began),
-		Err:       nr.Err,
-	})
 }

@@ -18,6 +18,7 @@ func TestNoObserverAllocatesNothing(t *testing.T) {
 	ctx := context.Background()
 	k := &Lock{key: "k"}
 	err := errors.New("e")
+	keepers, keys, which, errs := []*keeper{{k: k, ctx: ctx}}, []string{"k"}, []int{0}, []error{err}
 	allocs := testing.AllocsPerRun(1000, func() {
 		c, tr := o.begin(ctx, OpObtain, "k")
 		began := tr.now()
@@ -28,9 +29,16 @@ func TestNoObserverAllocatesNothing(t *testing.T) {
 		tr.done(c, err)
 		o.lost(c, k, err)
 		_ = o.now()
+		// A shared extension round's trace is nil, and does nothing.
+		bt := o.beginExtends(nil, keepers)
+		bt.node(0, bt.now(), keys, which, "1", nil)
+		bt.done(errs)
 	})
 	if allocs != 0 {
 		t.Errorf("%v allocations per operation without an observer, want 0", allocs)
+	}
+	if bt := o.beginExtends(nil, keepers); bt != nil {
+		t.Error("beginExtends built a trace without an observer")
 	}
 	if got := o.now(); !got.IsZero() {
 		t.Errorf("now without an observer read the clock: %v", got)

@@ -73,6 +73,10 @@ type config struct {
 	guard        time.Duration
 	lockDelay    time.Duration
 	clock        clock.Clock
+	// clockID is the clock's identity, which any clock has, comparable or
+	// not: nil for the default, one per withClock option. KeepAlive's
+	// rounds group locks by it (extendGroup).
+	clockID *clock.Clock
 	// fenceLife is how long a fencing counter outlives the lock key it
 	// was last written with; defaultFenceLifetime but in tests.
 	fenceLife time.Duration
@@ -251,7 +255,10 @@ func WithPollingOnly() LockOption { return lockOption(func(c *config) { c.pollin
 
 // withClock sets the time source used for validity arithmetic (tests
 // only; default clock.Real).
-func withClock(c clock.Clock) LockOption { return lockOption(func(cfg *config) { cfg.clock = c }) }
+func withClock(c clock.Clock) LockOption {
+	id := &c
+	return lockOption(func(cfg *config) { cfg.clock, cfg.clockID = c, id })
+}
 
 // applyAll applies opts in order; a nil option is skipped.
 func applyAll[O Option](c *config, opts []O) {
