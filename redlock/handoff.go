@@ -155,7 +155,7 @@ func (k *Lock) handoff(ctx context.Context, o *offer) error {
 		start: func(_ context.Context, i int, reply func(int, quorum.Vote, handoffReply, error)) {
 			l.nodes[i].sendRaw(timeout, scripts.Handoff, p.keys, cmd, func(c *redis.Cmd) {
 				v, r, err := decodeHandoff(c)
-				l.handoffNode(ctx, k.key, i, began, v, r, err)
+				l.handoffNode(ctx, k.key, began, quorum.Reply[handoffReply]{Node: i, Vote: v, Value: r, Err: err})
 				reply(i, v, r, err)
 			})
 		},
