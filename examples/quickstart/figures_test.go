@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock/redlock"
+	"github.com/quorumlock/redlock/redlock/doctor"
 )
 
 // A figure a document states about the code: the document says Says (with
@@ -74,7 +75,7 @@ func TestDocExportedFigures(t *testing.T) {
 		{"docs/safety.md", "At most `MaxMultiKeys` (64) keys", strconv.Itoa(redlock.MaxMultiKeys), "64"},
 		{"docs/safety.md", "`redlock.MaxKeyLen` (4096 bytes)", strconv.Itoa(redlock.MaxKeyLen), "4096"},
 		{"docs/safety.md", "`ObservePoll` (1 s)", redlock.ObservePoll.String(), time.Second.String()},
-		{"docs/safety.md", "(`WithClockWindow`, default 3s)", redlock.DefaultClockWindow.String(), "3s"},
+		{"docs/safety.md", "(`WithClockWindow`, default 3s)", doctor.DefaultClockWindow.String(), "3s"},
 		{"docs/safety.md", "starts with `redlock:` (`redlock.ReservedPrefix`)", redlock.ReservedPrefix, "redlock:"},
 		{"README.md", "(1% of the TTL plus 2 ms)", strconv.FormatFloat(redlock.DefaultDriftFactor*100, 'g', -1, 64) + "%", "1%"},
 		{"docs/safety.md", "a drift margin (1% of the TTL plus 2 ms)", strconv.FormatFloat(redlock.DefaultDriftFactor*100, 'g', -1, 64) + "%", "1%"},
