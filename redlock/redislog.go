@@ -73,12 +73,6 @@ func (c *config) route() *redisRoute {
 	return c.redisLog
 }
 
-// withRoute marks ctx as a Locker's, so that go-redis's lines about calls
-// made with it follow r.
-func withRoute(ctx context.Context, r *redisRoute) context.Context {
-	return context.WithValue(ctx, routeKey{}, r)
-}
-
 type redisLogger struct {
 	next Logger
 	std  *log.Logger
