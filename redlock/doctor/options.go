@@ -59,7 +59,8 @@ func WithNodeTimeout(d time.Duration) Option { return func(c *config) { c.nodeTi
 // count even on a fresh cluster, where no node has its marker yet, and
 // each node must run Redis 7.0 or later. 0 leaves it off; the guard's
 // findings still count when some node has a marker. A negative maxTTL, or
-// one below the TTL, makes Check fail. Default 0 (off).
+// one below the TTL, makes Check fail with an error matching
+// redlock.ErrInvalid. Default 0 (off).
 func WithRestartGuard(maxTTL time.Duration) Option { return func(c *config) { c.guard = maxTTL } }
 
 // WithClockWindow sets how long Check measures the servers' clock rates
