@@ -289,3 +289,33 @@ func (l *captureLogger) lines() []string {
 	defer l.mu.Unlock()
 	return slices.Clone(l.got)
 }
+
+// Check refuses two clients of one address exactly where redlock.New
+// does: the same spellings of one node count as one.
+func TestCheckSameNodeAsNew(t *testing.T) {
+	t.Parallel()
+	servers := redistest.StartT(t, 2, redistest.Options{})
+	port := func(s *redistest.Server) string { return s.Addr[strings.LastIndexByte(s.Addr, ':'):] }
+	p, q := port(servers[0]), port(servers[1])
+	for _, pair := range [][2]string{
+		{"127.0.0.1" + p, "127.0.0.1" + p},
+		{"127.0.0.1" + p, "localhost" + p},
+		{"LOCALHOST" + p, "[::1]" + p},
+		{"127.0.0.1" + p, "127.0.0.1" + q},
+		{"localhost" + p, "127.0.0.1" + q},
+	} {
+		clients := make([]*redis.Client, 2)
+		for i, addr := range pair {
+			clients[i] = redis.NewClient(&redis.Options{Addr: addr})
+			t.Cleanup(func() { _ = clients[i].Close() })
+		}
+		l, errNew := redlock.New(universal(clients))
+		if errNew == nil {
+			_ = l.Close()
+		}
+		_, errCheck := doctor.Check(t.Context(), clients, doctor.WithClockWindow(0))
+		if errors.Is(errNew, redlock.ErrInvalid) != errors.Is(errCheck, redlock.ErrInvalid) {
+			t.Errorf("%q: New %v, Check %v", pair, errNew, errCheck)
+		}
+	}
+}
