@@ -57,7 +57,6 @@
 //     lock is kept (stop, ctx, a loss, or Close, which ends every KeepAlive).
 //   - Observe runs one goroutine per call, which ends when its ctx ends or
 //     at its first look after Close; nobody waits for it.
-//   - Check asks every node in a goroutine of its own and waits for them.
 //
 // Rounds start no goroutine of their own: node calls go through the
 // workers. The work that outlives a call (the replies of nodes still out

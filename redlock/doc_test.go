@@ -39,7 +39,6 @@ func TestDocGoroutines(t *testing.T) {
 		"(*extender).kick":    "The extender",
 		"(*extender).run":     "each round in a goroutine of its own",
 		"(*Locker).Observe":   "Observe runs one goroutine per call",
-		"(*Locker).Check":     "Check asks every node in a goroutine",
 	}
 	// The package's own files and those of its internal packages (the
 	// connection layer starts the node workers).

@@ -29,10 +29,10 @@ const (
 
 // ACLRule is the ACL rule that lets a Redis user do everything the
 // library does (locks with fencing and the restart guard, release
-// announcements and wake-ups, Inspect, ForceRelease, Bootstrap, Check):
-// give it to the user with ACL SETUSER, after "on" and a password. Keys are
-// any (lock keys are the caller's); channels only the release
-// announcements'.
+// announcements and wake-ups, Inspect, ForceRelease, Bootstrap, and
+// doctor.Check): give it to the user with ACL SETUSER, after "on" and a
+// password. Keys are any (lock keys are the caller's); channels only the
+// release announcements'.
 const ACLRule = "resetkeys ~* resetchannels &" + releasePrefix + "* -@all " +
 	"+evalsha +eval +script|load +get +set +del +exists +incr +pexpire +pttl +publish +time " +
 	"+info +client|info +client|kill +subscribe +unsubscribe +ping +scan +config|get"

@@ -4,9 +4,6 @@ import (
 	"github.com/quorumlock/redlock/redlock/internal/conn"
 
 	"fmt"
-	"net"
-	"net/url"
-	"strings"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
@@ -107,41 +104,11 @@ func New(clients []*redis.Client, opts ...Option) (*Locker, error) {
 // identify returns a key that is equal for two clients of the same server,
 // and the server's address for messages, without credentials.
 func identify(c *redis.Client, i int) (id, addr string) {
-	// A sentinel-backed client reports the placeholder "FailoverClient";
-	// tell such clients apart by identity.
-	if opt := c.Options(); opt.Addr != "" && opt.Addr != "FailoverClient" {
-		addr = redactAddr(opt.Addr)
-		return "addr " + opt.Network + " " + normalizeAddr(addr), addr
+	if addr, key, ok := conn.NodeAddr(c.Options()); ok {
+		return "addr " + key, addr
 	}
+	// Tell clients whose address says nothing apart by identity.
 	return fmt.Sprintf("client %p", c), fmt.Sprintf("node %d", i)
-}
-
-// normalizeAddr makes the usual spellings of the loopback host equal, so
-// "localhost:6379" and "127.0.0.1:6379" count as one node.
-func normalizeAddr(addr string) string {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return strings.ToLower(addr)
-	}
-	switch host = strings.ToLower(host); host {
-	case "", "localhost", "127.0.0.1", "::1":
-		host = "loopback"
-	}
-	return net.JoinHostPort(host, port)
-}
-
-// redactAddr removes credentials from an address or URL.
-func redactAddr(addr string) string {
-	if strings.Contains(addr, "://") {
-		if u, err := url.Parse(addr); err == nil {
-			u.User = nil
-			return u.String()
-		}
-	}
-	if i := strings.LastIndexByte(addr, '@'); i >= 0 {
-		return addr[i+1:]
-	}
-	return addr
 }
 
 // Nodes returns the nodes' addresses, credentials removed, in the order the

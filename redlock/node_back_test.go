@@ -16,7 +16,7 @@ import (
 // four connections (one per worker, as the pools once had), a node that
 // restarted just after a probe stayed out of every vote for about a second
 // more (879ms here): its first attempt after the restart did not even dial
-// it. The lock's pools have room for 1024 (see privateOptions): a long
+// it. The lock's pools have room for 1024 (see conn.ClientOptions): a long
 // outage still trips them.
 func TestNodeBackVotesAtOnce(t *testing.T) {
 	servers := redistest.StartT(t, 3, redistest.Options{})

@@ -10,7 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/quorumlock/redlock/redlock"
+	"github.com/quorumlock/redlock/redlock/doctor"
 )
 
 // Exit codes of doctor besides exitOK, exitUsage and exitUnavailable.
@@ -48,7 +48,7 @@ other failure.
 		f := &doctorFlags{}
 		f.register(fs)
 		fs.BoolVar(&f.json, "json", false, "print the report as one JSON object")
-		fs.durationVar(&f.window, "clock-window", redlock.DefaultClockWindow, "how long to measure the servers' clock rates over; 0 measures\nthe offsets only")
+		fs.durationVar(&f.window, "clock-window", doctor.DefaultClockWindow, "how long to measure the servers' clock rates over; 0 measures\nthe offsets only")
 		fs.durationVar(&f.ttl, "ttl", defaultTTL, "the TTL the locks use: the clocks may differ by its drift allowance")
 		fs.durationVar(&f.restartGuard, "restart-guard", 0, "the restart guard's maximum TTL, when the locks use it")
 		return func(a *app, fs *flagSet, args []string) int { return a.doctor(fs, f, args) }
@@ -76,16 +76,14 @@ func (a *app) doctor(fs *flagSet, f *doctorFlags, args []string) int {
 	case f.restartGuard < 0:
 		return a.usageError(fs.cmd, fmt.Sprintf("--restart-guard %v must not be negative", f.restartGuard))
 	}
-	opts := []redlock.Option{redlock.WithTTL(f.ttl)}
-	if f.restartGuard > 0 {
-		opts = append(opts, redlock.WithRestartGuard(f.restartGuard))
-	}
-	l, closeAll, code, ok := a.locker(fs, &f.nodeFlags, opts...)
+	clients, closeAll, code, ok := a.clients(fs, &f.nodeFlags)
 	if !ok {
 		return code
 	}
 	defer closeAll()
-	rep, err := l.Check(context.Background(), redlock.WithClockWindow(f.window))
+	rep, err := doctor.Check(context.Background(), clients,
+		doctor.WithTTL(f.ttl), doctor.WithNodeTimeout(f.nodeTimeout),
+		doctor.WithRestartGuard(f.restartGuard), doctor.WithClockWindow(f.window))
 	if err != nil {
 		return a.fail(fs.cmd, "check", err)
 	}
@@ -103,14 +101,14 @@ func (a *app) doctor(fs *flagSet, f *doctorFlags, args []string) int {
 }
 
 // doctorCode is doctor's exit code for a report.
-func doctorCode(rep *redlock.Report) int {
+func doctorCode(rep *doctor.Report) int {
 	if len(rep.Unreachable()) > 0 {
 		return exitUnavailable
 	}
 	switch rep.Severity() {
-	case redlock.SeverityError:
+	case doctor.Error:
 		return exitErrors
-	case redlock.SeverityWarning:
+	case doctor.Warning:
 		return exitWarnings
 	}
 	return exitOK
@@ -118,10 +116,10 @@ func doctorCode(rep *redlock.Report) int {
 
 // writeReport prints a report as a summary line, a table with one row per
 // node, and the problems with their fixes.
-func writeReport(w io.Writer, rep *redlock.Report) error {
+func writeReport(w io.Writer, rep *doctor.Report) error {
 	errs, warns := 0, 0
 	for _, p := range rep.Problems() {
-		if p.Severity == redlock.SeverityError {
+		if p.Severity == doctor.Error {
 			errs++
 		} else {
 			warns++
@@ -143,16 +141,16 @@ func writeReport(w io.Writer, rep *redlock.Report) error {
 		return err
 	}
 	// The worst severity of each node's checks marks the table's cells.
-	mark := map[[2]string]redlock.Severity{}
+	mark := map[[2]string]doctor.Severity{}
 	for _, f := range rep.Findings {
 		k := [2]string{f.Node, f.Check}
 		mark[k] = max(mark[k], f.Severity)
 	}
-	cell := func(n *redlock.NodeReport, check, text string) string {
+	cell := func(n *doctor.Node, check, text string) string {
 		switch mark[[2]string{n.Addr, check}] {
-		case redlock.SeverityError:
+		case doctor.Error:
 			return text + " !!"
-		case redlock.SeverityWarning:
+		case doctor.Warning:
 			return text + " !"
 		}
 		return text
@@ -162,19 +160,19 @@ func writeReport(w io.Writer, rep *redlock.Report) error {
 	for i := range rep.Nodes {
 		n := &rep.Nodes[i]
 		if n.Err != nil {
-			fmt.Fprintf(tw, "%s\t%s\t-\t-\t-\t-\t-\t-\t-\t-\n", n.Addr, cell(n, redlock.CheckReach, "unreachable"))
+			fmt.Fprintf(tw, "%s\t%s\t-\t-\t-\t-\t-\t-\t-\t-\n", n.Addr, cell(n, doctor.Reach, "unreachable"))
 			continue
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", n.Addr,
-			cell(n, redlock.CheckReach, roundDur(n.Latency).String()),
-			cell(n, redlock.CheckVersion, dash(n.Version)),
-			cell(n, redlock.CheckIdentity, dash(prefix(n.RunID, 8))),
-			cell(n, redlock.CheckRole, roleCell(n)),
-			cell(n, redlock.CheckScripts, okOr(n.ScriptsErr == nil, "refused")),
-			cell(n, redlock.CheckPersistence, persistenceCell(n)),
-			cell(n, redlock.CheckMemory, memoryCell(n)),
-			cell(n, redlock.CheckClock, clockCell(n)),
-			cell(n, redlock.CheckGuard, guardCell(n, rep.GuardInUse)))
+			cell(n, doctor.Reach, roundDur(n.Latency).String()),
+			cell(n, doctor.Version, dash(n.Version)),
+			cell(n, doctor.Identity, dash(prefix(n.RunID, 8))),
+			cell(n, doctor.Role, roleCell(n)),
+			cell(n, doctor.Scripts, okOr(n.ScriptsErr == nil, "refused")),
+			cell(n, doctor.Persistence, persistenceCell(n)),
+			cell(n, doctor.Memory, memoryCell(n)),
+			cell(n, doctor.Clock, clockCell(n)),
+			cell(n, doctor.Guard, guardCell(n, rep.GuardInUse)))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -200,7 +198,7 @@ func writeReport(w io.Writer, rep *redlock.Report) error {
 	return tw.Flush()
 }
 
-func roleCell(n *redlock.NodeReport) string {
+func roleCell(n *doctor.Node) string {
 	switch {
 	case n.Role == "":
 		return "?"
@@ -214,7 +212,7 @@ func roleCell(n *redlock.NodeReport) string {
 	return n.Role
 }
 
-func persistenceCell(n *redlock.NodeReport) string {
+func persistenceCell(n *doctor.Node) string {
 	switch {
 	case n.AppendOnly == "yes" && n.AppendFsync != "":
 		return "aof " + n.AppendFsync
@@ -230,7 +228,7 @@ func persistenceCell(n *redlock.NodeReport) string {
 	return "?"
 }
 
-func memoryCell(n *redlock.NodeReport) string {
+func memoryCell(n *doctor.Node) string {
 	if n.MaxMemoryPolicy == "" {
 		return "?"
 	}
@@ -240,7 +238,7 @@ func memoryCell(n *redlock.NodeReport) string {
 	return n.MaxMemoryPolicy
 }
 
-func clockCell(n *redlock.NodeReport) string {
+func clockCell(n *doctor.Node) string {
 	if n.ClockErr != nil {
 		return "?"
 	}
@@ -253,7 +251,7 @@ func clockCell(n *redlock.NodeReport) string {
 	return s
 }
 
-func guardCell(n *redlock.NodeReport, inUse bool) string {
+func guardCell(n *doctor.Node, inUse bool) string {
 	g := n.Guard
 	switch {
 	case !g.Known:
@@ -315,7 +313,7 @@ func plural(n int, what string) string {
 
 // reportJSON is the --json form of a report.
 type reportJSON struct {
-	Severity      redlock.Severity `json:"severity"`
+	Severity      doctor.Severity  `json:"severity"`
 	ExitCode      int              `json:"exit_code"`
 	Quorum        int              `json:"quorum"`
 	ClockWindowMs int64            `json:"clock_window_ms"`
@@ -369,12 +367,12 @@ type guardJSON struct {
 }
 
 type findingJSON struct {
-	Check      string           `json:"check"`
-	Node       string           `json:"node,omitempty"`
-	Severity   redlock.Severity `json:"severity"`
-	Summary    string           `json:"summary"`
-	Fix        string           `json:"fix,omitempty"`
-	Unverified bool             `json:"unverified,omitempty"`
+	Check      string          `json:"check"`
+	Node       string          `json:"node,omitempty"`
+	Severity   doctor.Severity `json:"severity"`
+	Summary    string          `json:"summary"`
+	Fix        string          `json:"fix,omitempty"`
+	Unverified bool            `json:"unverified,omitempty"`
 }
 
 func errString(err error) string {
@@ -384,7 +382,7 @@ func errString(err error) string {
 	return errMsg(err)
 }
 
-func writeReportJSON(w io.Writer, rep *redlock.Report, code int) error {
+func writeReportJSON(w io.Writer, rep *doctor.Report, code int) error {
 	out := reportJSON{
 		Severity: rep.Severity(), ExitCode: code, Quorum: rep.Quorum, ClockWindowMs: rep.ClockWindow.Milliseconds(),
 		GuardInUse: rep.GuardInUse, Unreachable: rep.Unreachable(),

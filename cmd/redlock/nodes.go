@@ -83,6 +83,52 @@ func (a *app) tlsConfig(fs *flagSet, n *nodeFlags) (cfg *tls.Config, code int, o
 // clients it built). ok is false when redlock should exit with code; the
 // error is reported then.
 func (a *app) locker(fs *flagSet, n *nodeFlags, opts ...redlock.Option) (l *redlock.Locker, closeAll func(), code int, ok bool) {
+	urls, tlsCfg, code, ok := a.nodeURLs(fs, n)
+	if !ok {
+		return nil, nil, code, false
+	}
+	opts = append([]redlock.Option{redlock.WithNodeTimeout(n.nodeTimeout)}, opts...)
+	if tlsCfg == nil {
+		l, err := redlock.NewFromURLs(urls, opts...)
+		if err != nil {
+			return nil, nil, a.fail(fs.cmd, "nodes", err), false
+		}
+		return l, func() {
+			// Close waits for background clean-up and cannot fail.
+			_ = l.Close()
+		}, 0, true
+	}
+	clients, closeClients, code, ok := a.buildClients(fs, urls, tlsCfg)
+	if !ok {
+		return nil, nil, code, false
+	}
+	l, err := redlock.New(clients, opts...)
+	if err != nil {
+		closeClients()
+		return nil, nil, a.fail(fs.cmd, "nodes", err), false
+	}
+	return l, func() {
+		_ = l.Close()
+		closeClients()
+	}, 0, true
+}
+
+// clients returns one client per node, and a function that closes them.
+// ok is false when redlock should exit with code; the error is reported
+// then.
+func (a *app) clients(fs *flagSet, n *nodeFlags) (clients []*redis.Client, closeAll func(), code int, ok bool) {
+	urls, tlsCfg, code, ok := a.nodeURLs(fs, n)
+	if !ok {
+		return nil, nil, code, false
+	}
+	return a.buildClients(fs, urls, tlsCfg)
+}
+
+// nodeURLs returns the nodes' URLs (--nodes, or the environment) and the
+// TLS settings of --cacert, --cert and --key (nil when none is given),
+// checked, with --node-timeout. ok is false when redlock should exit with
+// code; the error is reported then.
+func (a *app) nodeURLs(fs *flagSet, n *nodeFlags) (urls []string, tlsCfg *tls.Config, code int, ok bool) {
 	list := n.nodes
 	if list == "" {
 		list = a.getenv(envNodes)
@@ -97,42 +143,34 @@ func (a *app) locker(fs *flagSet, n *nodeFlags, opts ...redlock.Option) (l *redl
 	if err != nil {
 		return nil, nil, a.usageError(fs.cmd, err.Error()), false
 	}
-	tlsCfg, code, ok := a.tlsConfig(fs, n)
+	tlsCfg, code, ok = a.tlsConfig(fs, n)
 	if !ok {
 		return nil, nil, code, false
 	}
-	opts = append([]redlock.Option{redlock.WithNodeTimeout(n.nodeTimeout)}, opts...)
-	if tlsCfg == nil {
-		l, err = redlock.NewFromURLs(urls, opts...)
-		if err != nil {
-			return nil, nil, a.fail(fs.cmd, "nodes", err), false
-		}
-		return l, func() {
-			// Close waits for background clean-up and cannot fail.
-			_ = l.Close()
-		}, 0, true
-	}
-	// The clients are built here, with the TLS settings on every
-	// rediss:// node; each keeps the URL's server name to verify.
-	clients := make([]*redis.Client, len(urls))
-	closeClients := func() {
+	return urls, tlsCfg, 0, true
+}
+
+// buildClients builds one client per URL, with the TLS settings on every
+// rediss:// node when tlsCfg is set (each keeps the URL's server name to
+// verify), and returns a function that closes them. ok is false when
+// redlock should exit with code; the error is reported then.
+func (a *app) buildClients(fs *flagSet, urls []string, tlsCfg *tls.Config) (clients []*redis.Client, closeAll func(), code int, ok bool) {
+	clients = make([]*redis.Client, len(urls))
+	closeAll = func() {
 		for _, c := range clients {
 			if c != nil {
-				// Never used for a command: the Locker takes only their
-				// options.
 				_ = c.Close()
 			}
 		}
 	}
-	ucs := make([]*redis.Client, len(urls))
 	tlsNodes := 0
 	for i, u := range urls {
 		o, err := redlock.ParseURL(u) // checked by parseNodes
 		if err != nil {
-			closeClients()
+			closeAll()
 			return nil, nil, a.usageError(fs.cmd, err.Error()), false
 		}
-		if o.TLSConfig != nil {
+		if tlsCfg != nil && o.TLSConfig != nil {
 			c := tlsCfg.Clone()
 			c.ServerName = o.TLSConfig.ServerName
 			c.InsecureSkipVerify = o.TLSConfig.InsecureSkipVerify
@@ -140,21 +178,12 @@ func (a *app) locker(fs *flagSet, n *nodeFlags, opts ...redlock.Option) (l *redl
 			tlsNodes++
 		}
 		clients[i] = redis.NewClient(o)
-		ucs[i] = clients[i]
 	}
-	if tlsNodes == 0 {
-		closeClients()
+	if tlsCfg != nil && tlsNodes == 0 {
+		closeAll()
 		return nil, nil, a.usageError(fs.cmd, "--cacert, --cert and --key are for rediss:// nodes, and none is given"), false
 	}
-	l, err = redlock.New(ucs, opts...)
-	if err != nil {
-		closeClients()
-		return nil, nil, a.fail(fs.cmd, "nodes", err), false
-	}
-	return l, func() {
-		_ = l.Close()
-		closeClients()
-	}, 0, true
+	return clients, closeAll, 0, true
 }
 
 // parseNodes splits a comma-separated list of node URLs and checks each

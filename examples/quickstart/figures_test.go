@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock/redlock"
+	"github.com/quorumlock/redlock/redlock/doctor"
 )
 
 // A figure a document states about the code: the document says Says (with
@@ -31,11 +32,11 @@ var figures = []figure{
 	{"docs/benchmarks.md", "starts seven local redis-server processes itself", "bench/internal/harness", "LocalNodes", "7"},
 	{"docs/benchmarks.md", "on seven local servers", "bench/internal/harness", "LocalNodes", "7"},
 	{"CONTRIBUTING.md", "seven local servers", "bench/internal/harness", "LocalNodes", "7"},
-	{"docs/internals.md", "two queues, each served by one long-lived worker", "redlock", "workersPerNode", "2"},
-	{"docs/internals.md", "`New` starts two per node", "redlock", "workersPerNode", "2"},
-	{"docs/benchmarks.md", "Each node's calls go out on two connections", "redlock", "workersPerNode", "2"},
-	{"docs/internals.md", "up to 64 calls, and sends it as one pipeline", "redlock", "maxBatch", "64"},
-	{"docs/internals.md", "A queue holds at most 2,048 calls", "redlock", "queueLen", "2048"},
+	{"docs/internals.md", "two queues, each served by one long-lived worker", "redlock/internal/conn", "WorkersPerNode", "2"},
+	{"docs/internals.md", "`New` starts two per node", "redlock/internal/conn", "WorkersPerNode", "2"},
+	{"docs/benchmarks.md", "Each node's calls go out on two connections", "redlock/internal/conn", "WorkersPerNode", "2"},
+	{"docs/internals.md", "up to 64 calls, and sends it as one pipeline", "redlock/internal/conn", "maxBatch", "64"},
+	{"docs/internals.md", "A queue holds at most 2,048 calls", "redlock/internal/conn", "queueLen", "2048"},
 	{"docs/internals.md", "up to 128 keys in one script call per node", "redlock", "extendChunk", "128"},
 	{"docs/internals.md", "at most 2,048 keys in rounds at once", "redlock", "maxInFlight", "16 * extendChunk"},
 	{"docs/safety.md", "After 8 handoffs in a row", "redlock", "maxHandoffs", "8"},
@@ -74,7 +75,7 @@ func TestDocExportedFigures(t *testing.T) {
 		{"docs/safety.md", "At most `MaxMultiKeys` (64) keys", strconv.Itoa(redlock.MaxMultiKeys), "64"},
 		{"docs/safety.md", "`redlock.MaxKeyLen` (4096 bytes)", strconv.Itoa(redlock.MaxKeyLen), "4096"},
 		{"docs/safety.md", "`ObservePoll` (1 s)", redlock.ObservePoll.String(), time.Second.String()},
-		{"docs/safety.md", "(`WithClockWindow`, default 3s)", redlock.DefaultClockWindow.String(), "3s"},
+		{"docs/safety.md", "(`WithClockWindow`, default 3s)", doctor.DefaultClockWindow.String(), "3s"},
 		{"docs/safety.md", "starts with `redlock:` (`redlock.ReservedPrefix`)", redlock.ReservedPrefix, "redlock:"},
 		{"README.md", "(1% of the TTL plus 2 ms)", strconv.FormatFloat(redlock.DefaultDriftFactor*100, 'g', -1, 64) + "%", "1%"},
 		{"docs/safety.md", "a drift margin (1% of the TTL plus 2 ms)", strconv.FormatFloat(redlock.DefaultDriftFactor*100, 'g', -1, 64) + "%", "1%"},

@@ -70,14 +70,24 @@ func TestReadmeQuickStart(t *testing.T) {
 	}
 }
 
-// api lists the redlock package's names: "Name" for functions, types,
-// constants and variables, "Type.Method" for methods, each with its
-// parameter names ("opts..." for a variadic one); nil for names that are not
-// functions.
+// api lists the names of the redlock package and, prefixed "doctor.", of
+// its doctor package: "Name" for functions, types, constants and
+// variables, "Type.Method" for methods, each with its parameter names
+// ("opts..." for a variadic one); nil for names that are not functions.
 func api(t *testing.T) map[string][]string {
 	t.Helper()
+	names := map[string][]string{}
+	pkgNames(t, "../../redlock", "github.com/quorumlock/redlock/redlock", "", names)
+	pkgNames(t, "../../redlock/doctor", "github.com/quorumlock/redlock/redlock/doctor", "doctor.", names)
+	return names
+}
+
+// pkgNames adds the names of the package in dir to names, as api lists
+// them, each with prefix.
+func pkgNames(t *testing.T, dir, importPath, prefix string, names map[string][]string) {
+	t.Helper()
 	fset := token.NewFileSet()
-	paths, err := filepath.Glob("../../redlock/*.go")
+	paths, err := filepath.Glob(dir + "/*.go")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,11 +102,10 @@ func api(t *testing.T) map[string][]string {
 		}
 		files = append(files, f)
 	}
-	pkg, err := doc.NewFromFiles(fset, files, "github.com/quorumlock/redlock/redlock")
+	pkg, err := doc.NewFromFiles(fset, files, importPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	names := map[string][]string{}
 	addFunc := func(name string, f *doc.Func) {
 		params := []string{}
 		for _, field := range f.Decl.Type.Params.List {
@@ -108,12 +117,12 @@ func api(t *testing.T) map[string][]string {
 				}
 			}
 		}
-		names[name] = params
+		names[prefix+name] = params
 	}
 	addValues := func(values []*doc.Value) {
 		for _, v := range values {
 			for _, n := range v.Names {
-				names[n] = nil
+				names[prefix+n] = nil
 			}
 		}
 	}
@@ -123,7 +132,7 @@ func api(t *testing.T) map[string][]string {
 		addFunc(f.Name, f)
 	}
 	for _, typ := range pkg.Types {
-		names[typ.Name] = nil
+		names[prefix+typ.Name] = nil
 		addValues(typ.Consts)
 		addValues(typ.Vars)
 		for _, f := range typ.Funcs {
@@ -133,11 +142,11 @@ func api(t *testing.T) map[string][]string {
 			addFunc(typ.Name+"."+m.Name, m)
 		}
 	}
-	return names
 }
 
-// A name in code: Name, Type.Name, or either with its parameters.
-var apiName = regexp.MustCompile(`^([A-Z][A-Za-z]*\.)?([A-Z][A-Za-z]*)(\(([^()]*)\))?$`)
+// A name in code: Name, Type.Name, or either with its parameters, each
+// with "doctor." in front for the doctor package's.
+var apiName = regexp.MustCompile(`^((?:doctor\.)?(?:[A-Z][A-Za-z]*\.)?)([A-Z][A-Za-z]*)(\(([^()]*)\))?$`)
 
 // A span of code in Markdown.
 var codeSpan = regexp.MustCompile("`([^`]*)`")

@@ -15,11 +15,11 @@ import (
 )
 
 // poolRoom is the size of the pools of the lock's own clients (see
-// privateOptions). It costs 8 bytes a connection of room, whether used or
+// ClientOptions). It costs 8 bytes a connection of room, whether used or
 // not.
 const poolRoom = 1024
 
-// privateOptions derives the options of the lock's own clients for a node
+// ClientOptions derives the options of the lock's own clients for a node
 // from the caller's: same server, credentials, TLS and database, but the
 // lock's rules for every wait and retry. timeout, the Locker's node
 // timeout, bounds every dial (with its TLS handshake) and every pool wait.
@@ -28,7 +28,7 @@ const poolRoom = 1024
 // timeout included). sub is for the release subscriptions, where go-redis
 // also waits on its own (a health check, a reconnect): there timeout bounds
 // every read and write that no deadline of ours does.
-func privateOptions(caller *redis.Options, timeout time.Duration) (cmd, sub *redis.Options) {
+func ClientOptions(caller *redis.Options, timeout time.Duration) (cmd, sub *redis.Options) {
 	o := *caller
 	// No script is ever sent twice: a script retried after a broken
 	// connection (its first run may have been applied, its reply lost)

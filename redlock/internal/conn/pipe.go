@@ -98,7 +98,7 @@ func evalSrc(c *Call) []any {
 // workers, its private clients, and what it learnt about the server.
 type Pipe struct {
 	// own is the pipe's private client, made from the caller's options
-	// (see privateOptions), whose connections the workers hold one each.
+	// (see ClientOptions), whose connections the workers hold one each.
 	own *redis.Client
 	// sub is the private client of the node's release subscription.
 	sub    *redis.Client
@@ -129,7 +129,7 @@ func NewPipe(c *redis.Client, timeout time.Duration, route *Route, ident *Identi
 	// Clients of our own: their connections never mix with the caller's,
 	// nothing we do changes the caller's client, and none of its settings
 	// can make a script run twice or a wait outlast the node timeout.
-	cmd, sub := privateOptions(c.Options(), timeout)
+	cmd, sub := ClientOptions(c.Options(), timeout)
 	p := &Pipe{route: route, ident: ident}
 	cmd.Dialer, sub.Dialer = p.dialed.note(routeDial(cmd.Dialer, route)), routeDial(sub.Dialer, route)
 	p.own, p.sub = redis.NewClient(cmd), redis.NewClient(sub)

@@ -19,14 +19,9 @@ type Route struct {
 // Quiet is the route of a Locker whose lines go nowhere.
 var Quiet = &Route{}
 
-// routeKey is the context key of a *Route.
+// routeKey is the context key of a *Route: the workers' contexts carry
+// one (see deadlineCtx).
 type routeKey struct{}
-
-// WithRoute marks ctx as a Locker's, so that go-redis's lines about calls
-// made with it follow r.
-func WithRoute(ctx context.Context, r *Route) context.Context {
-	return context.WithValue(ctx, routeKey{}, r)
-}
 
 // routedError is an error of a Locker's dialer, marked with its route.
 // Its message is the error's own.

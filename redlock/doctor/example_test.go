@@ -1,25 +1,27 @@
-package redlock_test
+package doctor_test
 
 import (
 	"context"
 	"fmt"
 	"time"
 
-	"github.com/quorumlock/redlock/redlock"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/quorumlock/redlock/redlock/doctor"
 )
 
 // Check a deployment before the first lock: the example servers keep
 // nothing across a restart, which Check reports with its fix.
-func ExampleLocker_Check() {
-	clients, closeAll := exampleClients()
-	defer closeAll()
-	locker, err := redlock.New(clients, redlock.WithNodeTimeout(time.Second))
-	if err != nil {
-		panic(err)
+func Example() {
+	var clients []*redis.Client
+	for _, addr := range exampleAddrs {
+		c := redis.NewClient(&redis.Options{Addr: addr})
+		defer c.Close()
+		clients = append(clients, c)
 	}
-	defer locker.Close()
 
-	report, err := locker.Check(context.Background(), redlock.WithClockWindow(200*time.Millisecond))
+	report, err := doctor.Check(context.Background(), clients,
+		doctor.WithNodeTimeout(time.Second), doctor.WithClockWindow(200*time.Millisecond))
 	if err != nil {
 		panic(err)
 	}

@@ -1,32 +1,32 @@
-package redlock
+package doctor
 
 import (
 	"fmt"
 	"time"
 )
 
-// Severity ranks a finding of Locker.Check.
+// Severity ranks a finding of Check.
 type Severity int
 
 const (
-	// SeverityOK means the assumption holds, as far as it could be seen.
-	SeverityOK Severity = iota
-	// SeverityWarning means the locks work, but an assumption of the safety
+	// OK means the assumption holds, as far as it could be seen.
+	OK Severity = iota
+	// Warning means the locks work, but an assumption of the safety
 	// model is weak or could not be verified: fix it or accept the risk.
-	SeverityWarning
-	// SeverityError means an assumption of the safety model does not hold:
+	Warning
+	// Error means an assumption of the safety model does not hold:
 	// two clients can hold one lock, or no lock can be obtained.
-	SeverityError
+	Error
 )
 
 // String returns "ok", "warning" or "error".
 func (s Severity) String() string {
 	switch s {
-	case SeverityOK:
+	case OK:
 		return "ok"
-	case SeverityWarning:
+	case Warning:
 		return "warning"
-	case SeverityError:
+	case Error:
 		return "error"
 	}
 	return fmt.Sprintf("Severity(%d)", int(s))
@@ -36,9 +36,9 @@ func (s Severity) String() string {
 func (s Severity) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 
 // UnmarshalText reads "ok", "warning" or "error"; anything else is an
-// error matching ErrInvalid.
+// error matching redlock.ErrInvalid.
 func (s *Severity) UnmarshalText(b []byte) error {
-	for _, v := range []Severity{SeverityOK, SeverityWarning, SeverityError} {
+	for _, v := range []Severity{OK, Warning, Error} {
 		if string(b) == v.String() {
 			*s = v
 			return nil
@@ -49,21 +49,21 @@ func (s *Severity) UnmarshalText(b []byte) error {
 
 // The names of the checks, in Finding.Check.
 const (
-	CheckReach       = "reach"       // the node answers; its round-trip latency
-	CheckVersion     = "version"     // the server's version
-	CheckScripts     = "scripts"     // the library's scripts and commands run (ACL permissions)
-	CheckIdentity    = "identity"    // one server per node (run_id)
-	CheckRole        = "role"        // an independent master: no replica, no Redis Cluster
-	CheckPersistence = "persistence" // what a restart does to the locks a node granted
-	CheckMemory      = "memory"      // maxmemory and maxmemory-policy: no eviction of lock keys
-	CheckClock       = "clock"       // clock offset and rate against this machine and the other servers
-	CheckGuard       = "guard"       // the restart guard's marker and quarantine
-	CheckNodes       = "nodes"       // how many nodes, and how many can vote
+	Reach       = "reach"       // the node answers; its round-trip latency
+	Version     = "version"     // the server's version
+	Scripts     = "scripts"     // the library's scripts and commands run (ACL permissions)
+	Identity    = "identity"    // one server per node (run_id)
+	Role        = "role"        // an independent master: no replica, no Redis Cluster
+	Persistence = "persistence" // what a restart does to the locks a node granted
+	Memory      = "memory"      // maxmemory and maxmemory-policy: no eviction of lock keys
+	Clock       = "clock"       // clock offset and rate against this machine and the other servers
+	Guard       = "guard"       // the restart guard's marker and quarantine
+	Nodes       = "nodes"       // how many nodes, and how many can vote
 )
 
-// Finding is one thing Locker.Check found, about one node or the whole set.
+// Finding is one thing Check found, about one node or the whole set.
 type Finding struct {
-	// Check names what was checked (CheckReach, CheckMemory, ...).
+	// Check names what was checked (Reach, Memory, ...).
 	Check string
 	// Node is the node's address, credentials removed; "" for a finding
 	// about the whole set of nodes.
@@ -79,10 +79,10 @@ type Finding struct {
 	Unverified bool
 }
 
-// NodeReport is what Locker.Check learned from one node. Fields it could
+// Node is what Check learned from one node. Fields it could
 // not learn keep their zero value ("" for strings, -1 for the memory
 // figures).
-type NodeReport struct {
+type Node struct {
 	// Addr is the node's address, credentials removed.
 	Addr string
 	// Err is why the node could not be reached; nil when it answered.
@@ -147,14 +147,14 @@ type GuardState struct {
 	// (its quarantine); 0 when it votes.
 	Abstain time.Duration
 	// BootstrapNeeded is set on a node of a fresh cluster (no node has a
-	// marker yet) that Bootstrap would seed.
+	// marker yet) that redlock.Locker.Bootstrap would seed.
 	BootstrapNeeded bool
 }
 
-// Report is what Locker.Check found.
+// Report is what Check found.
 type Report struct {
 	// Nodes holds one entry per node, in the order the clients were given.
-	Nodes []NodeReport
+	Nodes []Node
 	// Findings lists every finding, ok ones included: each node's in node
 	// order, then those about the whole set (Node "").
 	Findings []Finding
@@ -162,14 +162,14 @@ type Report struct {
 	Quorum int
 	// ClockWindow is how long the clocks' rates were measured over.
 	ClockWindow time.Duration
-	// GuardInUse is set when the Locker has WithRestartGuard or some node
+	// GuardInUse is set when Check was given WithRestartGuard or some node
 	// has a marker: the guard's findings then count.
 	GuardInUse bool
 }
 
 // Severity is the worst severity among the findings.
 func (r *Report) Severity() Severity {
-	worst := SeverityOK
+	worst := OK
 	for _, f := range r.Findings {
 		worst = max(worst, f.Severity)
 	}
@@ -191,7 +191,7 @@ func (r *Report) Unreachable() []string {
 // order they were found otherwise.
 func (r *Report) Problems() []Finding {
 	var out []Finding
-	for _, s := range []Severity{SeverityError, SeverityWarning} {
+	for _, s := range []Severity{Error, Warning} {
 		for _, f := range r.Findings {
 			if f.Severity == s {
 				out = append(out, f)

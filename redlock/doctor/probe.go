@@ -1,0 +1,230 @@
+package doctor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/quorumlock/redlock/redlock"
+	"github.com/quorumlock/redlock/redlock/internal/scripts"
+)
+
+// Round trips that Check makes to measure a node's latency, and to read
+// its clock (the one with the shortest round trip counts).
+const (
+	pings     = 5
+	clockRuns = 5
+)
+
+// The library's own keys that Check reads or writes: the restart guard's
+// marker and quarantine, and the prefix of a lock key's fencing counter
+// (see redlock's keys.go; TestCheckGuard proves the guard's names).
+const (
+	guardMarker     = redlock.ReservedPrefix + "guard:marker"
+	guardQuarantine = redlock.ReservedPrefix + "guard:quarantine"
+	fencePrefix     = redlock.ReservedPrefix + "fence:"
+)
+
+// nodeProbe gathers the facts of one node.
+type nodeProbe struct {
+	conn  *nodeConn
+	rep   Node
+	first clockSample
+}
+
+// isReply reports whether err is nil or a reply of the server (an error
+// reply, or nil for a missing key), rather than a failure to talk to it.
+func isReply(err error) bool {
+	var re redis.Error
+	return err == nil || errors.As(err, &re)
+}
+
+// checkCall runs fn with a context bounded by timeout: the checker's own
+// clients take their deadlines from the call's context alone.
+func checkCall(ctx context.Context, timeout time.Duration, fn func(ctx context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	return fn(ctx)
+}
+
+// configNames are the settings Check reads with CONFIG GET, one at a time
+// (several in one CONFIG GET needs Redis 7.0).
+var configNames = []string{"appendonly", "appendfsync", "save"}
+
+// probe asks the node for its facts, in a few round trips. A node that
+// cannot be dialled or does not answer a PING is unreachable, and asked
+// nothing more.
+func (p *nodeProbe) probe(ctx context.Context, timeout time.Duration) {
+	r := &p.rep
+	r.MaxMemory, r.UsedMemory, r.EvictedKeys = -1, -1, -1
+	if err := p.conn.connect(ctx); err != nil {
+		r.Err = err
+		return
+	}
+	c := p.conn.client
+	// The first PING logs in; the others measure the round trip.
+	rtts := make([]time.Duration, 0, pings)
+	for i := range pings + 1 {
+		start := time.Now()
+		if err := checkCall(ctx, timeout, func(ctx context.Context) error { return c.Ping(ctx).Err() }); err != nil {
+			r.Err = err
+			return
+		}
+		if i > 0 {
+			rtts = append(rtts, time.Since(start))
+		}
+	}
+	slices.Sort(rtts)
+	r.Latency, r.MaxLatency = rtts[len(rtts)/2], rtts[len(rtts)-1]
+
+	var (
+		info       *redis.StringCmd
+		cfg        = make([]*redis.MapStringStringCmd, len(configNames))
+		marker     *redis.StringCmd
+		quarantine *redis.DurationCmd
+		self       *redis.Cmd
+	)
+	err := checkCall(ctx, timeout, func(ctx context.Context) error {
+		pl := c.Pipeline()
+		info = pl.Info(ctx) // the default sections hold all we read
+		for i, name := range configNames {
+			cfg[i] = pl.ConfigGet(ctx, name)
+		}
+		marker = pl.Get(ctx, guardMarker)
+		quarantine = pl.PTTL(ctx, guardQuarantine)
+		// A lock's connections learn their id with it.
+		self = pl.Do(ctx, "client", "info")
+		_, err := pl.Exec(ctx)
+		return err
+	})
+	if !isReply(err) {
+		r.Err = err
+		return
+	}
+	fields := parseInfo(info.Val())
+	p.readInfo(fields, info.Err())
+	p.readConfig(cfg, fields)
+	p.readGuard(fields, marker, quarantine)
+	if err := self.Err(); err != nil {
+		r.ScriptsErr = fmt.Errorf("CLIENT INFO: %w", err)
+	} else {
+		r.ScriptsErr = p.runScripts(ctx, c, timeout)
+	}
+	if err := r.ScriptsErr; !isReply(err) {
+		// The node stopped answering.
+		r.Err = err
+		return
+	}
+	s, err := readClock(ctx, c, timeout)
+	if err != nil {
+		r.ClockErr = err
+		return
+	}
+	p.first = s
+	r.ClockOffset, r.ClockUncertainty = s.server.Sub(s.mid), s.rtt/2
+}
+
+// parseInfo splits an INFO reply into its fields.
+func parseInfo(s string) map[string]string {
+	m := map[string]string{}
+	for line := range strings.Lines(s) {
+		if k, v, ok := strings.Cut(strings.TrimSpace(line), ":"); ok && !strings.HasPrefix(k, "#") {
+			m[k] = v
+		}
+	}
+	return m
+}
+
+func (p *nodeProbe) readInfo(f map[string]string, err error) {
+	r := &p.rep
+	if err != nil {
+		r.InfoErr = err
+		return
+	}
+	r.Version, r.RunID, r.Role = f["redis_version"], f["run_id"], f["role"]
+	r.Replicas, _ = strconv.Atoi(f["connected_slaves"])
+	r.Cluster = f["cluster_enabled"] == "1"
+	r.MaxMemoryPolicy = f["maxmemory_policy"]
+	for name, dst := range map[string]*int64{"maxmemory": &r.MaxMemory, "used_memory": &r.UsedMemory, "evicted_keys": &r.EvictedKeys} {
+		if v, err := strconv.ParseInt(f[name], 10, 64); err == nil {
+			*dst = v
+		}
+	}
+	if host := f["master_host"]; r.Role == "slave" && host != "" {
+		r.MasterAddr = host + ":" + f["master_port"]
+	}
+}
+
+// readConfig takes the persistence settings from CONFIG GET; where CONFIG
+// was refused, appendonly comes from INFO persistence, and the rest stays
+// unknown.
+func (p *nodeProbe) readConfig(cfg []*redis.MapStringStringCmd, info map[string]string) {
+	r := &p.rep
+	for i, cmd := range cfg {
+		if err := cmd.Err(); err != nil {
+			r.ConfigErr = err
+			break
+		}
+		v, ok := cmd.Val()[configNames[i]]
+		if !ok {
+			r.ConfigErr = fmt.Errorf("CONFIG GET %s: no such setting", configNames[i])
+			break
+		}
+		switch configNames[i] {
+		case "appendonly":
+			r.AppendOnly = v
+		case "appendfsync":
+			r.AppendFsync = v
+		case "save":
+			r.Save = v
+		}
+	}
+	if r.ConfigErr != nil {
+		r.AppendOnly, r.AppendFsync, r.Save = "", "", ""
+		switch info["aof_enabled"] {
+		case "1":
+			r.AppendOnly = "yes"
+		case "0":
+			r.AppendOnly = "no"
+		}
+	}
+}
+
+// runScripts runs the library's scripts as a lock would, on a key of
+// Check's own that lives a second at most: inspect (read only), then, on
+// a master, acquire and release. The error names the step.
+func (p *nodeProbe) runScripts(ctx context.Context, c *redis.Client, timeout time.Duration) error {
+	key := redlock.ReservedPrefix + "check:" + uuid.NewString()
+	token := "check-" + uuid.NewString()
+	type step struct {
+		name string
+		run  func(ctx context.Context) error
+	}
+	steps := []step{{"inspect script", func(ctx context.Context) error {
+		return scripts.Inspect.Run(ctx, c, []string{key, fencePrefix + key}).Err()
+	}}}
+	// A replica refuses writes: its role is the finding, not its scripts.
+	if p.rep.Role != "slave" {
+		steps = append(steps,
+			step{"acquire script", func(ctx context.Context) error {
+				return scripts.Acquire.Run(ctx, c, []string{key}, token+"\x001\x00", 1000, token+"\x00").Err()
+			}},
+			step{"release script", func(ctx context.Context) error {
+				return scripts.Release.Run(ctx, c, []string{key}, token+"\x00", "", 0, "1").Err()
+			}},
+		)
+	}
+	for _, s := range steps {
+		if err := checkCall(ctx, timeout, s.run); err != nil {
+			return fmt.Errorf("%s: %w", s.name, err)
+		}
+	}
+	return nil
+}
