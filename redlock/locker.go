@@ -16,8 +16,7 @@ import (
 )
 
 // Locker hands out locks over a fixed set of independent Redis nodes. It is
-// safe for concurrent use. The clients given to New stay the caller's:
-// Close does not close them; those NewFromURLs built, it does.
+// safe for concurrent use.
 type Locker struct {
 	nodes []node
 	need  int
@@ -43,34 +42,22 @@ type Locker struct {
 	forced forceLog
 }
 
-// New returns a Locker over the given clients, one per independent Redis
-// master; a lock needs a majority of them (len/2+1). One client gives
-// single-node mode, with the same code and guarantees bounded by that one
-// server. The options become the defaults of every call.
+// New returns a Locker over clients, one per independent Redis master; a
+// lock needs a majority of them (len/2+1), and one client gives single-node
+// mode. opts become the defaults of every call. New does no I/O.
 //
-// Each client must be a plain *redis.Client (redis.NewClient, or
-// redis.NewFailoverClient for a Sentinel-managed master). The Locker takes
-// only its options: it opens connections of its own, where no command is
-// ever retried (a retried script would be a second vote from the same node,
-// or undo a later hold), every read and write ends at the call's node
-// timeout whatever the client's ContextTimeoutEnabled, ReadTimeout and
-// WriteTimeout say, and every dial, TLS handshake included, is bounded by
-// the node timeout given to New. A custom Dialer in the options must honour
-// its context. The caller's hooks and client-side cache are not used.
+// Each client must be a plain *redis.Client (redis.NewFailoverClient for a
+// Sentinel-managed master); the Locker opens connections of its own from
+// its options, never retries a command, and bounds every call, dial and
+// TLS handshake by the node timeout (docs/internals.md#node-calls). The
+// clients stay the caller's: Close does not close them.
 //
-// New fails with an error matching ErrInvalid when there are no clients, a
-// client is nil, the same client or the same address is given twice (it
-// would vote twice), a client is not a *redis.Client (a *redis.ClusterClient
-// or a *redis.Ring is refused with a note on how to give one client per
-// master; a wrapper type is refused as well), or an option is out of range.
-//
-// New does no I/O. Two addresses of one server (a host name and its IP, a
-// proxy, a load balancer) are found at first contact instead: every new
-// connection learns the server's identity (its run_id) before any call is
-// sent on it, and a node that reaches a server another node reached first is
-// out of every vote until Close, its calls failing with an error matching
-// ErrInvalid that names both addresses. So that server never votes twice, and
-// the first operation that hears from both nodes fails with that error.
+// New fails with an error matching ErrInvalid for no clients, a nil client,
+// the same client or address twice, a client that is not a *redis.Client
+// (a ClusterClient or Ring is told how to give one client per master), or a
+// bad option. A node found at first contact to reach a server that another
+// node reached first is out of every vote until Close, its calls failing
+// with ErrInvalid (docs/safety.md#one-server-one-vote).
 func New(clients []redis.UniversalClient, opts ...Option) (*Locker, error) {
 	if len(clients) == 0 {
 		return nil, invalid("no clients")
@@ -173,13 +160,11 @@ func (l *Locker) Nodes() []string {
 // Quorum returns how many nodes must agree: len(nodes)/2+1.
 func (l *Locker) Quorum() int { return l.need }
 
-// Close ends the Locker's release subscriptions, waits for its background
-// work (clean-up of late node replies) to end, and makes further calls fail
-// with ErrClosed. Locks still held are not released; they expire by their
-// TTL. Nothing extends them any more: the contexts of KeepAlive, Do and
-// every Leadership end as Close begins, with a cause matching ErrLockLost
-// and ErrClosed. Close does not close the clients given to New; it closes those
-// that NewFromURLs built.
+// Close makes further calls fail with ErrClosed, ends the contexts of
+// KeepAlive, Do and every Leadership (cause ErrLockLost and ErrClosed), and
+// waits for its background work. Locks still held are not released: they
+// expire by their TTL. It closes the clients NewFromURLs built, not those
+// given to New. It returns nil, also when called again.
 func (l *Locker) Close() error {
 	l.mu.Lock()
 	if l.closed {
