@@ -25,8 +25,7 @@ type Status struct {
 	Nodes  []NodeStatus // one per node, in the clients' order
 }
 
-// NodeStatus is one node's view of a lock; Token, Metadata, Holds and TTL
-// describe the holder when Held.
+// NodeStatus is one node's view of a lock; the holder's fields need Held.
 type NodeStatus struct {
 	Addr     string        // the node's address, credentials removed
 	Held     bool          // the key exists on the node
@@ -42,11 +41,10 @@ type NodeStatus struct {
 	confirmed uint64
 }
 
-// Inspect asks every node what it holds for key (a NodeStatus each). It
-// returns the status even when nodes fail, with an error matching
-// ErrNoQuorum when fewer than a majority answered, or ErrInvalid when two
-// nodes reach one server. A key that Obtain would reject fails with
-// ErrInvalid, and no status, before any node is asked.
+// Inspect asks every node what it holds for key. It returns the status even
+// when nodes fail, with an error matching ErrNoQuorum when fewer than a
+// majority answered, or ErrInvalid when two nodes reach one server. A key
+// that Obtain would reject is ErrInvalid, with no status, asking no node.
 func (l *Locker) Inspect(ctx context.Context, key string) (*Status, error) {
 	if err := checkKey(key); err != nil {
 		return nil, err
@@ -122,12 +120,10 @@ func (l *Locker) Inspect(ctx context.Context, key string) (*Status, error) {
 	return st, nil
 }
 
-// ForceRelease deletes key's lock on every node, whoever holds it, and wakes
-// its waiters: the way out of a lock whose owner is gone (an owner still
-// alive is not told; its next extension finds the lock lost). It fails with
-// an error matching ErrNoQuorum when fewer than a majority of nodes could be
-// reached, and with ErrInvalid, touching no node, for a key that Obtain
-// would reject (so never on the library's own keys).
+// ForceRelease deletes key's lock on every node, whoever holds it, and
+// wakes its waiters; an owner still alive finds its lock lost at its next
+// extension. It fails with ErrNoQuorum when fewer than a majority could be
+// reached, and with ErrInvalid, asking no node, for a key Obtain rejects.
 func (l *Locker) ForceRelease(ctx context.Context, key string) (err error) {
 	ctx, tr := l.cfg.obs.begin(ctx, OpForceRelease, key)
 	defer func() { tr.done(ctx, err) }()
@@ -155,14 +151,11 @@ func (l *Locker) ForceRelease(ctx context.Context, key string) (err error) {
 
 // Bootstrap seeds the restart guard's marker on every node, so that a fresh
 // cluster votes at once instead of abstaining for the guard's maximum TTL.
-// Run it once, at set-up, never on a cluster whose nodes may have forgotten
-// held locks (docs/safety.md#bootstrap). A node already stamped, or
-// abstaining, is left as it is; a node that lost its memory since its
-// marker was stamped is not seeded (with WithRestartGuard its quarantine
-// starts now). It fails with an error matching ErrNoQuorum, naming the
-// nodes, unless every node was reached and none abstains (as one whose
-// maxmemory-policy may evict keys does). ClearQuarantine also ends the
-// quarantines.
+// Run it once, at set-up, never where a node may have forgotten held locks
+// (docs/safety.md#bootstrap). It seeds no node that abstains or lost its
+// memory since it was stamped (WithRestartGuard starts its quarantine), and
+// fails with an error matching ErrNoQuorum, naming the nodes, unless every
+// node was reached and none abstains.
 func (l *Locker) Bootstrap(ctx context.Context, opts ...BootstrapOption) error {
 	var bc bootstrapConfig
 	for _, o := range opts {
@@ -202,13 +195,11 @@ type BootstrapOption func(*bootstrapConfig)
 
 type bootstrapConfig struct{ clear bool }
 
-// ClearQuarantine states that no lock is held on the cluster: Bootstrap
-// then also ends the quarantine of abstaining nodes and stamps them anew.
-// It first searches every node for a lock's key, and fails with an error
-// matching ErrInvalid (naming the node and key) if it finds one, or
-// ErrNoQuorum (ErrMisconfigured if refused for good) if a node cannot be
-// searched. A cleared node that had lost its memory restarts its fencing
-// counters from its clock at once (docs/safety.md#bootstrap).
+// ClearQuarantine states that no lock is held: Bootstrap then also ends the
+// quarantines and stamps the nodes anew, after searching every node for a
+// lock's key. It fails with ErrInvalid (naming the node and key) if it
+// finds one, with ErrNoQuorum (ErrMisconfigured if refused for good) if a
+// node cannot be searched (docs/safety.md#bootstrap).
 func ClearQuarantine() BootstrapOption { return func(c *bootstrapConfig) { c.clear = true } }
 
 // noLockKeys searches every node for a key that holds a lock; see

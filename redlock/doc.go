@@ -58,13 +58,9 @@
 // ends the release listeners; it waits for the background group; it stops
 // the node workers.
 //
-// WithObserver hands every operation to an Observer, for metrics or traces
-// (docs/observability.md); the module
-// github.com/quorumlock/redlock/redlockotel is one for OpenTelemetry.
+// WithObserver hands every operation to an Observer, for metrics or
+// traces (docs/observability.md; redlockotel is one for OpenTelemetry).
 //
-// The repository's docs/ explain the rest: safety.md what Redlock
-// guarantees and under which assumptions (nodes that keep their keys, a
-// holder that stops at its deadline), fencing, the restart guard, election
-// and multi-key locks; internals.md how rounds, node calls and workers
-// work; cli.md the redlock command.
+// The repository's docs/safety.md says what a lock guarantees and under
+// which assumptions, internals.md how it works, cli.md the redlock command.
 package redlock

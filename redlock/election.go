@@ -33,17 +33,12 @@ type Leadership struct {
 	stop context.CancelFunc
 }
 
-// Campaign blocks until this caller leads the election name, or ctx ends.
-// It obtains a lock on name as Obtain does (the same options and rules for
-// the name, with fencing on; WithToken fails with ErrInvalid), and keeps it
-// extended as KeepAlive does until Resign or a loss. WithMetadata is what
-// the leader publishes. ctx bounds the campaign only: the leadership
-// outlives it. The TTL is the election's failover time; one too short for
-// KeepAlive fails with ErrInvalid, asking no node.
-//
-// On failure it returns no leadership, leaves no key on the nodes, and
-// Obtain's error: matching ErrNotObtained or ErrNoQuorum, and ctx.Err()
-// when ctx ended.
+// Campaign blocks until this caller leads the election name, or ctx ends:
+// it obtains the lock name as Obtain does, with fencing (WithToken is
+// ErrInvalid), and keeps it as KeepAlive does until Resign or a loss. The
+// leadership outlives ctx. A TTL too short for KeepAlive fails with
+// ErrInvalid, asking no node. On failure it leaves no key on the nodes and
+// returns Obtain's error (ErrNotObtained or ErrNoQuorum, with ctx.Err()).
 func (l *Locker) Campaign(ctx context.Context, name string, opts ...Option) (*Leadership, error) {
 	cfg, err := l.callConfig(name, opts)
 	if err != nil {
@@ -92,11 +87,10 @@ func (l *Locker) announce(name string) {
 // Name returns the election's name.
 func (ld *Leadership) Name() string { return ld.name }
 
-// Context returns the leader's context. It ends with a cause matching
-// ErrLockLost as soon as leadership is lost, at the latest the node timeout
-// plus TTL/20 (at least 5 ms) before the validity ends; Resign ends it with
-// context.Canceled, and Close with ErrLockLost and ErrClosed. Work done as
-// the leader must stop when it ends.
+// Context returns the leader's context, which ends (cause ErrLockLost) once
+// leadership is lost, at the latest the node timeout plus TTL/20 (at least
+// 5 ms) before the validity ends; Resign ends it with context.Canceled,
+// Close with ErrLockLost and ErrClosed. The leader's work must stop then.
 func (ld *Leadership) Context() context.Context { return ld.ctx }
 
 // Term returns the leadership's term, its lock's fence: greater than every
@@ -107,38 +101,34 @@ func (ld *Leadership) Term() uint64 { return ld.lock.Fence() }
 // Metadata returns what the leader published with WithMetadata.
 func (ld *Leadership) Metadata() string { return ld.lock.Metadata() }
 
-// Until returns the local deadline of the leadership's current validity; it
-// moves with every extension.
+// Until returns the leadership's local validity deadline; extensions move it.
 func (ld *Leadership) Until() time.Time { return ld.lock.Until() }
 
-// Resign ends the leadership: it cancels Context, waits for the extension
-// to stop, and releases the keys, which wakes the waiting campaigners. It
-// returns Release's error: nil when a majority released, ErrReleased on a
-// second call, ErrLockNotHeld for a leadership that was lost.
+// Resign cancels Context, waits for the extension to stop, and releases
+// the keys, waking the campaigners. It returns Release's error: nil when a
+// majority released, ErrReleased when called again, ErrLockNotHeld if lost.
 func (ld *Leadership) Resign(ctx context.Context) error {
 	ld.stop()
 	return ld.lock.Release(ctx)
 }
 
-// LeaderInfo is what the nodes say of an election, from Leader and
-// Observe; the fields after Leading are set only when it is true.
+// LeaderInfo is an election's state, from Leader and Observe.
 type LeaderInfo struct {
 	Name     string        // the election's name
-	Leading  bool          // a leader holds the election on a majority of nodes
+	Leading  bool          // a leader holds it on a majority; the fields below are set only then
 	Metadata string        // what the leader published (WithMetadata)
-	Term     uint64        // the leader's term; 0 while its Campaign has not written it back
+	Term     uint64        // the leader's term; 0 until its Campaign has written it back
 	TTL      time.Duration // the leader's keys' time left on a majority (-1: no expiry)
 
 	// token is the leader's: Observe tells leaders apart by it.
 	token string
 }
 
-// Leader asks every node who leads the election name now, reading what
-// Inspect reads; Leading is false when nobody does. A leader may show a
-// round trip before its Campaign returns (with Term 0), and one that died
-// until its keys expire. On failure it returns a zero LeaderInfo and an
-// error matching ErrNoQuorum (fewer than a majority answered) or
-// ErrInvalid (a bad name, two nodes that reach one server).
+// Leader asks the nodes who leads the election name (as Inspect reads it).
+// A leader may show a round trip before its Campaign returns (Term 0), one
+// that died until its keys expire. On failure it returns a zero LeaderInfo
+// and an error matching ErrNoQuorum or ErrInvalid (a bad name, two nodes on
+// one server).
 func (l *Locker) Leader(ctx context.Context, name string) (LeaderInfo, error) {
 	st, err := l.Inspect(ctx, name)
 	if err != nil {
@@ -179,13 +169,12 @@ func (l *Locker) Leader(ctx context.Context, name string) (LeaderInfo, error) {
 	return info, nil
 }
 
-// Observe returns a channel that receives the election's state, as Leader
-// reports it, at once and then at every change of leader; a leader only
-// with its term. Releases and won campaigns wake it (unless WithPollingOnly),
-// and it asks the nodes every ObservePoll and when the leader's keys are due
-// to expire. While no majority answers it reports nothing. The channel keeps
-// only the latest state, and is closed when ctx ends or at the next check
-// after Close. A bad name fails with ErrInvalid; after Close, ErrClosed.
+// Observe returns a channel that receives the election's state (as Leader
+// reports it, a leader only with its term) at once and at every change of
+// leader, woken by releases and won campaigns (unless WithPollingOnly), and
+// asking every ObservePoll and when the leader's keys expire; nothing while
+// no majority answers. It keeps the latest state only, and closes when ctx
+// ends or after Close. A bad name is ErrInvalid; after Close, ErrClosed.
 func (l *Locker) Observe(ctx context.Context, name string) (<-chan LeaderInfo, error) {
 	if err := checkKey(name); err != nil {
 		return nil, err

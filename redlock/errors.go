@@ -16,26 +16,22 @@ import (
 // The sentinel errors; errors.Is matches them, and errors.As finds a
 // *QuorumError with each node's outcome (docs/safety.md#what-the-errors-say).
 var (
-	// ErrNotObtained: others hold the key on too many nodes for a majority
-	// (contention, not an outage).
+	// ErrNotObtained: others hold the key on too many nodes: contention.
 	ErrNotObtained = errors.New("redlock: not obtained")
-	// ErrNoQuorum: a majority of nodes could not be reached or did not
-	// answer in time (an outage, not contention).
+	// ErrNoQuorum: a majority of nodes could not be reached in time: an outage.
 	ErrNoQuorum = errors.New("redlock: no quorum")
 	// ErrLockNotHeld: Release, Extend or TTL found the lock not ours on a
-	// majority of nodes. Its reasons, ErrLockExpired, ErrLockLost and
-	// ErrReleased, match it, and such errors match one of them.
+	// majority. It is matched by its reasons, the three errors below.
 	ErrLockNotHeld = errors.New("redlock: lock not held")
-	// ErrLockExpired: our keys are gone, and nobody else holds the key (if
-	// this Locker's ForceRelease removed them, the text says so).
+	// ErrLockExpired: our keys are gone, and nobody else holds the key.
 	ErrLockExpired error = &notHeldError{"redlock: lock not held: expired"}
 	// ErrLockLost: another owner holds the lock now.
 	ErrLockLost error = &notHeldError{"redlock: lock not held: taken by another owner"}
 	// ErrReleased: the Lock was released already (a handle releases once);
 	// a second release, Extend and TTL fail with it, asking no node.
 	ErrReleased error = &notHeldError{"redlock: lock not held: released"}
-	// ErrInvalid is matched by every error about bad input: a bad key,
-	// option or client, two clients that reach the same server.
+	// ErrInvalid is matched by every error about bad input (keys, options,
+	// clients, two nodes that reach one server); no retry mends it.
 	ErrInvalid = errors.New("redlock: invalid argument")
 	// ErrClosed is returned by operations on a Locker after Close.
 	ErrClosed = errors.New("redlock: locker closed")

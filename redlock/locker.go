@@ -42,22 +42,16 @@ type Locker struct {
 	forced forceLog
 }
 
-// New returns a Locker over clients, one per independent Redis master; a
-// lock needs a majority of them (len/2+1), and one client gives single-node
-// mode. opts become the defaults of every call. New does no I/O.
-//
-// Each client must be a plain *redis.Client (redis.NewFailoverClient for a
-// Sentinel-managed master); the Locker opens connections of its own from
-// its options, never retries a command, and bounds every call, dial and
-// TLS handshake by the node timeout (docs/internals.md#node-calls). The
-// clients stay the caller's: Close does not close them.
-//
-// New fails with an error matching ErrInvalid for no clients, a nil client,
-// the same client or address twice, a client that is not a *redis.Client
-// (a ClusterClient or Ring is told how to give one client per master), or a
-// bad option. A node found at first contact to reach a server that another
-// node reached first is out of every vote until Close, its calls failing
-// with ErrInvalid (docs/safety.md#one-server-one-vote).
+// New returns a Locker over clients, one plain *redis.Client per
+// independent Redis master (redis.NewFailoverClient for a Sentinel one); a
+// lock needs len/2+1 of them (one client: single-node mode). opts become
+// the defaults of every call. New does no I/O; the Locker opens connections
+// of its own from the clients' options, without retries, bounded by the
+// node timeout, and leaves the clients to the caller
+// (docs/internals.md#node-calls). It fails with ErrInvalid for no clients,
+// a nil or repeated client or address, another client type, or a bad
+// option; two nodes found to reach one server fail their calls with
+// ErrInvalid (docs/safety.md#one-server-one-vote).
 func New(clients []redis.UniversalClient, opts ...Option) (*Locker, error) {
 	if len(clients) == 0 {
 		return nil, invalid("no clients")
@@ -161,10 +155,10 @@ func (l *Locker) Nodes() []string {
 func (l *Locker) Quorum() int { return l.need }
 
 // Close makes further calls fail with ErrClosed, ends the contexts of
-// KeepAlive, Do and every Leadership (cause ErrLockLost and ErrClosed), and
-// waits for its background work. Locks still held are not released: they
-// expire by their TTL. It closes the clients NewFromURLs built, not those
-// given to New. It returns nil, also when called again.
+// KeepAlive, Do and Leaderships (cause ErrLockLost and ErrClosed), and
+// waits for its background work. Held locks are not released: they expire
+// by their TTL. It closes the clients NewFromURLs built, not New's. It
+// returns nil; calling it again does nothing.
 func (l *Locker) Close() error {
 	l.mu.Lock()
 	if l.closed {

@@ -6,10 +6,9 @@ import (
 	"time"
 )
 
-// RetryStrategy says how Obtain waits between attempts. Every Obtain call
-// starts its own Sequence from it, so one strategy may be shared by any
-// number of goroutines. A strategy with bad parameters fails New, or the
-// call given it, with ErrInvalid.
+// RetryStrategy says how Obtain waits between attempts; every Obtain starts
+// its own Sequence, so strategies may be shared. Bad parameters fail New,
+// or the call given the strategy, with ErrInvalid.
 type RetryStrategy interface {
 	Start() Sequence // a fresh sequence of waits for one Obtain call
 }

@@ -25,13 +25,12 @@ func (e *URLError) Error() string { return "node URL " + e.URL + ": " + e.Err.Er
 // Unwrap returns ErrInvalid and Err.
 func (e *URLError) Unwrap() []error { return []error{ErrInvalid, e.Err} }
 
-// ParseURL parses a node URL (URLForm; surrounding spaces ignored) into
-// client options for lock use: ContextTimeoutEnabled, and MaxRetries -1,
-// whatever the query says. rediss:// is TLS, verified against the host name.
-// Percent-encode , / ? # @ : % in the user name and password. The query
-// takes go-redis's redis.ParseURL options; an unknown one, a missing host, a
-// #fragment, a database that is not a number, or another scheme (unix://
-// too) is an error: a *URLError matching ErrInvalid, without the password.
+// ParseURL parses a node URL (URLForm, spaces around it ignored) into
+// client options for lock use: ContextTimeoutEnabled, MaxRetries -1. The
+// user name and password must be percent-encoded; the query takes
+// redis.ParseURL's options. On failure (an unknown option, no host, a
+// #fragment, a bad database or scheme) it returns a *URLError, matching
+// ErrInvalid and never showing the password (docs/cli.md#nodes).
 func ParseURL(raw string) (*redis.Options, error) {
 	raw = strings.TrimSpace(raw)
 	o, err := parseURL(raw)
