@@ -33,7 +33,7 @@ type NodeStatus struct {
 	Metadata string        // the holder's metadata
 	Holds    int           // the Locks that hold it: 1, more after re-entries, 0 in a cooldown
 	TTL      time.Duration // the key's time left (-1: no expiry)
-	Fence    uint64        // the node's fencing counter for the key (0 without fencing)
+	Fence    uint64        // the node's fencing counter: the latest fence it granted or saw (0: none)
 	Err      error         // why the node could not be asked, or nil
 
 	// confirmed is the fence that the one hold on the key wrote back here

@@ -49,9 +49,9 @@ type Locker struct {
 // of its own from the clients' options, without retries, bounded by the
 // node timeout, and leaves the clients to the caller
 // (docs/internals.md#node-calls). It fails with ErrInvalid for no clients,
-// a nil or repeated client or address, another client type, or a bad
-// option; two nodes found to reach one server fail their calls with
-// ErrInvalid (docs/safety.md#one-server-one-vote).
+// a nil client, a client or address given twice (it would vote twice),
+// another client type, or a bad option; two nodes found to reach one server
+// fail their calls with ErrInvalid (docs/safety.md#one-server-one-vote).
 func New(clients []redis.UniversalClient, opts ...Option) (*Locker, error) {
 	if len(clients) == 0 {
 		return nil, invalid("no clients")
