@@ -20,46 +20,31 @@ import (
 
 // Status is what the nodes know of a lock, from Inspect.
 type Status struct {
-	// Key is the lock key.
-	Key string
-	// Holder is the token that holds the key on a majority of nodes, or ""
-	// when no token does.
-	Holder string
-	// Nodes holds one entry per node, in the order the clients were given.
-	Nodes []NodeStatus
+	Key    string       // the lock key
+	Holder string       // the token that holds the key on a majority of nodes, or ""
+	Nodes  []NodeStatus // one per node, in the clients' order
 }
 
-// NodeStatus is one node's view of a lock.
+// NodeStatus is one node's view of a lock; the holder's fields need Held.
 type NodeStatus struct {
-	// Addr is the node's address, with any credentials removed.
-	Addr string
-	// Held is true when the key exists on the node.
-	Held bool
-	// Token, Metadata and Holds describe the holder when Held is true.
-	// Holds counts the Locks that hold the key with the token: 1, more
-	// after re-entries, 0 while a cooldown (ReleaseAfter) keeps the key.
-	Token    string
-	Metadata string
-	Holds    int
-	// TTL is the key's remaining time (-1 without expiry) when Held.
-	TTL time.Duration
-	// Fence is the node's fencing counter for the key (0 unless fencing was
-	// used on it): the fence of the latest holder this node granted or saw.
-	Fence uint64
-	// Err is the node's error, if it could not be asked.
-	Err error
+	Addr     string        // the node's address, credentials removed
+	Held     bool          // the key exists on the node
+	Token    string        // the holder's token
+	Metadata string        // the holder's metadata
+	Holds    int           // the Locks that hold it: 1, more after re-entries, 0 in a cooldown
+	TTL      time.Duration // the key's time left (-1: no expiry)
+	Fence    uint64        // the node's fencing counter: the latest fence it granted or saw (0: none)
+	Err      error         // why the node could not be asked, or nil
+
 	// confirmed is the fence that the one hold on the key wrote back here
 	// (see fence.lua), 0 when none did: a leader's term, once confirmed.
 	confirmed uint64
 }
 
-// Inspect asks every node what it holds for key: the holder's token,
-// metadata, number of holds and remaining TTL, or the node's error. It
-// returns the status even when some nodes fail; the error matches
-// ErrNoQuorum when fewer than a majority answered, or ErrInvalid when two
-// nodes reach the same server. A key that Obtain would reject (empty, too
-// long, or starting with ReservedPrefix) fails with an error matching
-// ErrInvalid, and no status, before any node is asked.
+// Inspect asks every node what it holds for key. It returns the status even
+// when nodes fail, with an error matching ErrNoQuorum when fewer than a
+// majority answered, or ErrInvalid when two nodes reach one server. A key
+// that Obtain would reject is ErrInvalid, with no status, asking no node.
 func (l *Locker) Inspect(ctx context.Context, key string) (*Status, error) {
 	if err := checkKey(key); err != nil {
 		return nil, err
@@ -135,14 +120,10 @@ func (l *Locker) Inspect(ctx context.Context, key string) (*Status, error) {
 	return st, nil
 }
 
-// ForceRelease deletes the lock on key on every node, whoever holds it, and
-// wakes its waiters: the way out of a stuck lock whose owner is gone. The
-// owner, if alive, is not told and will find its lock lost at its next
-// extension. It fails with an error matching ErrNoQuorum when fewer than a
-// majority of nodes could be reached. A key that Obtain would reject (empty,
-// too long, or starting with ReservedPrefix) fails with an error matching
-// ErrInvalid and touches no node: the library's own keys cannot be removed
-// through it.
+// ForceRelease deletes key's lock on every node, whoever holds it, and
+// wakes its waiters; an owner still alive finds its lock lost at its next
+// extension. It fails with ErrNoQuorum when fewer than a majority could be
+// reached, and with ErrInvalid, asking no node, for a key Obtain rejects.
 func (l *Locker) ForceRelease(ctx context.Context, key string) (err error) {
 	ctx, tr := l.cfg.obs.begin(ctx, OpForceRelease, key)
 	defer func() { tr.done(ctx, err) }()
@@ -168,33 +149,13 @@ func (l *Locker) ForceRelease(ctx context.Context, key string) (err error) {
 	return withContext(ctx, l.roundError("force-release", key, &res, compareOutcome, ErrNoQuorum))
 }
 
-// Bootstrap seeds the restart guard's memory marker on every node, so that a
-// fresh cluster votes at once instead of abstaining for the guard's maximum
-// TTL. The marker is stamped with the server's run_id and evicted-keys count,
-// as the acquire script stamps it. Run it once, when the cluster is first set
-// up, never on a cluster whose nodes may have lost locks that are still held
-// and with them their markers (a restart without persistence, a flush): that
-// would let a forgetful node vote again at once, which is what the guard
-// prevents. A node that already has its marker with the current stamp is
-// left as it is, and so is a node that already noticed a loss and abstains
-// (its quarantine protects the locks it forgot).
-//
-// A marker with another stamp is a loss, never a fresh node: the server
-// restarted (reloading the marker from a snapshot or AOF), is a promoted
-// replica, or evicted keys, since it was stamped. Bootstrap does not clear
-// it: when the Locker has WithRestartGuard it starts the node's quarantine
-// now; without it, it leaves the marker for the first guarded acquisition to
-// notice. Either way the node is reported as abstaining. A node whose
-// maxmemory-policy may evict keys is reported too.
-//
-// It fails with an error matching ErrNoQuorum, naming the nodes, unless every
+// Bootstrap seeds the restart guard's marker on every node, so that a fresh
+// cluster votes at once instead of abstaining for the guard's maximum TTL.
+// Run it once, at set-up, never where a node may have forgotten held locks
+// (docs/safety.md#bootstrap). It seeds no node that abstains or lost its
+// memory since it was stamped (WithRestartGuard starts its quarantine), and
+// fails with an error matching ErrNoQuorum, naming the nodes, unless every
 // node was reached and none abstains.
-//
-// With ClearQuarantine, it also ends the quarantine of abstaining nodes and
-// stamps them anew, so that they vote at once: the way out of a guarded
-// acquisition made before Bootstrap on a fresh cluster, which quarantines
-// every node for the guard's maximum TTL. See ClearQuarantine for what it
-// checks first.
 func (l *Locker) Bootstrap(ctx context.Context, opts ...BootstrapOption) error {
 	var bc bootstrapConfig
 	for _, o := range opts {
@@ -234,23 +195,11 @@ type BootstrapOption func(*bootstrapConfig)
 
 type bootstrapConfig struct{ clear bool }
 
-// ClearQuarantine states that no lock of the library is held on the
-// cluster, so that Bootstrap also ends the restart guard's quarantine of the
-// nodes that abstain and stamps them anew (see Bootstrap). Before it
-// changes anything, Bootstrap looks (SCAN) on every node for a key that
-// holds a lock (a value the library wrote: token, holds and metadata); it
-// fails with an error matching ErrInvalid, naming the node and the key, if
-// one does, and with one matching ErrNoQuorum (ErrMisconfigured if it
-// refused the search for good) if a node cannot be searched.
-// Then no held lock has its keys only on a node that forgot them (a lock's
-// keys live on a majority, and every node was searched), which is what the
-// quarantine protects; a lock granted after the search is remembered by
-// every node that granted it.
-//
-// What the quarantine also gives, and clearing takes away, is time: a
-// cleared node that had lost its memory restarts its fencing counters from
-// its clock at once, so fences stay increasing only as long as that clock
-// is not behind the fences it handed out before.
+// ClearQuarantine states that no lock is held: Bootstrap then also ends the
+// quarantines and stamps the nodes anew, after searching every node for a
+// lock's key. It fails with ErrInvalid (naming the node and key) if it
+// finds one, with ErrNoQuorum (ErrMisconfigured if refused for good) if a
+// node cannot be searched (docs/safety.md#bootstrap).
 func ClearQuarantine() BootstrapOption { return func(c *bootstrapConfig) { c.clear = true } }
 
 // noLockKeys searches every node for a key that holds a lock; see

@@ -2,11 +2,8 @@
 // (the Redlock algorithm), or over a single Redis server with the same code.
 //
 // A lock is granted when a majority of nodes (N/2+1) accepted it, and it is
-// safe to use only until its validity deadline: TTL minus the time the
-// acquisition took minus a drift margin for the servers' clocks. All nodes are
-// asked in parallel; the answer comes as soon as the outcome is decided, and a
-// failed attempt removes whatever it wrote, even on nodes that answer late.
-//
+// safe to use only until its validity deadline (Lock.Until): TTL minus the
+// time the acquisition took minus a drift margin for the servers' clocks.
 // Errors tell contention (ErrNotObtained) from an outage (ErrNoQuorum), and
 // carry per-node detail in a *QuorumError:
 //
@@ -19,16 +16,9 @@
 //	}
 //	defer lock.Release(context.WithoutCancel(ctx))
 //
-// Two things are built on the same locks: leader election (Campaign, with
-// Leader and Observe to follow who leads; the leader's term is a fencing
-// token) and multi-key locks (ObtainMulti: several keys at once, all or
-// none, without deadlock whatever the order).
-//
-// Lock keys are the caller's, with one exception: keys that start with
-// ReservedPrefix ("redlock:") are the library's own (the restart guard's
-// markers, fencing counters, release channels), and every call that takes
-// a key rejects them with ErrInvalid, so that a key taken from user input
-// cannot reach them.
+// Built on the same locks: leader election (Campaign, Leader, Observe) and
+// multi-key locks (ObtainMulti). Keys that start with ReservedPrefix are the
+// library's own, and every call that takes a key rejects them.
 //
 // # Goroutines
 //
@@ -67,12 +57,9 @@
 // ends the release listeners; it waits for the background group; it stops
 // the node workers.
 //
-// WithObserver hands every operation to an Observer (obtains with their
-// waits, releases, extensions, losses, each node's answer with its latency)
-// for metrics or traces; the module github.com/quorumlock/redlock/redlockotel
-// is one for OpenTelemetry.
+// WithObserver hands every operation to an Observer, for metrics or
+// traces (docs/observability.md; redlockotel is one for OpenTelemetry).
 //
-// What Redlock guarantees, and what it cannot, is in docs/safety.md: mutual exclusion holds while a majority of nodes keep their keys
-// (no restart without persistence within a TTL) and while a holder stops
-// using the lock at its deadline (Valid, Until).
+// The repository's docs/safety.md says what a lock guarantees and under
+// which assumptions, internals.md how it works, cli.md the redlock command.
 package redlock

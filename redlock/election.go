@@ -12,16 +12,11 @@ import (
 )
 
 // Leader election is a lock that its holder keeps (KeepAlive) for as long
-// as it leads, with fencing on: the lock's fence is the leader's term. It
-// adds nothing to the algorithm, so it has the lock's guarantees: one leader
-// at a time while the leader stops at its context's end, and terms that
-// grow from one leader to the next while the nodes keep their counters.
+// as it leads, with fencing on: the lock's fence is the leader's term. Its
+// guarantees are the lock's (docs/safety.md#leader-election).
 
 // ObservePoll is how often Observe asks the nodes when no notification
-// comes: a release notification that a node could not deliver, or a leader
-// that took over without announcing it (a plain Obtain of the name), is seen
-// at the latest this long after it happened. Observe also asks when the
-// current leader's keys are due to expire.
+// comes.
 const ObservePoll = time.Second
 
 // observePoll is ObservePoll but in tests.
@@ -38,30 +33,12 @@ type Leadership struct {
 	stop context.CancelFunc
 }
 
-// Campaign blocks until this caller leads the election name, or ctx ends.
-// An election is a lock on name (the same keys, so the same rules for the
-// name as for a lock key): Campaign obtains it as Obtain does, with fencing
-// on, waking as soon as the previous leader resigns (or when its keys
-// expire, if it died), and then keeps it extended as KeepAlive does until
-// Resign, or until leadership is lost. The options are those of Obtain;
-// WithMetadata is what the leader publishes (Leader, Observe), and
-// WithRetry may bound the wait. WithToken is refused: a leader is one
-// campaign, not a re-entry.
-//
-// ctx bounds the campaign only: the leadership outlives it (its Context
-// carries ctx's values but not its cancellation). A won campaign is
-// announced on the name's release channel, so that Observe learns of the new
-// leader at once.
-//
-// The TTL is how long the election stays without a leader after a leader
-// died without resigning; it must leave room for an extension before the
-// leader is warned, as KeepAlive requires (more than twice the node timeout
-// plus a twentieth of the TTL and the drift), or Campaign fails at once with
-// an error matching ErrInvalid, asking no node.
-//
-// On failure it returns no leadership, leaves no key on the nodes, and
-// Obtain's error: matching ErrNotObtained or ErrNoQuorum, and ctx.Err() when
-// ctx ended.
+// Campaign blocks until this caller leads the election name, or ctx ends:
+// it obtains the lock name as Obtain does, with fencing (WithToken is
+// ErrInvalid), and keeps it as KeepAlive does until Resign or a loss. The
+// leadership outlives ctx. A TTL too short for KeepAlive fails with
+// ErrInvalid, asking no node. On failure it leaves no key on the nodes and
+// returns Obtain's error (ErrNotObtained or ErrNoQuorum, with ctx.Err()).
 func (l *Locker) Campaign(ctx context.Context, name string, opts ...Option) (*Leadership, error) {
 	cfg, err := l.callConfig(name, opts)
 	if err != nil {
@@ -110,73 +87,48 @@ func (l *Locker) announce(name string) {
 // Name returns the election's name.
 func (ld *Leadership) Name() string { return ld.name }
 
-// Context returns the leader's context: it is cancelled, with a cause
-// matching ErrLockLost (context.Cause), as soon as leadership is lost (an
-// extension found another holder, or none reached a majority in time), at
-// the latest the node timeout plus a margin (a twentieth of the TTL, at least
-// 5 ms) before the leadership's validity ends, so that the leader can stop
-// while no other can lead yet. Resign cancels it with context.Canceled
-// before letting go; the Locker's Close ends it at once, with a cause
-// matching ErrLockLost and ErrClosed. Work done as the leader must stop when it ends.
+// Context returns the leader's context, which ends (cause ErrLockLost) once
+// leadership is lost, at the latest the node timeout plus TTL/20 (at least
+// 5 ms) before the validity ends; Resign ends it with context.Canceled,
+// Close with ErrLockLost and ErrClosed. The leader's work must stop then.
 func (ld *Leadership) Context() context.Context { return ld.ctx }
 
-// Term returns the leadership's term: a number strictly greater than every
-// earlier leader's term of this election, as long as the nodes keep their
-// fencing counters (see WithFencing; WithRestartGuard keeps it true across
-// nodes that lose their memory). It is the lock's fence: hand it to the
-// resources the leader writes to, so that they refuse an older leader's
-// writes.
+// Term returns the leadership's term, its lock's fence: greater than every
+// earlier leader's term as long as the nodes keep their fencing counters.
+// Resources the leader writes to should refuse lower terms.
 func (ld *Leadership) Term() uint64 { return ld.lock.Fence() }
 
 // Metadata returns what the leader published with WithMetadata.
 func (ld *Leadership) Metadata() string { return ld.lock.Metadata() }
 
-// Until returns the local deadline of the leadership's current validity; it
-// moves with every extension.
+// Until returns the leadership's local validity deadline; extensions move it.
 func (ld *Leadership) Until() time.Time { return ld.lock.Until() }
 
-// Resign ends the leadership at once: it cancels Context, waits for the
-// extension to stop, and releases the election's keys, which wakes the
-// campaigners waiting for it (on every node, at once), so the next leader
-// takes over within a round trip or two. It returns Release's error: nil
-// when a majority released. A leadership resigns once; later calls return
-// an error matching ErrReleased. Resigning a lost leadership releases what
-// is left of it and returns an error matching ErrLockNotHeld.
+// Resign cancels Context, waits for the extension to stop, and releases
+// the keys, waking the campaigners. It returns Release's error: nil when a
+// majority released, ErrReleased when called again, ErrLockNotHeld if lost.
 func (ld *Leadership) Resign(ctx context.Context) error {
 	ld.stop()
 	return ld.lock.Release(ctx)
 }
 
-// LeaderInfo is what the nodes say of an election, from Leader and
-// Observe.
+// LeaderInfo is an election's state, from Leader and Observe.
 type LeaderInfo struct {
-	// Name is the election's name.
-	Name string
-	// Leading is true when a leader holds the election on a majority of
-	// nodes; the other fields are set only then.
-	Leading bool
-	// Metadata is what the leader published (WithMetadata).
-	Metadata string
-	// Term is the leader's term (Leadership.Term), or 0 while the
-	// leader's Campaign has not yet written it back to the nodes (it is
-	// still returning): Leader never reports a term the leader does not
-	// hold, and Observe reports a leader only with its term.
-	Term uint64
-	// TTL is the time the leader's keys have left on a majority of nodes
-	// (-1 without expiry), by the servers' clocks: a leader that stopped
-	// extending them is replaced about this long from now at the latest.
-	TTL time.Duration
+	Name     string        // the election's name
+	Leading  bool          // a leader holds it on a majority; the fields below are set only then
+	Metadata string        // what the leader published (WithMetadata)
+	Term     uint64        // the leader's term; 0 until its Campaign has written it back
+	TTL      time.Duration // the leader's keys' time left on a majority (-1: no expiry)
+
 	// token is the leader's: Observe tells leaders apart by it.
 	token string
 }
 
-// Leader asks every node who leads the election name now: the leader's
-// metadata, term and remaining TTL, or, with Leading false, that nobody
-// does. It reads what Inspect reads. A leader whose Campaign is still
-// returning may show up a round trip early, with Term 0 until its term is
-// written back; one that died shows until its keys expire. On failure (fewer than a majority of nodes answered, two
-// nodes reach one server, a bad name) it returns an error matching
-// ErrNoQuorum or ErrInvalid and a zero LeaderInfo.
+// Leader asks the nodes who leads the election name (as Inspect reads it).
+// A leader may show a round trip before its Campaign returns (Term 0), one
+// that died until its keys expire. On failure it returns a zero LeaderInfo
+// and an error matching ErrNoQuorum or ErrInvalid (a bad name, two nodes on
+// one server).
 func (l *Locker) Leader(ctx context.Context, name string) (LeaderInfo, error) {
 	st, err := l.Inspect(ctx, name)
 	if err != nil {
@@ -218,19 +170,11 @@ func (l *Locker) Leader(ctx context.Context, name string) (LeaderInfo, error) {
 }
 
 // Observe returns a channel that receives the election's state (as Leader
-// reports it) at once and then at every change of leader: a new leader,
-// or none. It is woken by release notifications (a leader that resigns)
-// and by the announcement of every won Campaign, and asks the nodes at
-// least every ObservePoll and when the current leader's keys are due to
-// expire, so that a lost notification or a leader that died is seen too.
-// A Locker made WithPollingOnly observes by polling alone.
-// While a majority of nodes cannot be reached it reports nothing.
-//
-// The channel keeps the latest state only: a reader that falls behind
-// finds the newest one, and misses the states in between. It is closed when
-// ctx ends, or at the next check after the Locker is closed. A bad name
-// fails at once with an error matching ErrInvalid; after Close, Observe
-// fails with ErrClosed.
+// reports it, a leader only with its term) at once and at every change of
+// leader, woken by releases and won campaigns (unless WithPollingOnly), and
+// asking every ObservePoll and when the leader's keys expire; nothing while
+// no majority answers. It keeps the latest state only, and closes when ctx
+// ends or after Close. A bad name is ErrInvalid; after Close, ErrClosed.
 func (l *Locker) Observe(ctx context.Context, name string) (<-chan LeaderInfo, error) {
 	if err := checkKey(name); err != nil {
 		return nil, err

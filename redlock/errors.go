@@ -13,46 +13,32 @@ import (
 	"github.com/quorumlock/redlock/quorum"
 )
 
+// The sentinel errors; errors.Is matches them, and errors.As finds a
+// *QuorumError with each node's outcome (docs/safety.md#what-the-errors-say).
 var (
-	// ErrNotObtained means the lock is held by others on enough nodes that a
-	// majority could not be had: contention, not an outage.
+	// ErrNotObtained: others hold the key on too many nodes: contention.
 	ErrNotObtained = errors.New("redlock: not obtained")
-
-	// ErrNoQuorum means a majority of nodes could not be reached or did not
-	// answer in time: an outage, not contention.
+	// ErrNoQuorum: a majority of nodes could not be reached in time: an outage.
 	ErrNoQuorum = errors.New("redlock: no quorum")
-
-	// ErrLockNotHeld means Release, Extend or TTL found the lock not held by us
-	// on a majority of nodes. Such errors also match ErrLockExpired or
-	// ErrLockLost, which tell why.
+	// ErrLockNotHeld: Release, Extend or TTL found the lock not ours on a
+	// majority. It is matched by its reasons, the three errors below.
 	ErrLockNotHeld = errors.New("redlock: lock not held")
-
-	// ErrLockExpired means our keys are gone: the lock was held past its TTL,
-	// but nobody else has taken it. It matches ErrLockNotHeld. When a
-	// ForceRelease through the same Locker removed the keys, the error
-	// still matches it, and its text says so instead of "expired".
+	// ErrLockExpired: our keys are gone, and nobody else holds the key.
 	ErrLockExpired error = &notHeldError{"redlock: lock not held: expired"}
-
-	// ErrLockLost means another owner holds the lock now. It matches
-	// ErrLockNotHeld.
+	// ErrLockLost: another owner holds the lock now.
 	ErrLockLost error = &notHeldError{"redlock: lock not held: taken by another owner"}
-
-	// ErrInvalid is matched by every error about bad input: an empty key, a
-	// TTL not above the drift, a bad option value, a nil or duplicate client,
-	// two clients that reach the same server.
+	// ErrReleased: the Lock was released already (a handle releases once);
+	// a second release, Extend and TTL fail with it, asking no node.
+	ErrReleased error = &notHeldError{"redlock: lock not held: released"}
+	// ErrInvalid is matched by every error about bad input (keys, options,
+	// clients, two nodes that reach one server); no retry mends it.
 	ErrInvalid = errors.New("redlock: invalid argument")
-
 	// ErrClosed is returned by operations on a Locker after Close.
 	ErrClosed = errors.New("redlock: locker closed")
-
-	// ErrMisconfigured means the nodes refuse the library's commands for a
-	// reason no retry mends: a wrong user name or password, a missing ACL
-	// permission, a command the server does not know. It is the reason of
-	// a round in which nodes that answered so keep a majority out of reach
-	// (a majority of them, with an odd number of nodes); Obtain and Do
-	// then give up at once, whatever their context. It matches neither
-	// ErrNoQuorum nor ErrNotObtained; the *QuorumError names each node's
-	// own reply.
+	// ErrMisconfigured: nodes that refuse the library's commands for good
+	// (a wrong password, a missing ACL permission, an unknown command) keep
+	// a majority out of reach; Obtain and Do give up at once, whatever
+	// their context. It matches neither ErrNoQuorum nor ErrNotObtained.
 	ErrMisconfigured = errors.New("redlock: misconfigured: nodes refuse the library's commands")
 )
 
@@ -62,12 +48,6 @@ type notHeldError struct{ msg string }
 
 func (e *notHeldError) Error() string { return e.msg }
 func (e *notHeldError) Unwrap() error { return ErrLockNotHeld }
-
-// ErrReleased means the Lock was released already (by Release or
-// ReleaseAfter): a handle releases at most once, and is not extended or
-// asked for its TTL after that; such calls fail with it without asking the
-// servers. It matches ErrLockNotHeld.
-var ErrReleased error = &notHeldError{"redlock: lock not held: released"}
 
 // invalidNode reports whether a node's error says that the Locker's
 // configuration is wrong: ErrInvalid, or a node that reached a server
@@ -83,23 +63,13 @@ func invalid(format string, args ...any) error {
 // Outcome is what one node did in a quorum round.
 type Outcome int
 
+// The outcomes.
 const (
-	// OutcomeNoReply means the node's reply was not waited for: the round
-	// was decided before it answered. It may still apply the command (and
-	// is cleaned up if so). A node that stayed silent until the node
-	// timeout is OutcomeError instead, with an error matching
-	// quorum.ErrTimeout.
-	OutcomeNoReply Outcome = iota
-	// OutcomeOK means the node granted, released, extended or reported our
-	// lock.
-	OutcomeOK
-	// OutcomeHeldByOther means another owner holds the key on this node.
-	OutcomeHeldByOther
-	// OutcomeMissing means the key is not on this node.
-	OutcomeMissing
-	// OutcomeError means the call failed: a network error, a timeout, a
-	// server error or a reply that made no sense.
-	OutcomeError
+	OutcomeNoReply     Outcome = iota // not waited for: the round was decided first
+	OutcomeOK                         // granted, released, extended or reported our lock
+	OutcomeHeldByOther                // another owner holds the key on the node
+	OutcomeMissing                    // the key is not on the node
+	OutcomeError                      // the call failed: network, timeout, server error, bad reply
 )
 
 // String names the outcome as error messages show it.
@@ -121,49 +91,21 @@ func (o Outcome) String() string {
 
 // NodeResult is one node's part in a quorum round.
 type NodeResult struct {
-	// Addr is the node's address, with any credentials removed.
-	Addr string
-	// Replica is true when the node said it is a replica (INFO
-	// replication) when its connection last opened: it takes no writes,
-	// so it votes no until promoted. The error's text names it as one.
-	Replica bool
-	// Outcome says what the node did.
-	Outcome Outcome
-	// TTL is the holder's remaining time when Outcome is OutcomeHeldByOther
-	// (-1 when the key has no expiry), and our remaining time when a TTL query
-	// returned OutcomeOK.
-	TTL time.Duration
-	// Err is the node's error when Outcome is OutcomeError. A node timeout
-	// matches quorum.ErrTimeout, and also the error of the node's last
-	// failed connection attempt when there was one (a refused dial, a DNS
-	// lookup, a TLS handshake, a refused password).
-	Err error
-	// Metadata is the holder's metadata (WithMetadata) when Outcome is
-	// OutcomeHeldByOther and it is known: Obtain asks the nodes held by
-	// another for it, in one more round, when it gives up on contention
-	// with its context still alive. TryObtain leaves it "": it is the
-	// polling primitive, and would pay that round on every refusal (use
-	// Inspect). "" otherwise.
-	Metadata string
+	Addr     string        // the node's address, credentials removed
+	Replica  bool          // the node said it is a replica (it votes no) when its connection opened
+	Outcome  Outcome       // what the node did
+	TTL      time.Duration // the holder's time left (-1: no expiry) if held by another; ours in a TTL query
+	Err      error         // the error if OutcomeError; a timeout matches quorum.ErrTimeout
+	Metadata string        // the holder's metadata if held by another and Obtain gave up ("" from TryObtain)
 }
 
-// QuorumError reports a quorum round that did not succeed, node by node. It
-// matches (errors.Is) the sentinel that says why: ErrNotObtained,
-// ErrNoQuorum, ErrLockExpired or ErrLockLost; ErrMisconfigured when nodes
-// that refused the commands for good keep a majority out of reach; or
-// ErrInvalid, whatever the round's outcome, when a node was refused because
-// it reaches the same server as another node.
+// QuorumError reports a quorum round that failed, node by node. It matches
+// the sentinel that says why (see Unwrap).
 type QuorumError struct {
-	// Op is the operation: "obtain", "release", "extend" or "ttl".
-	Op string
-	// Key is the lock key.
-	Key string
-	// Need is how many nodes had to agree.
-	Need int
-	// Nodes holds one result per node, in the order the clients were given;
-	// it is empty when no node was asked (an Obtain that ended while it
-	// waited in its Locker's line for the key).
-	Nodes []NodeResult
+	Op    string       // the operation: "obtain", "release", "extend", "ttl", "inspect", ...
+	Key   string       // the lock key
+	Need  int          // how many nodes had to agree
+	Nodes []NodeResult // one per node, in the clients' order; empty when no node was asked
 
 	reason error
 }
@@ -268,11 +210,9 @@ func (e *QuorumError) subject() string {
 	return e.Op + " " + quoteKey(e.Key)
 }
 
-// Unwrap returns the reason: ErrNotObtained, ErrNoQuorum, ErrLockExpired or
-// ErrLockLost; ErrMisconfigured when nodes refused the commands for good
-// (see ErrMisconfigured); or ErrInvalid when a node was refused for a
-// mistake of the caller's (two nodes that reach the same server). No retry
-// mends the last two.
+// Unwrap returns the reason: ErrNotObtained, ErrNoQuorum, ErrLockExpired
+// or ErrLockLost; ErrMisconfigured, or ErrInvalid (two nodes reach one
+// server), which no retry mends.
 func (e *QuorumError) Unwrap() error { return e.why() }
 
 // why is the reason, unless a node's error is the caller's mistake, or

@@ -2,18 +2,17 @@ package redlock
 
 import "strings"
 
-// The library's own keys and channels. Every one starts with
-// ReservedPrefix, and no lock key may (checkKey): a lock named like one of
-// them could otherwise delete the restart guard's marker (a cluster-wide
-// outage, as every guarded node then abstains), reset another key's fencing
-// counter, or fake a release announcement. The names are those of earlier
-// versions, so existing markers and counters stay in use.
-const (
-	// ReservedPrefix starts every key and channel the library keeps for
-	// itself on the nodes. Lock keys that start with it are rejected with
-	// an error matching ErrInvalid.
-	ReservedPrefix = "redlock:"
+// ReservedPrefix starts every key and channel the library keeps for itself
+// on the nodes; lock keys that start with it fail with ErrInvalid.
+const ReservedPrefix = "redlock:"
 
+// The library's own keys and channels. No lock key may start with
+// ReservedPrefix (checkKey): a lock named like one of them could otherwise
+// delete the restart guard's marker (a cluster-wide outage, as every
+// guarded node then abstains), reset another key's fencing counter, or fake
+// a release announcement. The names are those of earlier versions, so
+// existing markers and counters stay in use.
+const (
 	// releasePrefix starts the channel on which the release of a key is
 	// announced.
 	releasePrefix = ReservedPrefix + "released:"
@@ -27,19 +26,14 @@ const (
 	guardQuarantine = ReservedPrefix + "guard:quarantine"
 )
 
-// ACLRule is the ACL rule that lets a Redis user do everything the
-// library does (locks with fencing and the restart guard, release
-// announcements and wake-ups, Inspect, ForceRelease, Bootstrap, and
-// doctor.Check): give it to the user with ACL SETUSER, after "on" and a
-// password. Keys are any (lock keys are the caller's); channels only the
-// release announcements'.
+// ACLRule is the least a Redis user needs for everything the library does
+// (ACL SETUSER name on >password ACLRule), doctor.Check included: any key, and the release
+// announcements' channels only.
 const ACLRule = "resetkeys ~* resetchannels &" + releasePrefix + "* -@all " +
 	"+evalsha +eval +script|load +get +set +del +exists +incr +pexpire +pttl +publish +time " +
 	"+info +client|info +client|kill +subscribe +unsubscribe +ping +scan +config|get"
 
-// MaxKeyLen bounds lock keys, in bytes. Redis would take far longer keys,
-// but each is sent to every node in every call, and twice more inside the
-// fencing counter's name and the release channel's.
+// MaxKeyLen bounds lock keys, in bytes.
 const MaxKeyLen = 4096
 
 // checkKey rejects a lock key that is empty, longer than MaxKeyLen, or

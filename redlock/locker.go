@@ -12,8 +12,7 @@ import (
 )
 
 // Locker hands out locks over a fixed set of independent Redis nodes. It is
-// safe for concurrent use. The clients given to New stay the caller's:
-// Close does not close them; those NewFromURLs built, it does.
+// safe for concurrent use.
 type Locker struct {
 	nodes []node
 	need  int
@@ -39,33 +38,16 @@ type Locker struct {
 	forced forceLog
 }
 
-// New returns a Locker over the given clients, one per independent Redis
-// master; a lock needs a majority of them (len/2+1). One client gives
-// single-node mode, with the same code and guarantees bounded by that one
-// server. The options become the defaults of every call.
-//
-// Each client is a plain *redis.Client (redis.NewClient, or
-// redis.NewFailoverClient for a Sentinel-managed master; a cluster or ring
-// client would spread one lock's keys over several servers). The Locker
-// takes only its options: it opens connections of its own, where no command is
-// ever retried (a retried script would be a second vote from the same node,
-// or undo a later hold), every read and write ends at the call's node
-// timeout whatever the client's ContextTimeoutEnabled, ReadTimeout and
-// WriteTimeout say, and every dial, TLS handshake included, is bounded by
-// the node timeout given to New. A custom Dialer in the options must honour
-// its context. The caller's hooks and client-side cache are not used.
-//
-// New fails with an error matching ErrInvalid when there are no clients, a
-// client is nil, the same client or the same address is given twice (it
-// would vote twice), or an option is out of range.
-//
-// New does no I/O. Two addresses of one server (a host name and its IP, a
-// proxy, a load balancer) are found at first contact instead: every new
-// connection learns the server's identity (its run_id) before any call is
-// sent on it, and a node that reaches a server another node reached first is
-// out of every vote until Close, its calls failing with an error matching
-// ErrInvalid that names both addresses. So that server never votes twice, and
-// the first operation that hears from both nodes fails with that error.
+// New returns a Locker over clients, one plain *redis.Client per
+// independent Redis master (redis.NewFailoverClient for a Sentinel one); a
+// lock needs len/2+1 of them (one client: single-node mode). opts become
+// the defaults of every call. New does no I/O; the Locker opens connections
+// of its own from the clients' options, without retries, bounded by the
+// node timeout, and leaves the clients to the caller
+// (docs/internals.md#node-calls). It fails with ErrInvalid for no clients,
+// a nil client, a client or address given twice (it would vote twice),
+// or a bad option; two nodes found to reach one server
+// fail their calls with ErrInvalid (docs/safety.md#one-server-one-vote).
 func New(clients []*redis.Client, opts ...Option) (*Locker, error) {
 	if len(clients) == 0 {
 		return nil, invalid("no clients")
@@ -124,13 +106,11 @@ func (l *Locker) Nodes() []string {
 // Quorum returns how many nodes must agree: len(nodes)/2+1.
 func (l *Locker) Quorum() int { return l.need }
 
-// Close ends the Locker's release subscriptions, waits for its background
-// work (clean-up of late node replies) to end, and makes further calls fail
-// with ErrClosed. Locks still held are not released; they expire by their
-// TTL. Nothing extends them any more: the contexts of KeepAlive, Do and
-// every Leadership end as Close begins, with a cause matching ErrLockLost
-// and ErrClosed. Close does not close the clients given to New; it closes those
-// that NewFromURLs built.
+// Close makes further calls fail with ErrClosed, ends the contexts of
+// KeepAlive, Do and Leaderships (cause ErrLockLost and ErrClosed), and
+// waits for its background work. Held locks are not released: they expire
+// by their TTL. It closes the clients NewFromURLs built, not New's. It
+// returns nil; calling it again does nothing.
 func (l *Locker) Close() error {
 	l.mu.Lock()
 	if l.closed {

@@ -30,13 +30,10 @@ type Logger interface {
 }
 
 // RedisLogger returns a logger for redis.SetLogger that passes go-redis's
-// log lines on to next, except those about the connections of a Locker:
-// each of those goes to that Locker's WithRedisLogger, or nowhere. A nil
-// next writes to stderr as go-redis's default logger does.
-//
-// Importing the package leaves go-redis's logger alone: call
-// redis.SetLogger(redlock.RedisLogger(nil)) once, early, to keep the
-// Locker's lines off stderr, or wrap a logger of your own in it.
+// lines on to next (nil: stderr, as go-redis's default logger), except those
+// about a Locker's own connections: each goes to that Locker's
+// WithRedisLogger, or nowhere. Importing the package leaves go-redis's
+// logger alone; call redis.SetLogger(redlock.RedisLogger(nil)) to opt in.
 func RedisLogger(next Logger) Logger {
 	if next == nil {
 		// The prefix and flags of go-redis's default logger.
@@ -45,12 +42,10 @@ func RedisLogger(next Logger) Logger {
 	return &redisLogger{next: next}
 }
 
-// WithRedisLogger sends go-redis's log lines about the Locker's own
-// connections (failed dials, mostly) to l instead of dropping them, as long
-// as the process's go-redis logger is a RedisLogger. Default: dropped under
-// a RedisLogger (go-redis's own logger writes them to stderr); the Locker's
-// errors report every node failure. It is a property of the Locker: give it to New or
-// NewFromURLs; a nil l keeps the default.
+// WithRedisLogger sends go-redis's lines about the Locker's own connections
+// to l instead of dropping them, under a RedisLogger. It is for New and
+// NewFromURLs only (a call given it fails with ErrInvalid); a nil l keeps
+// the default: dropped.
 func WithRedisLogger(l Logger) Option {
 	return lockerOption(func(c *config) { c.redisLog = &conn.Route{To: l} })
 }

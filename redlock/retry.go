@@ -6,19 +6,16 @@ import (
 	"time"
 )
 
-// RetryStrategy says how Obtain waits between attempts. A strategy is a
-// recipe: every Obtain call starts its own Sequence from it, so one strategy
-// value can be shared by any number of calls and goroutines.
+// RetryStrategy says how Obtain waits between attempts; every Obtain starts
+// its own Sequence, so strategies may be shared. Bad parameters fail New,
+// or the call given the strategy, with ErrInvalid.
 type RetryStrategy interface {
-	// Start returns a fresh sequence of waits for one Obtain call.
-	Start() Sequence
+	Start() Sequence // a fresh sequence of waits for one Obtain call
 }
 
 // Sequence is the state of a RetryStrategy within one Obtain call.
 type Sequence interface {
-	// Next returns how long to wait before the next attempt, or false to
-	// stop retrying.
-	Next() (time.Duration, bool)
+	Next() (time.Duration, bool) // the wait before the next attempt, or false to stop
 }
 
 // validator is implemented by strategies whose parameters can be wrong.
@@ -32,9 +29,8 @@ type noRetry struct{}
 func (noRetry) Start() Sequence             { return noRetry{} }
 func (noRetry) Next() (time.Duration, bool) { return 0, false }
 
-// LinearBackoff retries at a steady interval d, jittered uniformly within
-// [d/2, 3d/2) so that waiting clients do not stay in lockstep. It retries
-// until the context ends.
+// LinearBackoff retries every d (d > 0), jittered within [d/2, 3d/2), until
+// the context ends.
 func LinearBackoff(d time.Duration) RetryStrategy { return linear{d} }
 
 type linear struct{ d time.Duration }
@@ -50,9 +46,9 @@ func (s linear) validate() error {
 	return nil
 }
 
-// ExponentialBackoff retries with waits that double from min up to max, each
-// drawn uniformly from the upper half of its step ([step/2, step]) so that
-// waiting clients spread out. It retries until the context ends.
+// ExponentialBackoff retries with steps that double from min to max
+// (0 < min <= max), each wait drawn from [step/2, step], until the context
+// ends.
 func ExponentialBackoff(min, max time.Duration) RetryStrategy { return exponential{min, max} }
 
 type exponential struct{ min, max time.Duration }
@@ -78,7 +74,7 @@ func (q *exponentialSeq) Next() (time.Duration, bool) {
 	return step/2 + rand.N(step/2+1), true
 }
 
-// LimitRetry stops s after n retries (n+1 attempts in all).
+// LimitRetry stops s after n retries (n >= 0; n+1 attempts in all).
 func LimitRetry(s RetryStrategy, n int) RetryStrategy { return limit{s, n} }
 
 type limit struct {

@@ -9,42 +9,28 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// URLForm is the node URL syntax that ParseURL and NewFromURLs accept, for
-// messages and usage texts.
+// URLForm is the node URL syntax of ParseURL, for messages and usage texts.
 const URLForm = "redis://[[user]:password@]host[:port][/db][?option=value...], or rediss:// for TLS"
 
-// URLError is the error of ParseURL about one node URL. Neither field ever
+// URLError is ParseURL's error about one node URL. Neither field ever
 // holds the URL's password.
 type URLError struct {
-	// URL is the URL for messages: without the user name and password
-	// (everything between the scheme and the last "@"), query and fragment.
-	URL string
-	// Err says what is wrong with it.
-	Err error
+	URL string // the URL, its user info (up to the last "@"), query and fragment masked
+	Err error  // what is wrong with it
 }
 
 // Error returns "node URL <URL>: <Err>".
 func (e *URLError) Error() string { return "node URL " + e.URL + ": " + e.Err.Error() }
 
-// Unwrap returns ErrInvalid and Err, so that errors.Is(err, ErrInvalid)
-// holds for every bad URL.
+// Unwrap returns ErrInvalid and Err.
 func (e *URLError) Unwrap() []error { return []error{ErrInvalid, e.Err} }
 
-// ParseURL parses a node URL, redis:// or rediss:// (TLS, verified against
-// the host name), into client options set up for lock use: context
-// deadlines honoured (ContextTimeoutEnabled) and no command retries
-// (MaxRetries -1), whatever the URL's query says. Surrounding spaces are
-// ignored.
-//
-// The syntax is URLForm: the user name and password must be percent-encoded
-// where they hold any of , / ? # @ : or %; the database is a number; the
-// query takes the options of go-redis's redis.ParseURL (dial_timeout,
-// client_name, skip_verify for rediss://, ...) and an unknown option is an
-// error. A URL without a host, with a #fragment or with a scheme other than
-// redis or rediss (unix:// included) is refused.
-//
-// On failure it returns a *URLError, matching ErrInvalid, whose message
-// never shows the password, even of a URL that does not parse.
+// ParseURL parses a node URL (URLForm, spaces around it ignored) into
+// client options for lock use: ContextTimeoutEnabled, MaxRetries -1. The
+// user name and password must be percent-encoded; the query takes
+// redis.ParseURL's options. On failure (an unknown option, no host, a
+// #fragment, a bad database or scheme) it returns a *URLError, matching
+// ErrInvalid and never showing the password (docs/cli.md#nodes).
 func ParseURL(raw string) (*redis.Options, error) {
 	raw = strings.TrimSpace(raw)
 	o, err := parseURL(raw)
@@ -117,14 +103,10 @@ func parseURL(raw string) (*redis.Options, error) {
 	return o, nil
 }
 
-// NewFromURLs returns a Locker over the Redis masters that urls name, one
-// URL per independent master (see ParseURL for the syntax), with opts as
-// the defaults of every call, as New does. It builds one client per URL;
-// the Locker owns them and Close closes them.
-//
-// On failure it builds nothing (or closes what it built) and returns an
-// error matching ErrInvalid: for a bad URL one that wraps a *URLError and
-// names the URL by its index, never showing a password; otherwise New's.
+// NewFromURLs is New over one client per URL (see ParseURL), which the
+// Locker owns: Close closes them. On failure it leaves no client open and
+// returns an error matching ErrInvalid: for a bad URL, one that wraps a
+// *URLError and names the URL by its index; otherwise New's.
 func NewFromURLs(urls []string, opts ...Option) (*Locker, error) {
 	if len(urls) == 0 {
 		return nil, invalid("no URLs")
