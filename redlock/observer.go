@@ -5,56 +5,32 @@ import (
 	"time"
 )
 
-// Observer sees what a Locker does, for metrics, traces or logs: every
-// acquisition with its outcome, latency and wait, every sleep between
-// attempts, every release with the time the lock was held, every extension,
-// every loss signalled by KeepAlive or Do, every lock broken with
-// ForceRelease, and every node's answer with its latency (an abstention of
-// the restart guard among them). Give it to New
-// with WithObserver; the OpenTelemetry adapter in the module
-// github.com/quorumlock/redlock/redlockotel is one.
+// Observer sees what a Locker does, for metrics, traces or logs: each
+// operation with its outcome and latency, each sleep of Obtain, each loss
+// KeepAlive signals, and each node's answer (docs/observability.md). Give
+// it to New with WithObserver; redlockotel is one for OpenTelemetry.
 //
-// The methods are called synchronously, from the goroutines named in their
-// comments, many at once: an Observer must be safe for concurrent use, and
-// must not block or take long, since the lock operation (or a node's
-// connection, for NodeDone) waits for it. Hand slow work to a goroutine of
-// your own. It must not call the Locker or its Locks. A panic in a method is
-// not recovered. Without an observer none of this costs anything: no event
-// is built and no clock is read.
-//
-// Embed NopObserver to implement only some methods.
+// Its methods run synchronously on the lock's path, many at once: it must
+// be safe for concurrent use, must not block, and must not call the Locker.
+// Embed NopObserver to implement only some methods. Without an Observer no
+// event is built and no clock is read.
 type Observer interface {
-	// OpStart is called when an operation begins, before any check of its
-	// arguments, in the goroutine of the call: Obtain, TryObtain,
-	// ObtainMulti, TryObtainMulti (and the acquisition of Do) with
-	// OpObtain, Release and ReleaseAfter (and Do's release) with
-	// OpRelease, Extend (and the extensions of KeepAlive and Do) with
-	// OpExtend, Locker.ForceRelease with OpForceRelease. It returns the context the operation goes on with:
-	// ctx itself, or a context derived from it that carries values only
-	// (a span, say) and that the Observer never cancels. NodeDone, Waited
-	// and OpDone of the operation then receive that context.
+	// OpStart begins an operation (Op), in the caller's goroutine, before
+	// its arguments are checked. It returns ctx or a context derived from
+	// it that carries values only (a span): the operation's other events
+	// receive it.
 	OpStart(ctx context.Context, op Op, key string) context.Context
-	// OpDone is called once per OpStart, when the operation returns, in
-	// the same goroutine, with the context OpStart returned.
+	// OpDone ends each OpStart, in the same goroutine.
 	OpDone(ctx context.Context, e OpEvent)
-	// Waited is called each time Obtain has slept between two attempts
-	// (for its retry timer, a release notification, a handoff or the end
-	// of ctx), in the goroutine of the call.
+	// Waited reports each sleep of Obtain between two attempts.
 	Waited(ctx context.Context, e WaitEvent)
-	// NodeDone is called for each node's answer in the rounds of Obtain,
-	// TryObtain, Release, Extend, Lock.TTL, handoffs and ForceRelease, in
-	// the goroutine that delivers the node's replies, before the round
-	// counts the answer. KeepAlive extends many locks in one call per node;
-	// a node's answer to it is one NodeDone per lock, each in the context
-	// of that lock's own OpExtend. A node that answers after its round was decided (a
-	// straggler, or a node that never answered before its call's timeout)
-	// is reported when it does, which may be after OpDone.
+	// NodeDone reports each node's answer, in the goroutine that delivers
+	// it, before the round counts it; a straggler's may come after OpDone.
+	// A KeepAlive round's answer is one NodeDone per lock, each in the
+	// context of that lock's OpExtend.
 	NodeDone(ctx context.Context, e NodeEvent)
-	// Lost is called when KeepAlive (and so Do) tells the work that the
-	// lock is lost, just before it cancels the work's context, in
-	// KeepAlive's background goroutine. ctx is the work's context, the
-	// one KeepAlive returns (derived from the one given to KeepAlive or
-	// Do, so it carries the caller's values), not cancelled yet.
+	// Lost reports that KeepAlive (or Do) tells the work its lock is lost,
+	// just before it cancels the work's context, which ctx is.
 	Lost(ctx context.Context, e LossEvent)
 }
 
@@ -80,115 +56,60 @@ func (NopObserver) Lost(context.Context, LossEvent) {}
 // Op names an operation that an Observer sees.
 type Op string
 
-// The operations an Observer sees.
+// The operations an Observer sees. ObtainMulti's key is its keys joined
+// by commas; OpTTL and OpHandoff (a Release handing the lock to a waiting
+// goroutine of the same Locker, its outcome the waiter's) have node events
+// only.
 const (
-	// OpObtain is Obtain, TryObtain, ObtainMulti, TryObtainMulti (whose
-	// key is the lock's name, its keys joined by commas) and the
-	// acquisition of Do.
-	OpObtain Op = "obtain"
-	// OpRelease is Release, ReleaseAfter and the release at the end of Do.
-	OpRelease Op = "release"
-	// OpExtend is Extend, and every extension of KeepAlive and Do.
-	OpExtend Op = "extend"
-	// OpTTL is Lock.TTL; it has node events only.
-	OpTTL Op = "ttl"
-	// OpHandoff is the round in which a Release hands the lock to a
-	// waiting goroutine of the same Locker; it has node events only, with
-	// the waiter's acquisition as their outcome, in the releaser's
-	// context.
-	OpHandoff Op = "handoff"
-	// OpForceRelease is Locker.ForceRelease: the lock on the key was
-	// broken, whoever held it. Its node events say where the key was
-	// deleted (OutcomeOK) and where there was none (OutcomeMissing).
-	OpForceRelease Op = "force-release"
+	OpObtain       Op = "obtain"        // Obtain, TryObtain, ObtainMulti, TryObtainMulti, Do's acquisition
+	OpRelease      Op = "release"       // Release, ReleaseAfter, Do's release
+	OpExtend       Op = "extend"        // Extend, and KeepAlive's and Do's extensions
+	OpTTL          Op = "ttl"           // Lock.TTL
+	OpHandoff      Op = "handoff"       // a Release's handoff round
+	OpForceRelease Op = "force-release" // Locker.ForceRelease
 )
 
 // OpEvent is an operation that ended.
 type OpEvent struct {
-	// Op is the operation: OpObtain, OpRelease, OpExtend or
-	// OpForceRelease.
-	Op Op
-	// Key is the lock key.
-	Key string
-	// Start is when the operation began, by the local clock.
-	Start time.Time
-	// Latency is how long the operation took.
-	Latency time.Duration
-	// Wait is, for OpObtain, the part of Latency not spent in the call's
-	// own acquisition rounds: sleeping between attempts, waiting in line
-	// behind this Locker's other waiters for the key, waiting for a
-	// handoff. 0 for other operations.
-	Wait time.Duration
-	// Attempts is, for OpObtain, how many acquisition rounds the call ran
-	// itself (a lock handed over by a Release is not one). 0 for other
-	// operations.
-	Attempts int
-	// Held is, for OpRelease, how long the lock had been held when the
-	// release began, counted from the end of the acquisition. 0 for other
-	// operations.
-	Held time.Duration
-	// Fence is, for an OpObtain that succeeded with WithFencing, the
-	// lock's fence; 0 otherwise.
-	Fence uint64
-	// Err is the operation's error, nil on success. errors.Is tells the
-	// outcome: ErrNotObtained (contention), ErrNoQuorum (outage),
-	// ErrLockNotHeld (with ErrLockExpired, ErrLockLost or ErrReleased),
-	// ErrInvalid, ErrClosed, or a context's error.
-	Err error
+	Op       Op
+	Key      string
+	Start    time.Time     // when it began, by the local clock
+	Latency  time.Duration // how long it took
+	Wait     time.Duration // OpObtain: the part spent sleeping, in line or awaiting a handoff
+	Attempts int           // OpObtain: acquisition rounds run by the call itself
+	Held     time.Duration // OpRelease: how long the lock had been held
+	Fence    uint64        // OpObtain with WithFencing: the lock's fence
+	Err      error         // nil on success; errors.Is tells the outcome
 }
 
 // WaitEvent is one sleep of Obtain between two attempts.
 type WaitEvent struct {
-	// Key is the lock key.
-	Key string
-	// Start is when the sleep began.
-	Start time.Time
-	// Duration is how long it lasted.
+	Key      string
+	Start    time.Time
 	Duration time.Duration
 }
 
 // NodeEvent is one node's answer in a round.
 type NodeEvent struct {
-	// Op is the round's operation: OpObtain, OpRelease, OpExtend, OpTTL,
-	// OpHandoff or OpForceRelease.
-	Op Op
-	// Key is the lock key.
-	Key string
-	// Node is the node's index, in the order the clients were given.
-	Node int
-	// Addr is the node's address, credentials removed.
-	Addr string
-	// Outcome is what the node did: OutcomeOK, OutcomeHeldByOther,
-	// OutcomeMissing (the key was not there) or OutcomeError.
-	Outcome Outcome
-	// Abstained is true when the node refused to vote under the restart
-	// guard (an ABSTAIN error: it lost its memory, is not seeded, or may
-	// evict keys). Outcome is then OutcomeError.
-	Abstained bool
-	// Latency is the time from the round's call to the node's answer,
-	// queueing in the node's pipeline included.
-	Latency time.Duration
-	// Err is the node's error when Outcome is OutcomeError: a network
-	// error, a timeout, an error reply.
-	Err error
+	Op        Op
+	Key       string
+	Node      int    // the node's index, in the order the clients were given
+	Addr      string // credentials removed
+	Outcome   Outcome
+	Abstained bool          // refused under the restart guard (Outcome is OutcomeError)
+	Latency   time.Duration // from the round's call to the answer, queueing included
+	Err       error         // the node's error when Outcome is OutcomeError
 }
 
 // LossEvent is a loss that KeepAlive signalled to the work.
 type LossEvent struct {
-	// Key is the lock key.
-	Key string
-	// Cause is the cause the work's context is cancelled with; it matches
-	// ErrLockLost, and ErrLockExpired when no extension reached a majority
-	// in time.
-	Cause error
-	// Left is how long the lock's validity (Until) still had to run when
-	// the work was told; negative if it had passed.
-	Left time.Duration
+	Key   string
+	Cause error         // the work's cancel cause: ErrLockLost, with ErrLockExpired if no extension was in time
+	Left  time.Duration // what was left of the validity when the work was told
 }
 
-// WithObserver gives the Locker an Observer that sees its operations (see
-// Observer). It is a property of the Locker: give it to New; given to one
-// call, or nil, it is an error matching ErrInvalid. Default none.
+// WithObserver gives the Locker an Observer (nil: ErrInvalid). Default
+// none.
 func WithObserver(o Observer) Option {
 	return lockerOption(func(c *config) { c.obs = &observer{o: o} })
 }

@@ -119,11 +119,10 @@ func WithTTL(ttl time.Duration) LockOption { return lockOption(func(c *config) {
 // It must be in [0, 1). Default 0.01.
 func WithDriftFactor(f float64) LockOption { return lockOption(func(c *config) { c.driftFactor = f }) }
 
-// WithNodeTimeout bounds each call to one node. It should be far below the
-// TTL: a node slower than this counts as failed for that round. It bounds
-// every wait on the node whatever the client's own timeouts say; the value
-// given to New also bounds each new connection (dial and TLS handshake) and
-// every wait of the release subscriptions. Default 50ms.
+// WithNodeTimeout bounds each call to one node, whatever the client's own
+// timeouts say; a slower node counts as failed for that round. New's value
+// also bounds each dial and TLS handshake. It must leave validity within
+// the TTL. Default 50ms.
 func WithNodeTimeout(d time.Duration) LockOption {
 	return lockOption(func(c *config) { c.nodeTimeout = d })
 }
@@ -137,82 +136,31 @@ func WithRetry(s RetryStrategy) LockOption { return lockOption(func(c *config) {
 // MaxMetadataLen bytes fails with an error matching ErrInvalid.
 func WithMetadata(md string) LockOption { return lockOption(func(c *config) { c.metadata = md }) }
 
-// WithToken sets the owner token instead of a random one, to reclaim a lock
-// by its token (from another process, after a restart). The token must be
-// non-empty, at most MaxTokenLen bytes, and contain no NUL byte, or the call
-// fails with an error matching ErrInvalid. Default: a random UUID for each
-// lock.
-//
-// Where the token already holds the key, the acquisition is a re-entry: it
-// adds a hold of this Lock's own, which its Release takes away again (the
-// last hold deletes the key); Release, ReleaseAfter and Extend of one Lock
-// never touch another's hold. A re-entry only ever lengthens the key's TTL
-// on each node, so it never cuts short the time another Lock with the same
-// token counts on. Each Lock's Until is counted from its own TTL. With
-// WithFencing a re-entry's fence is never below the outer lock's (see
-// Lock.Fence). Details: docs/safety.md, "Re-entry, exactly".
+// WithToken sets the owner token instead of a random UUID, to reclaim a
+// lock by its token (from another process, after a restart). Where the
+// token holds the key already, the acquisition is a re-entry: a hold of
+// this Lock's own, which only its Release, ReleaseAfter and Extend touch
+// (docs/safety.md#re-entry-exactly). A token that is empty, longer than
+// MaxTokenLen bytes or holds a NUL byte is an ErrInvalid.
 func WithToken(token string) LockOption {
 	return lockOption(func(c *config) { c.token, c.tokenSet = token, true })
 }
 
-// WithFencing turns on fencing tokens: each lock carries Fence(), a number
-// strictly greater than every earlier holder's fence for the key.
-//
-// Each node keeps a counter per key (redlock:fence:KEY) and raises it, in the
-// step that grants the lock, to max(counter+1, the server's clock in µs);
-// the lock's fence is the maximum over the granting majority. Before Obtain
-// returns, a majority of nodes count at least that far: they answered it, or
-// it is written back to them. Fences of successive holders strictly
-// increase while the nodes keep their counters. A counter expires seven days
-// (plus the lock's TTL) after its last grant or write-back, so keys locked
-// once do not keep memory forever; a node that lost its counter that way, or
-// with its memory (restart, reload of older data, promotion of a replica,
-// eviction, flush), starts again from its clock. Fences still increase then,
-// provided the node's clock is not behind earlier fences by seven days after
-// an expiry, or by the restart guard's maximum TTL after a loss the guard
-// caught (it keeps the node out of every vote that long): use
-// WithRestartGuard unless every node keeps every write (appendfsync always,
-// no replica failover, no eviction). A lock kept by Extend for more than
-// seven days may see its counter expire while held: a node that holds the
-// key but lost the counter starts it again from its clock at the next
-// re-entry, whose fence is then higher than the outer's (see Lock.Fence).
-//
-// It costs no extra round trip when a majority of the granting nodes answer
-// the same fence, the usual case (they granted the same holders, and the
-// clock counts in 100ms windows); one more when they do not. Default off.
+// WithFencing gives each lock a fence (Lock.Fence): a number strictly
+// greater than every earlier holder's fence for the key, while the nodes
+// keep their counters; use WithRestartGuard unless every node keeps every
+// write. It costs no extra round trip when the granting majority agree on
+// the fence, the usual case (docs/safety.md#fencing-tokens). Default off.
 func WithFencing() LockOption { return lockOption(func(c *config) { c.fencing = true }) }
 
-// WithRestartGuard protects against nodes that forget the locks they
-// granted. Each node keeps a marker key without expiry (redlock:guard:marker)
-// stamped with the server's run_id and its count of evicted keys (INFO
-// server and stats). The acquire script reads both on every call; a marker
-// that is missing or carries another stamp means the node may have lost
-// writes: it was flushed, its process restarted (with no persistence, or
-// reloading an RDB snapshot or an AOF that lacks the last writes, as
-// appendfsync everysec may after a crash), it is a replica promoted to
-// master, or it evicted keys. The node then records the moment, re-stamps
-// the marker, and abstains from granting any lock (an ABSTAIN error reply)
-// until maxTTL has passed, by when every lock it forgot has expired. Every
-// process start costs the node maxTTL out of the vote, even with
-// appendfsync always: the run_id cannot tell a clean restart from a lossy
-// one. A node whose maxmemory-policy may evict keys (any policy but
-// noeviction, with maxmemory set) is refused at first contact (Bootstrap, or
-// the acquisition that would stamp its marker) with an ABSTAIN error naming
-// the policy, and stays unstamped, so refused, while so configured; one
-// switched to such a policy later is caught by its count of evicted keys at
-// the first acquisition after an eviction, before it can grant again.
-//
-// It assumes that nothing but this library deletes or rewrites its keys
-// (a DEL of one lock key goes unseen; FLUSHDB and FLUSHALL are seen, they
-// remove the marker) and that the node's clock runs at about the right rate
-// (the quarantine is a key with a TTL). It needs Redis 7.0 or later.
-//
-// maxTTL must be at least every TTL (plus WithLockDelay's delay) used with
-// the Locker, and every cooldown given to Lock.ReleaseAfter: longer ones are
-// rejected. A fresh
-// cluster abstains likewise on first use unless seeded with
-// Locker.Bootstrap. Give it to New: it is a property of the cluster, not of
-// one call. Default off.
+// WithRestartGuard keeps a node that may have forgotten the locks it
+// granted (restarted, flushed, reloaded older data, promoted from replica,
+// evicted keys) out of every vote until maxTTL has passed, when every lock
+// it granted has expired; a node that may evict keys is refused, and a
+// fresh cluster abstains until Locker.Bootstrap seeds it. maxTTL must be at
+// least every TTL plus lock-delay, and every ReleaseAfter cooldown, used
+// with the Locker. Needs Redis 7.0. Assumptions and cost:
+// docs/safety.md#restart-guard. Default off.
 func WithRestartGuard(maxTTL time.Duration) Option {
 	return lockerOption(func(c *config) {
 		c.guard = maxTTL
@@ -222,19 +170,12 @@ func WithRestartGuard(maxTTL time.Duration) Option {
 	})
 }
 
-// WithLockDelay keeps a lock's key on the servers for d after its TTL, so
-// that a lock that ends without a release (its holder died, or paused past
-// its validity) is not granted to anyone for d after it expires, as Chubby's
-// and Consul's lock-delay do. A holder that wakes up within d of its
-// deadline then finds the key still its own instead of sharing it with a
-// new holder: a double holder becomes a stall. Release and ForceRelease
-// delete the key at once, so a clean end costs nothing; the keys live
-// TTL + d on the servers (acquisition, re-entry, handoff, Extend,
-// KeepAlive), while the lock's validity (Until, Valid) still comes from the
-// TTL alone. The price: a crashed holder blocks the key for TTL + d instead
-// of TTL. d must not be negative, and with WithRestartGuard the TTL plus d
-// must not exceed the guard's maximum TTL (the guard must outlast every
-// key). Default 0 (off).
+// WithLockDelay keeps a lock's key on the servers for d after its TTL, so a
+// lock that ends without a release (a dead or paused holder) is granted to
+// nobody for d after it expires, as Chubby's lock-delay; Release deletes the
+// key at once. Validity (Until, Valid) still comes from the TTL alone. d
+// must not be negative, and with WithRestartGuard the TTL plus d must not
+// exceed its maximum TTL (docs/safety.md#lock-delay). Default 0 (off).
 func WithLockDelay(d time.Duration) LockOption {
 	return lockOption(func(c *config) { c.lockDelay = d })
 }
