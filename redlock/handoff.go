@@ -41,7 +41,7 @@ const maxHandoffs = 8
 
 // offer is the head of a key's line, ready for a handoff.
 type offer struct {
-	cfg  *config
+	a    *acquisition
 	plan acquirePlan
 	// done receives the handoff's outcome, once, from the Release that
 	// claimed the offer.
@@ -50,9 +50,9 @@ type offer struct {
 	poke chan struct{}
 }
 
-// newOffer is the offer of the head of key's line, whose call has cfg.
-func newOffer(key string, cfg *config) *offer {
-	return &offer{cfg: cfg, plan: newPlan(key, cfg), done: make(chan handoffResult, 1), poke: make(chan struct{}, 1)}
+// newOffer is the offer of a, the head of its key's line.
+func newOffer(a *acquisition) *offer {
+	return &offer{a: a, plan: a.kind.plan(a.keys, &a.cfg), done: make(chan handoffResult, 1), poke: make(chan struct{}, 1)}
 }
 
 // wake pokes the offer's owner to try at once; nothing for no offer.
@@ -85,11 +85,8 @@ func (o *offer) outcome() <-chan handoffResult {
 
 // handoffResult is a handoff round as the acquisition sees it.
 type handoffResult struct {
-	closed   bool // the Locker was closed: no round ran
-	res      quorum.Result[int64]
-	start    time.Time
-	validity time.Duration
-	late     *settle
+	closed bool // the Locker was closed: no round ran
+	granting
 }
 
 // acquireVote is the acquisition's share of a handoff reply.
@@ -134,19 +131,15 @@ func (k *Lock) handoff(ctx context.Context, o *offer) error {
 		return err
 	}
 	defer release()
-	cfg, p := o.cfg, &o.plan
+	cfg, p := &o.a.cfg, &o.plan
 	timeout := k.cfg.nodeTimeout
 	args := handoffArgs(k.holder, releaseChannel(k.key), p.args)
 	cmd := evalSha(scripts.Handoff, p.keys, args)
 
-	var (
-		validity time.Duration
-		late     = l.settler(p, timeout)
-		// Replies after the decision, for the release's outcome when the
-		// decision left it open; each node sends at most one.
-		stray = make(chan quorum.Reply[handoffReply], len(l.nodes))
-	)
-	start := cfg.clock.Now()
+	// Replies after the decision, for the release's outcome when the
+	// decision left it open; each node sends at most one.
+	stray := make(chan quorum.Reply[handoffReply], len(l.nodes))
+	g := granting{late: l.settler(o.a.kind, p, timeout), start: cfg.clock.Now()}
 	began := time.Now()
 	res := runRound(ctx, l, round[handoffReply]{
 		timeout: timeout,
@@ -158,24 +151,24 @@ func (k *Lock) handoff(ctx context.Context, o *offer) error {
 			})
 		},
 		accept: func(*quorum.Result[handoffReply]) bool {
-			validity = clock.Validity(cfg.ttl, cfg.clock.Since(start), cfg.driftFactor)
-			return validity > 0
+			g.validity = clock.Validity(cfg.ttl, cfg.clock.Since(g.start), cfg.driftFactor)
+			return g.validity > 0
 		},
 		// As in an attempt: nodes that answer late are settled with the
 		// acquisition (see settle).
 		late: func(r quorum.Reply[handoffReply], _ bool) {
-			late.arrived(acquireVote(r))
+			g.late.arrived(acquireVote(r))
 			stray <- r
 		},
 	})
-	acq := split(&res, acquireVote)
-	acq.OK = res.OK
+	g.res = split(&res, acquireVote)
+	g.res.OK = res.OK
 	// The offer's owner concludes the acquisition (writes the fence back,
 	// or undoes it) in takeOver, perhaps after Close. This count on bg,
 	// taken while we hold the guard and ended by takeOver, keeps Close from
 	// closing the node pipes before it has: an undo must still run.
 	l.bg.Add(1)
-	o.done <- handoffResult{res: acq, start: start, validity: validity, late: late}
+	o.done <- handoffResult{granting: g}
 
 	// The release's outcome. The round decided on both steps together; if
 	// that left the release open (it was refused on some nodes and others
@@ -209,17 +202,18 @@ func (k *Lock) handoff(ctx context.Context, o *offer) error {
 // After Close it still undoes what the round granted, and returns ErrClosed:
 // the keys would otherwise stay until their TTL, and nobody would hear that
 // the old owner let go.
-func (l *Locker) takeOver(ctx context.Context, key string, cfg *config, o *offer, hr handoffResult) (*Lock, error) {
+func (o *offer) takeOver(ctx context.Context, hr handoffResult) (*Lock, error) {
 	if hr.closed {
 		return nil, ErrClosed
 	}
+	l := o.a.l
 	defer l.bg.Done() // taken by handoff for us
 	release, err := l.guard()
 	if err != nil {
 		hr.res.OK = false
-		_, _ = l.conclude(ctx, key, cfg, &o.plan, &hr.res, hr.start, hr.validity, hr.late, releaseChannel(key))
+		_, _ = o.a.conclude(ctx, &o.plan, &hr.granting, true)
 		return nil, err
 	}
 	defer release()
-	return l.conclude(ctx, key, cfg, &o.plan, &hr.res, hr.start, hr.validity, hr.late, releaseChannel(key))
+	return o.a.conclude(ctx, &o.plan, &hr.granting, true)
 }

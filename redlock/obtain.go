@@ -41,22 +41,52 @@ import (
 // context: a wait that a deadline ends during an outage is ErrNoQuorum. A ctx
 // that has ended before the call asks no node: the error then matches only
 // ctx.Err().
-func (l *Locker) Obtain(ctx context.Context, key string, opts ...Option) (lock *Lock, err error) {
-	ctx, tr := l.cfg.obs.begin(ctx, OpObtain, key)
-	defer func() { tr.obtained(ctx, lock, err) }()
-	cfg, err := l.callConfig(key, opts)
-	if err != nil {
+func (l *Locker) Obtain(ctx context.Context, key string, opts ...Option) (*Lock, error) {
+	return l.acquire(ctx, []string{key}, opts, false)
+}
+
+// TryObtain makes exactly one attempt to acquire the lock on key, whatever
+// the retry strategy. On failure it behaves as Obtain does.
+//
+// A ctx that has ended already asks no node and returns an error matching
+// ctx.Err(). One that ends during the attempt does not cut it short: the
+// node calls run on their own deadlines, and a lock granted by a majority
+// with validity left is returned (see attempt).
+func (l *Locker) TryObtain(ctx context.Context, key string, opts ...Option) (*Lock, error) {
+	return l.acquire(ctx, []string{key}, opts, true)
+}
+
+// acquire is every acquisition: of one key or of several (keys, which the
+// caller no longer changes), with retries or exactly one attempt (once).
+func (l *Locker) acquire(ctx context.Context, keys []string, opts []Option, once bool) (lock *Lock, err error) {
+	a := l.newAcquisition(keys)
+	ctx, a.tr = l.cfg.obs.begin(ctx, OpObtain, a.name)
+	defer func() { a.tr.obtained(ctx, lock, err) }()
+	if err := a.applyOptions(opts); err != nil {
 		return nil, err
 	}
-	if ctx.Err() != nil {
-		return nil, notTried(ctx, key)
+	if once {
+		lock, err = a.attempt(ctx)
+		if err != nil && ctx.Err() != nil {
+			err = withContext(ctx, err)
+		}
+		return lock, err
 	}
-	w := newWaiter(l, key, &cfg)
+	if ctx.Err() != nil {
+		return nil, notTried(ctx, a.name)
+	}
+	return a.retryLoop(ctx)
+}
+
+// retryLoop is the retry loop: attempt, classify, wait (see waiter), until a
+// lock, or a reason to give up.
+func (a *acquisition) retryLoop(ctx context.Context) (*Lock, error) {
+	w := newWaiter(a)
 	defer w.close()
 	if err := w.lineUp(ctx); err != nil {
 		return nil, err
 	}
-	seq := cfg.retry.Start()
+	seq := a.cfg.retry.Start()
 	// last is the last round's error: what a call that gives up reports.
 	var last error
 	for {
@@ -70,9 +100,7 @@ func (l *Locker) Obtain(ctx context.Context, key string, opts ...Option) (lock *
 			// has not released it: asking the nodes would only be refused.
 			wait, then, last = w.behindHolder(ctx, left, last)
 		} else {
-			began := tr.now()
-			lock, err := l.attempt(ctx, key, &cfg)
-			tr.attempted(began)
+			lock, err := a.attempt(ctx)
 			if err == nil {
 				return w.got(lock), nil
 			}
@@ -80,38 +108,16 @@ func (l *Locker) Obtain(ctx context.Context, key string, opts ...Option) (lock *
 		}
 		switch then {
 		case giveUp:
-			return nil, l.withHolders(ctx, key, last)
+			if a.kind.holders {
+				return nil, a.l.withHolders(ctx, a.name, last)
+			}
+			return nil, last
 		case retryNow:
 			continue
 		}
-		slept := tr.now()
 		lock, err := w.sleep(ctx, wait, last)
-		tr.waited(ctx, slept)
 		if lock != nil || err != nil {
 			return lock, err
 		}
 	}
-}
-
-// TryObtain makes exactly one attempt to acquire the lock on key, whatever
-// the retry strategy. On failure it behaves as Obtain does.
-//
-// A ctx that has ended already asks no node and returns an error matching
-// ctx.Err(). One that ends during the attempt does not cut it short: the
-// node calls run on their own deadlines, and a lock granted by a majority
-// with validity left is returned (see attempt).
-func (l *Locker) TryObtain(ctx context.Context, key string, opts ...Option) (lock *Lock, err error) {
-	ctx, tr := l.cfg.obs.begin(ctx, OpObtain, key)
-	defer func() { tr.obtained(ctx, lock, err) }()
-	cfg, err := l.callConfig(key, opts)
-	if err != nil {
-		return nil, err
-	}
-	began := tr.now()
-	lock, err = l.attempt(ctx, key, &cfg)
-	tr.attempted(began)
-	if err != nil && ctx.Err() != nil {
-		err = withContext(ctx, err)
-	}
-	return lock, err
 }

@@ -106,7 +106,6 @@ func (l *Locker) call(ctx context.Context, rd round[int64]) (quorum.Result[int64
 // each node through its pipe, the command line built once for all nodes;
 // started, if set, is called once the call is queued on every node.
 func (l *Locker) sender(timeout time.Duration, s *scripts.Script, keys []string, args []any, decode decodeFunc, started func()) startFunc[int64] {
-	s, args = multiCall(s, keys, args) // a multi-key lock's release, extend, pttl
 	cmd := evalSha(s, keys, args)
 	last := len(l.nodes) - 1
 	inline := l.sendsInline()
@@ -118,12 +117,12 @@ func (l *Locker) sender(timeout time.Duration, s *scripts.Script, keys []string,
 	}
 }
 
-// undoAll releases key on the nodes for which which(i) holds, in parallel
-// through the nodes' pipes, and waits for them up to timeout; it announces
-// the release on channel unless that is "". It undoes our own writes, so it
-// runs even when ctx has ended.
-func (l *Locker) undoAll(ctx context.Context, timeout time.Duration, keys []string, h holder, channel string, which func(int) bool) {
-	send := l.sender(timeout, scripts.Release, keys, undoArgs(h, channel), decodeAny, nil)
+// undoAll makes the call undo (a lock kind's undo) on the nodes for which
+// which(i) holds, in parallel through the nodes' pipes, and waits for them
+// up to timeout. It undoes our own writes, so it runs even when ctx has
+// ended.
+func (l *Locker) undoAll(ctx context.Context, timeout time.Duration, undo scriptCall, which func(int) bool) {
+	send := l.sender(timeout, undo.script, undo.keys, undo.args, decodeAny, nil)
 	runRound(context.WithoutCancel(ctx), l, round[int64]{
 		need:    len(l.nodes),
 		timeout: timeout,
@@ -139,12 +138,11 @@ func (l *Locker) undoAll(ctx context.Context, timeout time.Duration, keys []stri
 	})
 }
 
-// releaseOn queues the undo of our write on one node (see sendOn). Best
-// effort: a key left behind on an unreachable node expires by its TTL and
-// only delays others, it never breaks mutual exclusion.
-func (l *Locker) releaseOn(i int, keys []string, h holder, timeout time.Duration) {
-	s, args := multiCall(scripts.Release, keys, undoArgs(h, ""))
-	l.sendOn(i, timeout, s, keys, args, evalSha(s, keys, args))
+// releaseOn queues undo, the undo of our write, on one node (see sendOn).
+// Best effort: a key left behind on an unreachable node expires by its TTL
+// and only delays others, it never breaks mutual exclusion.
+func (l *Locker) releaseOn(i int, undo scriptCall, timeout time.Duration) {
+	l.sendOn(i, timeout, undo.script, undo.keys, undo.args, evalSha(undo.script, undo.keys, undo.args))
 }
 
 // sendOn queues a call of script s on node i outside of any round, with its

@@ -18,10 +18,10 @@ import (
 // late after another holder counted past ours, say), so that a re-entry
 // reads the fence back there.
 type settle struct {
-	l        *Locker
-	lockKeys []string
-	holder   holder
-	timeout  time.Duration
+	l *Locker
+	// undo takes the acquisition's hold off a straggler that granted.
+	undo    scriptCall
+	timeout time.Duration
 
 	mu     sync.Mutex
 	done   bool
@@ -55,10 +55,10 @@ func (fw *fenceWrite) sendTo(l *Locker, i int, timeout time.Duration) {
 	l.sendOn(i, timeout, scripts.Fence, keys, args, cmd)
 }
 
-// settler returns the settle of an acquisition of plan p whose node calls
-// have timeout.
-func (l *Locker) settler(p *acquirePlan, timeout time.Duration) *settle {
-	return &settle{l: l, lockKeys: p.lockKeys, holder: p.holder, timeout: timeout}
+// settler returns the settle of an acquisition of plan p, of a lock of
+// kind kd, whose node calls have timeout.
+func (l *Locker) settler(kd *lockKind, p *acquirePlan, timeout time.Duration) *settle {
+	return &settle{l: l, undo: kd.undo(p.lockKeys, p.holder, false), timeout: timeout}
 }
 
 // arrived is a straggler's reply (an acquire round's Late). It is called
@@ -110,7 +110,7 @@ func (s *settle) act(r quorum.Reply[int64], failed bool, rest *fenceWrite) {
 	switch {
 	case failed:
 		if mustUndo(r.Vote) {
-			s.l.releaseOn(r.Node, s.lockKeys, s.holder, s.timeout)
+			s.l.releaseOn(r.Node, s.undo, s.timeout)
 		}
 	case rest != nil && !answered(r, rest.fence):
 		rest.sendTo(s.l, r.Node, s.timeout)
