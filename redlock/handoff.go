@@ -120,15 +120,49 @@ func split(res *quorum.Result[handoffReply], side func(quorum.Reply[handoffReply
 	return out
 }
 
+// releaseRound is the release's round: a handoff to the head of this
+// Locker's line for the key, if its kind has handoffs and one waits, or a
+// release on every node. It fails only with ErrClosed.
+func (k *Lock) releaseRound(ctx context.Context, cooldownMs int64) (quorum.Result[int64], error) {
+	var started func()
+	line := k.kind.line(k.keys)
+	if cooldownMs == 0 && k.kind.handoff {
+		o, fair := k.locker.gates.claim(line)
+		if o != nil {
+			return k.handoff(ctx, o)
+		}
+		if !fair {
+			// Wake this Locker's own waiter for the key as soon as the
+			// release is queued on every node, instead of when a node's
+			// notification comes back: its acquisition queues behind the
+			// release on each node's per-key queue, so it cannot run
+			// before it.
+			started = func() { k.locker.notify.wake(k.key) }
+		}
+	}
+	// Without a handoff, the head of this Locker's line for the key, if it
+	// waits, tries at once when we are done (a fair release: as waiters
+	// elsewhere hear of it).
+	defer k.locker.gates.released(line)
+	timeout := k.cfg.nodeTimeout
+	c := k.kind.release(k.keys, k.holder, true, cooldownMs)
+	return k.locker.call(ctx, round[int64]{
+		timeout: timeout,
+		linger:  k.releaseLinger(),
+		start:   k.locker.observeNodes(OpRelease, k.key, k.locker.sender(timeout, c.script, c.keys, c.args, decodeCompare, started)),
+	})
+}
+
 // handoff releases the lock and, in the same round, acquires it for the
-// offer's owner; it returns the release's outcome, as Release does, and
-// sends the acquisition's to the offer.
-func (k *Lock) handoff(ctx context.Context, o *offer) error {
+// offer's owner; it returns the release's share of the round, as a round of
+// its own (OK when a majority released), and sends the acquisition's to the
+// offer. It fails only with ErrClosed.
+func (k *Lock) handoff(ctx context.Context, o *offer) (quorum.Result[int64], error) {
 	l := k.locker
 	release, err := l.guard()
 	if err != nil {
 		o.done <- handoffResult{closed: true}
-		return err
+		return quorum.Result[int64]{}, err
 	}
 	defer release()
 	cfg, p := &o.a.cfg, &o.plan
@@ -143,10 +177,11 @@ func (k *Lock) handoff(ctx context.Context, o *offer) error {
 	began := time.Now()
 	res := runRound(ctx, l, round[handoffReply]{
 		timeout: timeout,
-		start: func(_ context.Context, i int, reply func(int, quorum.Vote, handoffReply, error)) {
+		start: func(nctx context.Context, i int, reply func(int, quorum.Vote, handoffReply, error)) {
 			l.nodes[i].pipe.startRaw(timeout, scripts.Handoff, p.keys, args, cmd, func(c *redis.Cmd) {
 				v, r, err := decodeHandoff(c)
-				l.handoffNode(ctx, k.key, i, began, v, r, err)
+				// The node's call's context, as observeNodes reports.
+				l.handoffNode(nctx, k.key, i, began, v, r, err)
 				reply(i, v, r, err)
 			})
 		},
@@ -189,10 +224,8 @@ func (k *Lock) handoff(ctx context.Context, o *offer) error {
 			}
 		}
 	}
-	if rel.Yes >= l.need {
-		return nil
-	}
-	return withContext(ctx, k.notHeld("release", &rel))
+	rel.OK = rel.Yes >= l.need
+	return rel, nil
 }
 
 // takeOver finishes the acquisition of a handoff, as attempt does its own:

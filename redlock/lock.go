@@ -181,33 +181,7 @@ func (k *Lock) release(ctx context.Context, op string, cooldownMs int64) (err er
 	// Work that watches a KeepAlive context must stop now, not run on as
 	// if it held the lock.
 	k.locker.ext.endLock(k, ErrReleased)
-	var started func()
-	line := k.kind.line(k.keys)
-	if cooldownMs == 0 && k.kind.handoff {
-		o, fair := k.locker.gates.claim(line)
-		if o != nil {
-			return k.handoff(ctx, o)
-		}
-		if !fair {
-			// Wake this Locker's own waiter for the key as soon as the
-			// release is queued on every node, instead of when a node's
-			// notification comes back: its acquisition queues behind the
-			// release on each node's per-key queue, so it cannot run
-			// before it.
-			started = func() { k.locker.notify.wake(k.key) }
-		}
-	}
-	// Without a handoff, the head of this Locker's line for the key, if it
-	// waits, tries at once when we are done (a fair release: as waiters
-	// elsewhere hear of it).
-	defer k.locker.gates.released(line)
-	timeout := k.cfg.nodeTimeout
-	c := k.kind.release(k.keys, k.holder, true, cooldownMs)
-	res, err := k.locker.call(ctx, round[int64]{
-		timeout: timeout,
-		linger:  k.releaseLinger(),
-		start:   k.locker.observeNodes(OpRelease, k.key, k.locker.sender(timeout, c.script, c.keys, c.args, decodeCompare, started)),
-	})
+	res, err := k.releaseRound(ctx, cooldownMs)
 	if err != nil {
 		return err
 	}
