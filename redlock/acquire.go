@@ -1,64 +1,14 @@
 package redlock
 
 import (
-	"github.com/quorumlock/redlock/redlock/internal/scripts"
-
 	"context"
 	"errors"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/quorumlock/redlock/clock"
 	"github.com/quorumlock/redlock/quorum"
 )
-
-// acquisition is one Obtain, TryObtain, ObtainMulti or TryObtainMulti
-// call: the lock it wants (its kind, keys and name), the call's config, and
-// its trace. Every step of the call, from its attempts to the waiter
-// between them, takes it.
-type acquisition struct {
-	l    *Locker
-	kind *lockKind
-	// keys are the lock's keys; name is the key, or the keys joined by
-	// commas: what messages and the observer call the lock.
-	keys []string
-	name string
-	// line is the id of the Locker's line for the keys (gates).
-	line string
-	cfg  config
-	tr   opTrace
-}
-
-// newAcquisition is the acquisition of a lock on keys, which the caller
-// no longer changes; its kind follows from their count.
-func (l *Locker) newAcquisition(keys []string) *acquisition {
-	a := &acquisition{l: l, kind: &oneKey, keys: keys}
-	if len(keys) != 1 {
-		a.kind = &manyKeys
-		a.name = strings.Join(keys, ",")
-	} else {
-		a.name = keys[0]
-	}
-	if len(keys) > 0 {
-		a.line = a.kind.line(keys)
-	}
-	return a
-}
-
-// applyOptions checks the keys and applies opts to the Locker's config. It
-// fails with an error matching ErrInvalid for bad keys or options.
-func (a *acquisition) applyOptions(opts []Option) error {
-	if len(a.keys) == 0 {
-		return invalid("no keys")
-	}
-	var err error
-	a.cfg, err = a.l.callConfig(a.keys[0], opts)
-	if err == nil && len(a.keys) > 1 {
-		err = checkMulti(a.keys, &a.cfg)
-	}
-	return err
-}
 
 // granting is an acquire round (an attempt's or a handoff's) until it is
 // concluded: its votes, when it began, the validity it left when the
@@ -115,6 +65,16 @@ func (a *acquisition) attempt(ctx context.Context) (*Lock, error) {
 	return a.conclude(ctx, &p, &g, false)
 }
 
+// try is TryObtain's one attempt: attempt's outcome, with ctx's error
+// joined to a failure when ctx has ended.
+func (a *acquisition) try(ctx context.Context) (*Lock, error) {
+	lock, err := a.attempt(ctx)
+	if err != nil && ctx.Err() != nil {
+		err = withContext(ctx, err)
+	}
+	return lock, err
+}
+
 // mustUndo says whether a failed attempt must release a node that voted v:
 // one that granted, and one whose reply was an error, since the SET may
 // have been applied with its reply lost. The undo takes away the attempt's
@@ -138,14 +98,14 @@ func (a *acquisition) conclude(ctx context.Context, p *acquirePlan, g *granting,
 		validity = g.validity
 		rest     *fenceWrite // the fence write-back that stragglers may need
 	)
-	if g.res.OK && cfg.fencing {
-		fence, validity, rest, reason = a.writeBackFence(ctx, p, g)
-	}
-	if g.res.OK && reason == nil && misconfigured(&g.res) {
+	if g.res.OK && misconfigured(&g.res) {
 		// A node was refused because it reaches another node's server:
 		// say so now rather than hand out locks from a miscounted cluster
 		// (the grant itself counted distinct servers only).
 		reason = ErrInvalid
+	}
+	if g.res.OK && reason == nil && cfg.fencing {
+		fence, validity, rest, reason = a.writeBackFence(ctx, p, g)
 	}
 	// A lock leaves here only while it is valid. The round may be concluded
 	// well after its majority came in (a handoff's result waits for its
@@ -247,12 +207,13 @@ func (a *acquisition) writeBackFence(ctx context.Context, p *acquirePlan, g *gra
 		// the script call is never built.
 		for _, r := range acq.Replies {
 			if r.Vote != quorum.Pending && !answered(r, fence) {
-				fw.sendTo(l, r.Node, cfg.nodeTimeout) // the caller holds the guard, or a count on l.bg
+				l.sendOn(r.Node, cfg.nodeTimeout, fw.call("", 0)) // the caller holds the guard, or a count on l.bg
 			}
 		}
 		return uint64(fence), clock.Validity(cfg.ttl, cfg.clock.Since(g.start), cfg.driftFactor), fw, nil
 	}
-	keys, args, cmd := fw.call(callNonce(cfg.nodeTimeout))
+	c := fw.call(callNonce(cfg.nodeTimeout))
+	cmd := evalSha(c.script, c.keys, c.args)
 	res := runRound(ctx, l, round[int64]{
 		timeout: cfg.nodeTimeout,
 		// Every node gets the fence (it costs nothing more and helps a node
@@ -262,7 +223,7 @@ func (a *acquisition) writeBackFence(ctx context.Context, p *acquirePlan, g *gra
 			if acq.Replies[i].Vote == quorum.Yes {
 				decode = decodeDone
 			}
-			l.nodes[i].pipe.start(cfg.nodeTimeout, i, scripts.Fence, keys, args, cmd, decode, reply, l.sendsInline())
+			l.nodes[i].pipe.start(cfg.nodeTimeout, i, c.script, c.keys, c.args, cmd, decode, reply, l.sendsInline())
 		},
 	})
 	validity := clock.Validity(cfg.ttl, cfg.clock.Since(g.start), cfg.driftFactor)

@@ -29,6 +29,8 @@ type lockKind struct {
 	handoff, holders bool
 	// line is the id of the Locker's line for the keys (gates).
 	line func(keys []string) string
+	// check rejects a call's options that the kind cannot have (nil: none).
+	check func(cfg *config) error
 }
 
 // scriptCall is one script and the keys and arguments it is called with.

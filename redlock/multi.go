@@ -57,7 +57,8 @@ var manyKeys = lockKind{
 	pttl: func(keys []string, h holder, timeout time.Duration) scriptCall {
 		return scriptCall{scripts.Multi, keys, append([]any{"pttl"}, pttlArgs(h, timeout)...)}
 	},
-	line: multiLine,
+	line:  multiLine,
+	check: multiOptions,
 }
 
 // multiLine is the id of the Locker's line for a set of keys: the same for
@@ -76,22 +77,9 @@ func multiLine(keys []string) string {
 	return b.String()
 }
 
-// checkMulti checks the keys of a multi-key call, and its options that a
-// multi-key lock cannot have.
-func checkMulti(keys []string, cfg *config) error {
-	if len(keys) > MaxMultiKeys {
-		return invalid("%d keys, more than the %d a multi-key lock takes", len(keys), MaxMultiKeys)
-	}
-	seen := make(map[string]struct{}, len(keys))
-	for i, key := range keys {
-		if err := checkKey(key); err != nil {
-			return err
-		}
-		if _, dup := seen[key]; dup {
-			return invalid("key %s is given twice (at %d)", quoteKey(key), i)
-		}
-		seen[key] = struct{}{}
-	}
+// multiOptions rejects the options of a multi-key call that a multi-key
+// lock cannot have.
+func multiOptions(cfg *config) error {
 	switch {
 	case cfg.tokenSet:
 		return invalid("WithToken takes one key: a multi-key lock is never a re-entry")

@@ -2,7 +2,7 @@ package redlock
 
 import (
 	"context"
-	"time"
+	"strings"
 )
 
 // Obtain acquires the lock on key, retrying per the retry strategy
@@ -62,62 +62,51 @@ func (l *Locker) acquire(ctx context.Context, keys []string, opts []Option, once
 	a := l.newAcquisition(keys)
 	ctx, a.tr = l.cfg.obs.begin(ctx, OpObtain, a.name)
 	defer func() { a.tr.obtained(ctx, lock, err) }()
-	if err := a.applyOptions(opts); err != nil {
+	err = checkKeys(keys)
+	if err == nil {
+		a.cfg, err = l.options(opts)
+	}
+	if err == nil && a.kind.check != nil {
+		err = a.kind.check(&a.cfg)
+	}
+	if err != nil {
 		return nil, err
 	}
-	if once {
-		lock, err = a.attempt(ctx)
-		if err != nil && ctx.Err() != nil {
-			err = withContext(ctx, err)
-		}
-		return lock, err
+	if !once {
+		return a.retryLoop(ctx)
 	}
-	if ctx.Err() != nil {
-		return nil, notTried(ctx, a.name)
-	}
-	return a.retryLoop(ctx)
+	return a.try(ctx)
 }
 
-// retryLoop is the retry loop: attempt, classify, wait (see waiter), until a
-// lock, or a reason to give up.
-func (a *acquisition) retryLoop(ctx context.Context) (*Lock, error) {
-	w := newWaiter(a)
-	defer w.close()
-	if err := w.lineUp(ctx); err != nil {
-		return nil, err
+// acquisition is one Obtain, TryObtain, ObtainMulti or TryObtainMulti
+// call: the lock it wants (its kind, keys and name), the call's config, and
+// its trace. Every step of the call, from its attempts to the waiter
+// between them, takes it.
+type acquisition struct {
+	l    *Locker
+	kind *lockKind
+	// keys are the lock's keys; name is the key, or the keys joined by
+	// commas: what messages and the observer call the lock.
+	keys []string
+	name string
+	// line is the id of the Locker's line for the keys (gates).
+	line string
+	cfg  config
+	tr   opTrace
+}
+
+// newAcquisition is the acquisition of a lock on keys, which the caller
+// no longer changes; its kind follows from their count.
+func (l *Locker) newAcquisition(keys []string) *acquisition {
+	a := &acquisition{l: l, kind: &oneKey, keys: keys}
+	if len(keys) != 1 {
+		a.kind = &manyKeys
+		a.name = strings.Join(keys, ",")
+	} else {
+		a.name = keys[0]
 	}
-	seq := a.cfg.retry.Start()
-	// last is the last round's error: what a call that gives up reports.
-	var last error
-	for {
-		w.drain()
-		var (
-			wait time.Duration
-			then next
-		)
-		if left, held := w.heldHere(); held {
-			// A goroutine of this Locker got the lock from this line and
-			// has not released it: asking the nodes would only be refused.
-			wait, then, last = w.behindHolder(ctx, left, last)
-		} else {
-			lock, err := a.attempt(ctx)
-			if err == nil {
-				return w.got(lock), nil
-			}
-			wait, then, last = w.afterFailure(ctx, seq, err, last)
-		}
-		switch then {
-		case giveUp:
-			if a.kind.holders {
-				return nil, a.l.withHolders(ctx, a.name, last)
-			}
-			return nil, last
-		case retryNow:
-			continue
-		}
-		lock, err := w.sleep(ctx, wait, last)
-		if lock != nil || err != nil {
-			return lock, err
-		}
+	if len(keys) > 0 {
+		a.line = a.kind.line(keys)
 	}
+	return a
 }

@@ -138,23 +138,17 @@ func (l *Locker) undoAll(ctx context.Context, timeout time.Duration, undo script
 	})
 }
 
-// releaseOn queues undo, the undo of our write, on one node (see sendOn).
-// Best effort: a key left behind on an unreachable node expires by its TTL
-// and only delays others, it never breaks mutual exclusion.
-func (l *Locker) releaseOn(i int, undo scriptCall, timeout time.Duration) {
-	l.sendOn(i, timeout, undo.script, undo.keys, undo.args, evalSha(undo.script, undo.keys, undo.args))
-}
-
-// sendOn queues a call of script s on node i outside of any round, with its
-// own timeout, whatever became of the caller; cmd is its command line
-// (evalSha). It does not wait and ignores the reply; the Locker's
+// sendOn queues call c on node i outside of any round, with its own
+// timeout, whatever became of the caller: the undo of a straggler's grant,
+// a fence write-back. It does not wait and ignores the reply; the Locker's
 // background group tracks it, so that Close waits for it. The caller holds
 // the guard or a count on bg (a straggling call's). Queued, never sent
 // inline: it may run in a straggler's reply, on a worker that other calls
-// wait for.
-func (l *Locker) sendOn(i int, timeout time.Duration, s *scripts.Script, keys []string, args, cmd []any) {
+// wait for. Best effort: a key left behind on an unreachable node expires
+// by its TTL and only delays others, it never breaks mutual exclusion.
+func (l *Locker) sendOn(i int, timeout time.Duration, c scriptCall) {
 	l.bg.Add(1)
-	l.nodes[i].pipe.start(timeout, i, s, keys, args, cmd, decodeBestEffort,
+	l.nodes[i].pipe.start(timeout, i, c.script, c.keys, c.args, evalSha(c.script, c.keys, c.args), decodeBestEffort,
 		func(int, quorum.Vote, int64, error) { l.bg.Done() }, false)
 }
 

@@ -40,19 +40,11 @@ type fenceWrite struct {
 	fence, lifetimeMs int64
 }
 
-// call builds the write-back's script call, for a round that counts its
-// answers with nonce (callNonce; "" for none): its keys, arguments and
-// command line.
-func (fw *fenceWrite) call(nonce string, keepMs int64) (keys []string, args, cmd []any) {
-	keys = []string{fw.key, fenceKey(fw.key)}
-	args = fenceArgs(fw.fence, fw.lifetimeMs, fw.holder, nonce, keepMs)
-	return keys, args, evalSha(scripts.Fence, keys, args)
-}
-
-// sendTo queues the write-back on node i in the background (see sendOn).
-func (fw *fenceWrite) sendTo(l *Locker, i int, timeout time.Duration) {
-	keys, args, cmd := fw.call("", 0)
-	l.sendOn(i, timeout, scripts.Fence, keys, args, cmd)
+// call is the write-back's script call, for a round that counts its
+// answers with nonce (callNonce; "" for none) kept keepMs.
+func (fw *fenceWrite) call(nonce string, keepMs int64) scriptCall {
+	keys := []string{fw.key, fenceKey(fw.key)}
+	return scriptCall{scripts.Fence, keys, fenceArgs(fw.fence, fw.lifetimeMs, fw.holder, nonce, keepMs)}
 }
 
 // settler returns the settle of an acquisition of plan p, of a lock of
@@ -110,9 +102,9 @@ func (s *settle) act(r quorum.Reply[int64], failed bool, rest *fenceWrite) {
 	switch {
 	case failed:
 		if mustUndo(r.Vote) {
-			s.l.releaseOn(r.Node, s.undo, s.timeout)
+			s.l.sendOn(r.Node, s.timeout, s.undo)
 		}
 	case rest != nil && !answered(r, rest.fence):
-		rest.sendTo(s.l, r.Node, s.timeout)
+		s.l.sendOn(r.Node, s.timeout, rest.call("", 0))
 	}
 }

@@ -6,6 +6,53 @@ import (
 	"time"
 )
 
+// retryLoop is the retry loop: attempt, classify, wait (see waiter), until a
+// lock, or a reason to give up.
+func (a *acquisition) retryLoop(ctx context.Context) (*Lock, error) {
+	if ctx.Err() != nil {
+		return nil, notTried(ctx, a.name)
+	}
+	w := newWaiter(a)
+	defer w.close()
+	if err := w.lineUp(ctx); err != nil {
+		return nil, err
+	}
+	seq := a.cfg.retry.Start()
+	// last is the last round's error: what a call that gives up reports.
+	var last error
+	for {
+		w.drain()
+		var (
+			wait time.Duration
+			then next
+		)
+		if left, held := w.heldHere(); held {
+			// A goroutine of this Locker got the lock from this line and
+			// has not released it: asking the nodes would only be refused.
+			wait, then, last = w.behindHolder(ctx, left, last)
+		} else {
+			lock, err := a.attempt(ctx)
+			if err == nil {
+				return w.got(lock), nil
+			}
+			wait, then, last = w.afterFailure(ctx, seq, err, last)
+		}
+		switch then {
+		case giveUp:
+			if a.kind.holders {
+				return nil, a.l.withHolders(ctx, a.name, last)
+			}
+			return nil, last
+		case retryNow:
+			continue
+		}
+		lock, err := w.sleep(ctx, wait, last)
+		if lock != nil || err != nil {
+			return lock, err
+		}
+	}
+}
+
 // waiter is one acquisition between its attempts. It owns what the call
 // waits with: the wake-up channel of the release subscriptions of its keys
 // (listen), the call's place in the Locker's line for them (join, see
