@@ -78,3 +78,7 @@ const WorkersPerNode = workersPerNode
 // WithClock sets the time source used for validity arithmetic (tests only;
 // default clock.Real).
 func WithClock(c clock.Clock) Option { return withClock(c) }
+
+// MultiLineLen reports how many goroutines of l wait in line for the set
+// of keys (tests only).
+func MultiLineLen(l *Locker, keys []string) int { return LineLen(l, multiLine(keys)) }

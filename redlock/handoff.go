@@ -50,9 +50,15 @@ type offer struct {
 	poke chan struct{}
 }
 
-// newOffer is the offer of a, the head of its key's line.
+// newOffer is the offer of a, the head of its line. A kind without
+// handoffs offers only to be poked: a Release by this Locker never claims
+// its line (see releaseRound), and its plan is never made.
 func newOffer(a *acquisition) *offer {
-	return &offer{a: a, plan: a.kind.plan(a.keys, &a.cfg), done: make(chan handoffResult, 1), poke: make(chan struct{}, 1)}
+	o := &offer{a: a, done: make(chan handoffResult, 1), poke: make(chan struct{}, 1)}
+	if a.kind.handoff {
+		o.plan = a.kind.plan(a.keys, &a.cfg)
+	}
+	return o
 }
 
 // wake pokes the offer's owner to try at once; nothing for no offer.
@@ -181,7 +187,7 @@ func (k *Lock) handoff(ctx context.Context, o *offer) (quorum.Result[int64], err
 			l.nodes[i].pipe.startRaw(timeout, scripts.Handoff, p.keys, args, cmd, func(c *redis.Cmd) {
 				v, r, err := decodeHandoff(c)
 				// The node's call's context, as observeNodes reports.
-				l.handoffNode(nctx, k.key, i, began, v, r, err)
+				l.handoffNode(nctx, k.key, began, quorum.Reply[handoffReply]{Node: i, Vote: v, Value: r, Err: err})
 				reply(i, v, r, err)
 			})
 		},

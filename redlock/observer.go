@@ -347,17 +347,16 @@ func (l *Locker) observeNodes(op Op, key string, start startFunc[int64]) startFu
 	}
 }
 
-// handoffNode reports node i's answer to a handoff round that began at
+// handoffNode reports a node's answer r to a handoff round that began at
 // began: the waiter's acquisition is its outcome.
-func (l *Locker) handoffNode(ctx context.Context, key string, i int, began time.Time, v quorum.Vote, r handoffReply, err error) {
+func (l *Locker) handoffNode(ctx context.Context, key string, began time.Time, r quorum.Reply[handoffReply]) {
 	if l.cfg.obs == nil {
 		return
 	}
-	if err != nil {
-		v = quorum.Failed
+	if r.Err != nil {
+		r.Vote = quorum.Failed
 	}
-	nr := acquireOutcome(acquireVote(quorum.Reply[handoffReply]{Node: i, Vote: v, Value: r, Err: err}))
-	l.nodeDone(ctx, OpHandoff, key, i, began, nr)
+	l.nodeDone(ctx, OpHandoff, key, r.Node, began, acquireOutcome(acquireVote(r)))
 }
 
 func (l *Locker) nodeDone(ctx context.Context, op Op, key string, i int, began time.Time, nr NodeResult) {

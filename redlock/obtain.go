@@ -73,6 +73,10 @@ func (l *Locker) acquire(ctx context.Context, keys []string, opts []Option, once
 		return nil, err
 	}
 	if !once {
+		if ctx.Err() != nil {
+			// An ended ctx asks no node, and waits in no line.
+			return nil, notTried(ctx, a.name)
+		}
 		return a.retryLoop(ctx)
 	}
 	return a.try(ctx)

@@ -9,9 +9,6 @@ import (
 // retryLoop is the retry loop: attempt, classify, wait (see waiter), until a
 // lock, or a reason to give up.
 func (a *acquisition) retryLoop(ctx context.Context) (*Lock, error) {
-	if ctx.Err() != nil {
-		return nil, notTried(ctx, a.name)
-	}
 	w := newWaiter(a)
 	defer w.close()
 	if err := w.lineUp(ctx); err != nil {
@@ -193,10 +190,10 @@ func (w *waiter) sleep(ctx context.Context, wait time.Duration, err error) (*Loc
 		w.timer.Reset(wait)
 	}
 	// The head of the line, waiting for a holder, offers itself for a
-	// handoff, if its kind has them: a Release by this Locker may give it
-	// the lock directly.
+	// handoff: a Release by this Locker may give it the lock directly (if
+	// its kind has handoffs), or poke it to try at once.
 	var o *offer
-	if w.a.kind.handoff && w.inLine() && errors.Is(err, ErrNotObtained) {
+	if w.inLine() && errors.Is(err, ErrNotObtained) {
 		o = newOffer(w.a)
 		w.a.l.gates.post(w.a.line, o)
 	}
