@@ -138,7 +138,7 @@ func (l *Locker) ForceRelease(ctx context.Context, key string) (err error) {
 		need:    len(l.nodes), // ask every node; success below needs a majority
 		timeout: timeout,
 		waitAll: true,
-		start:   l.observeNodes(scripts.Force, key, l.sender(timeout, scripts.Force, []string{key}, []any{releaseChannel(key)}, decodeDone, nil)),
+		start:   l.observeNodes(OpForceRelease, key, l.sender(timeout, scripts.Force, []string{key}, []any{releaseChannel(key)}, decodeDone, nil)),
 	})
 	if err != nil {
 		return err

@@ -79,3 +79,7 @@ const WorkersPerNode = conn.WorkersPerNode
 // WithClock sets the time source used for validity arithmetic (tests only;
 // default clock.Real).
 func WithClock(c clock.Clock) LockOption { return withClock(c) }
+
+// MultiLineLen reports how many goroutines of l wait in line for the set
+// of keys (tests only).
+func MultiLineLen(l *Locker, keys []string) int { return LineLen(l, multiLine(keys)) }

@@ -43,7 +43,7 @@ const maxHandoffs = 8
 
 // offer is the head of a key's line, ready for a handoff.
 type offer struct {
-	cfg  *config
+	a    *acquisition
 	plan acquirePlan
 	// done receives the handoff's outcome, once, from the Release that
 	// claimed the offer.
@@ -52,9 +52,15 @@ type offer struct {
 	poke chan struct{}
 }
 
-// newOffer is the offer of the head of key's line, whose call has cfg.
-func newOffer(key string, cfg *config) *offer {
-	return &offer{cfg: cfg, plan: newPlan(key, cfg), done: make(chan handoffResult, 1), poke: make(chan struct{}, 1)}
+// newOffer is the offer of a, the head of its line. A kind without
+// handoffs offers only to be poked: a Release by this Locker never claims
+// its line (see releaseRound), and its plan is never made.
+func newOffer(a *acquisition) *offer {
+	o := &offer{a: a, done: make(chan handoffResult, 1), poke: make(chan struct{}, 1)}
+	if a.kind.handoff {
+		o.plan = a.kind.plan(a.keys, &a.cfg)
+	}
+	return o
 }
 
 // wake pokes the offer's owner to try at once; nothing for no offer.
@@ -87,11 +93,8 @@ func (o *offer) outcome() <-chan handoffResult {
 
 // handoffResult is a handoff round as the acquisition sees it.
 type handoffResult struct {
-	closed   bool // the Locker was closed: no round ran
-	res      quorum.Result[int64]
-	start    time.Time
-	validity time.Duration
-	late     *settle
+	closed bool // the Locker was closed: no round ran
+	granting
 }
 
 // acquireVote is the acquisition's share of a handoff reply.
@@ -125,59 +128,90 @@ func split(res *quorum.Result[handoffReply], side func(quorum.Reply[handoffReply
 	return out
 }
 
+// releaseRound is the release's round: a handoff to the head of this
+// Locker's line for the key, if its kind has handoffs and one waits, or a
+// release on every node. It fails only with ErrClosed.
+func (k *Lock) releaseRound(ctx context.Context, cooldownMs int64) (quorum.Result[int64], error) {
+	var started func()
+	line := k.kind.line(k.keys)
+	if cooldownMs == 0 && k.kind.handoff {
+		o, fair := k.locker.gates.claim(line)
+		if o != nil {
+			return k.handoff(ctx, o)
+		}
+		if !fair {
+			// Wake this Locker's own waiter for the key as soon as the
+			// release is queued on every node, instead of when a node's
+			// notification comes back: its acquisition queues behind the
+			// release on each node's per-key queue, so it cannot run
+			// before it.
+			started = func() { k.locker.notify.wake(k.key) }
+		}
+	}
+	// Without a handoff, the head of this Locker's line for the key, if it
+	// waits, tries at once when we are done (a fair release: as waiters
+	// elsewhere hear of it).
+	defer k.locker.gates.released(line)
+	timeout := k.cfg.nodeTimeout
+	c := k.kind.release(k.keys, k.holder, true, cooldownMs)
+	return k.locker.call(ctx, round[int64]{
+		timeout: timeout,
+		linger:  k.releaseLinger(),
+		start:   k.locker.observeNodes(OpRelease, k.key, k.locker.sender(timeout, c.script, c.keys, c.args, decodeCompare, started)),
+	})
+}
+
 // handoff releases the lock and, in the same round, acquires it for the
-// offer's owner; it returns the release's outcome, as Release does, and
-// sends the acquisition's to the offer.
-func (k *Lock) handoff(ctx context.Context, o *offer) error {
+// offer's owner; it returns the release's share of the round, as a round of
+// its own (OK when a majority released), and sends the acquisition's to the
+// offer. It fails only with ErrClosed.
+func (k *Lock) handoff(ctx context.Context, o *offer) (quorum.Result[int64], error) {
 	l := k.locker
 	release, err := l.guard()
 	if err != nil {
 		o.done <- handoffResult{closed: true}
-		return err
+		return quorum.Result[int64]{}, err
 	}
 	defer release()
-	cfg, p := o.cfg, &o.plan
+	cfg, p := &o.a.cfg, &o.plan
 	timeout := k.cfg.nodeTimeout
 	args := handoffArgs(k.holder, releaseChannel(k.key), p.args)
 	cmd := conn.EvalSha(scripts.Handoff, p.keys, args)
 
-	var (
-		validity time.Duration
-		late     = l.settler(p, timeout)
-		// Replies after the decision, for the release's outcome when the
-		// decision left it open; each node sends at most one.
-		stray = make(chan quorum.Reply[handoffReply], len(l.nodes))
-	)
-	start := cfg.clock.Now()
+	// Replies after the decision, for the release's outcome when the
+	// decision left it open; each node sends at most one.
+	stray := make(chan quorum.Reply[handoffReply], len(l.nodes))
+	g := granting{late: l.settler(o.a.kind, p, timeout), start: cfg.clock.Now()}
 	began := time.Now()
 	res := runRound(ctx, l, round[handoffReply]{
 		timeout: timeout,
-		start: func(_ context.Context, i int, reply func(int, quorum.Vote, handoffReply, error)) {
+		start: func(nctx context.Context, i int, reply func(int, quorum.Vote, handoffReply, error)) {
 			l.nodes[i].sendRaw(timeout, scripts.Handoff, p.keys, cmd, func(c *redis.Cmd) {
 				v, r, err := decodeHandoff(c)
-				l.handoffNode(ctx, k.key, began, quorum.Reply[handoffReply]{Node: i, Vote: v, Value: r, Err: err})
+				// The node's call's context, as observeNodes reports.
+				l.handoffNode(nctx, k.key, began, quorum.Reply[handoffReply]{Node: i, Vote: v, Value: r, Err: err})
 				reply(i, v, r, err)
 			})
 		},
 		accept: func(*quorum.Result[handoffReply]) bool {
-			validity = clock.Validity(cfg.ttl, cfg.clock.Since(start), cfg.driftFactor)
-			return validity > 0
+			g.validity = clock.Validity(cfg.ttl, cfg.clock.Since(g.start), cfg.driftFactor)
+			return g.validity > 0
 		},
 		// As in an attempt: nodes that answer late are settled with the
 		// acquisition (see settle).
 		late: func(r quorum.Reply[handoffReply], _ bool) {
-			late.arrived(acquireVote(r))
+			g.late.arrived(acquireVote(r))
 			stray <- r
 		},
 	})
-	acq := split(&res, acquireVote)
-	acq.OK = res.OK
+	g.res = split(&res, acquireVote)
+	g.res.OK = res.OK
 	// The offer's owner concludes the acquisition (writes the fence back,
 	// or undoes it) in takeOver, perhaps after Close. This count on bg,
 	// taken while we hold the guard and ended by takeOver, keeps Close from
 	// closing the node pipes before it has: an undo must still run.
 	l.bg.Add(1)
-	o.done <- handoffResult{res: acq, start: start, validity: validity, late: late}
+	o.done <- handoffResult{granting: g}
 
 	// The release's outcome. The round decided on both steps together; if
 	// that left the release open (it was refused on some nodes and others
@@ -198,10 +232,8 @@ func (k *Lock) handoff(ctx context.Context, o *offer) error {
 			}
 		}
 	}
-	if rel.Yes >= l.need {
-		return nil
-	}
-	return withContext(ctx, k.notHeld("release", &rel))
+	rel.OK = rel.Yes >= l.need
+	return rel, nil
 }
 
 // takeOver finishes the acquisition of a handoff, as attempt does its own:
@@ -211,17 +243,18 @@ func (k *Lock) handoff(ctx context.Context, o *offer) error {
 // After Close it still undoes what the round granted, and returns ErrClosed:
 // the keys would otherwise stay until their TTL, and nobody would hear that
 // the old owner let go.
-func (l *Locker) takeOver(ctx context.Context, key string, cfg *config, o *offer, hr handoffResult) (*Lock, error) {
+func (o *offer) takeOver(ctx context.Context, hr handoffResult) (*Lock, error) {
 	if hr.closed {
 		return nil, ErrClosed
 	}
+	l := o.a.l
 	defer l.bg.Done() // taken by handoff for us
 	release, err := l.guard()
 	if err != nil {
 		hr.res.OK = false
-		_, _ = l.conclude(ctx, key, cfg, &o.plan, &hr.res, hr.start, hr.validity, hr.late, releaseChannel(key))
+		_, _ = o.a.conclude(ctx, &o.plan, &hr.granting, true)
 		return nil, err
 	}
 	defer release()
-	return l.conclude(ctx, key, cfg, &o.plan, &hr.res, hr.start, hr.validity, hr.late, releaseChannel(key))
+	return o.a.conclude(ctx, &o.plan, &hr.granting, true)
 }

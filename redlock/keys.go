@@ -1,6 +1,9 @@
 package redlock
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // ReservedPrefix starts every key and channel the library keeps for itself
 // on the nodes; lock keys that start with it fail with ErrInvalid.
@@ -48,6 +51,26 @@ func checkKey(key string) error {
 		return invalid("key of %d bytes is longer than %d", len(key), MaxKeyLen)
 	case strings.HasPrefix(key, ReservedPrefix):
 		return invalid("key %s starts with %q, which is reserved for the library's own keys", quoteKey(key), ReservedPrefix)
+	}
+	return nil
+}
+
+// checkKeys checks the keys of an acquisition: one, or up to MaxMultiKeys
+// for a multi-key lock, each a key checkKey takes, none given twice.
+func checkKeys(keys []string) error {
+	switch {
+	case len(keys) == 0:
+		return invalid("no keys")
+	case len(keys) > MaxMultiKeys:
+		return invalid("%d keys, more than the %d a multi-key lock takes", len(keys), MaxMultiKeys)
+	}
+	for i, key := range keys {
+		if err := checkKey(key); err != nil {
+			return err
+		}
+		if slices.Contains(keys[:i], key) {
+			return invalid("key %s is given twice (at %d)", quoteKey(key), i)
+		}
 	}
 	return nil
 }

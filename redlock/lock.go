@@ -1,8 +1,6 @@
 package redlock
 
 import (
-	"github.com/quorumlock/redlock/redlock/internal/scripts"
-
 	"context"
 	"errors"
 	"fmt"
@@ -18,6 +16,7 @@ import (
 // Lock is a held lock. Its methods are safe for concurrent use.
 type Lock struct {
 	locker *Locker
+	kind   *lockKind // the scripts it runs: one key's, or several keys'
 	key    string
 	keys   []string
 	token  string
@@ -182,32 +181,7 @@ func (k *Lock) release(ctx context.Context, op string, cooldownMs int64) (err er
 	// Work that watches a KeepAlive context must stop now, not run on as
 	// if it held the lock.
 	k.locker.ext.endLock(k, ErrReleased)
-	var started func()
-	// A multi-key lock is never handed over: the handoff takes one key.
-	if cooldownMs == 0 && !k.multi() {
-		o, fair := k.locker.gates.claim(k.key)
-		if o != nil {
-			return k.handoff(ctx, o)
-		}
-		if !fair {
-			// Wake this Locker's own waiter for the key as soon as the
-			// release is queued on every node, instead of when a node's
-			// notification comes back: its acquisition queues behind the
-			// release on each node's per-key queue, so it cannot run
-			// before it.
-			started = func() { k.locker.notify.wake(k.key) }
-		}
-	}
-	// Without a handoff, the head of this Locker's line for the key, if it
-	// waits, tries at once when we are done (a fair release: as waiters
-	// elsewhere hear of it).
-	defer k.locker.gates.released(k.key)
-	timeout := k.cfg.nodeTimeout
-	res, err := k.locker.call(ctx, round[int64]{
-		timeout: timeout,
-		linger:  k.releaseLinger(),
-		start:   k.locker.observeNodes(scripts.Release, k.key, k.locker.sender(timeout, scripts.Release, k.keys, releaseArgs(k.holder, releaseChannel(k.key), cooldownMs), decodeCompare, started)),
-	})
+	res, err := k.releaseRound(ctx, cooldownMs)
 	if err != nil {
 		return err
 	}
@@ -272,12 +246,12 @@ func (k *Lock) Extend(ctx context.Context, ttl time.Duration) (err error) {
 	if lost != nil {
 		return lost
 	}
-	ttlMs := serverMillis(cfg.serverTTL())
+	c := k.kind.extend(k.keys, k.holder, serverMillis(cfg.serverTTL()), cfg.nodeTimeout)
 	var validity time.Duration
 	start := cfg.clock.Now()
 	res, err := k.locker.call(ctx, round[int64]{
 		timeout: cfg.nodeTimeout,
-		start:   k.locker.observeNodes(scripts.Extend, k.key, k.locker.sender(cfg.nodeTimeout, scripts.Extend, k.keys, extendArgs(k.holder, ttlMs, cfg.nodeTimeout), decodeCompare, nil)),
+		start:   k.locker.observeNodes(OpExtend, k.key, k.locker.sender(cfg.nodeTimeout, c.script, c.keys, c.args, decodeCompare, nil)),
 		accept: func(*quorum.Result[int64]) bool {
 			validity = clock.Validity(ttl, cfg.clock.Since(start), cfg.driftFactor)
 			return validity > 0
@@ -323,10 +297,11 @@ func (k *Lock) TTL(ctx context.Context) (time.Duration, error) {
 	// every change acknowledged before it; OK then means a majority said
 	// Yes.
 	timeout := k.cfg.nodeTimeout
+	c := k.kind.pttl(k.keys, k.holder, timeout)
 	res, err := k.locker.call(ctx, round[int64]{
 		timeout: timeout,
 		waitAll: true,
-		start:   k.locker.observeNodes(scripts.PTTL, k.key, k.locker.sender(timeout, scripts.PTTL, k.keys, pttlArgs(k.holder, timeout), decodePTTL, nil)),
+		start:   k.locker.observeNodes(OpTTL, k.key, k.locker.sender(timeout, c.script, c.keys, c.args, decodePTTL, nil)),
 	})
 	if err != nil {
 		return 0, err

@@ -142,6 +142,12 @@ func (l *Locker) callConfig(key string, opts []Option) (config, error) {
 	if err := checkKey(key); err != nil {
 		return config{}, err
 	}
+	return l.options(opts)
+}
+
+// options is the Locker's configuration changed by opts, for one call. It
+// fails with an error matching ErrInvalid for bad options.
+func (l *Locker) options(opts []Option) (config, error) {
 	cfg := l.cfg
 	if len(opts) > 0 {
 		applyAll(&cfg, opts)

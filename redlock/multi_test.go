@@ -380,3 +380,64 @@ func TestMultiLockReleaseIsNoHandoff(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// Goroutines of one Locker that want the same keys, given in any order,
+// line up and take turns, as Obtain's do for one key: each gets the lock
+// after the one before it let go, woken by that release, not by the end of
+// its TTL or a retry timer.
+func TestObtainMultiWaitersTakeTurns(t *testing.T) {
+	c := newCluster(t, 3)
+	l := c.locker(t)
+	keys := []string{"a", "b"}
+	held, err := l.TryObtainMulti(t.Context(), keys, redlock.WithTTL(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	var (
+		mu    sync.Mutex
+		order []int
+		wg    sync.WaitGroup
+	)
+	for i, ks := range [][]string{{"b", "a"}, {"a", "b"}, {"b", "a"}, {"a", "b"}} {
+		wg.Go(func() {
+			lock, err := l.ObtainMulti(ctx, ks, redlock.WithTTL(time.Minute), redlock.WithRetry(redlock.LinearBackoff(time.Hour)))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			mu.Lock()
+			order = append(order, i)
+			mu.Unlock()
+			if err := lock.Release(context.Background()); err != nil {
+				t.Error(err)
+			}
+		})
+		awaitMultiLine(t, l, keys, i+1)
+	}
+	if err := held.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	if len(order) != 4 || order[0] != 0 || order[1] != 1 || order[2] != 2 || order[3] != 3 {
+		t.Fatalf("acquisition order %v, want 0 1 2 3", order)
+	}
+	if n := redlock.MultiLineLen(l, keys); n != 0 {
+		t.Fatalf("line left with %d waiters", n)
+	}
+	c.assertNone(t, "a", "b")
+}
+
+// awaitMultiLine waits until n goroutines of l wait in line for keys.
+func awaitMultiLine(t *testing.T, l *redlock.Locker, keys []string, n int) {
+	t.Helper()
+	if err := eventually(t, 10*time.Second, func() error {
+		if got := redlock.MultiLineLen(l, keys); got != n {
+			return fmt.Errorf("line for %v has %d waiters, want %d", keys, got, n)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -18,9 +18,9 @@ type node struct {
 	pipe *conn.Pipe
 }
 
-// scriptCall is one script call with its arguments, sent to the nodes of a
-// round: a node operation. Its command line is built once for all nodes.
-type scriptCall struct {
+// nodeCall is a scriptCall ready to go to the nodes of a round: a node
+// operation, its command line built once for all nodes.
+type nodeCall struct {
 	timeout time.Duration
 	script  *scripts.Script
 	keys    []string
@@ -29,11 +29,11 @@ type scriptCall struct {
 	decode decodeFunc
 }
 
-func newScriptCall(timeout time.Duration, s *scripts.Script, keys []string, args []any, decode decodeFunc) *scriptCall {
-	return &scriptCall{timeout: timeout, script: s, keys: keys, cmd: conn.EvalSha(s, keys, args), decode: decode}
+func newNodeCall(timeout time.Duration, c scriptCall, decode decodeFunc) *nodeCall {
+	return &nodeCall{timeout: timeout, script: c.script, keys: c.keys, cmd: conn.EvalSha(c.script, c.keys, c.args), decode: decode}
 }
 
-// voteOp is one node's share of a scriptCall: the pipe's call, and how its
+// voteOp is one node's share of a nodeCall: the pipe's call, and how its
 // reply becomes the node's vote.
 type voteOp struct {
 	call   conn.Call
@@ -46,7 +46,7 @@ var votePool = sync.Pool{New: func() any { return new(voteOp) }}
 
 // send queues sc's call on node i; reply receives the node's vote once.
 // inline lets the caller send it itself (see conn.Pipe.Start).
-func (sc *scriptCall) send(n *node, i int, reply func(int, quorum.Vote, int64, error), inline bool) {
+func (sc *nodeCall) send(n *node, i int, reply func(int, quorum.Vote, int64, error), inline bool) {
 	o := votePool.Get().(*voteOp)
 	*o = voteOp{
 		call:   conn.Call{Timeout: sc.timeout, Script: sc.script, Keys: sc.keys, Cmd: sc.cmd},

@@ -1,8 +1,6 @@
 package redlock
 
 import (
-	"github.com/quorumlock/redlock/redlock/internal/scripts"
-
 	"context"
 	"errors"
 	"reflect"
@@ -46,7 +44,7 @@ func TestNoObserverAllocatesNothing(t *testing.T) {
 	// The rounds' Start is the sender itself: no wrapper per node.
 	l := &Locker{}
 	var start startFunc[int64] = func(context.Context, int, func(int, quorum.Vote, int64, error)) {}
-	if got := l.observeNodes(scripts.Acquire, "k", start); reflect.ValueOf(got).Pointer() != reflect.ValueOf(start).Pointer() {
+	if got := l.observeNodes(OpObtain, "k", start); reflect.ValueOf(got).Pointer() != reflect.ValueOf(start).Pointer() {
 		t.Error("observeNodes wrapped a round's Start without an observer")
 	}
 }

@@ -2,7 +2,7 @@ package redlock
 
 import (
 	"context"
-	"time"
+	"strings"
 )
 
 // Obtain acquires the lock on key, retrying per the retry strategy
@@ -41,56 +41,8 @@ import (
 // context: a wait that a deadline ends during an outage is ErrNoQuorum. A ctx
 // that has ended before the call asks no node: the error then matches only
 // ctx.Err().
-func (l *Locker) Obtain(ctx context.Context, key string, opts ...Option) (lock *Lock, err error) {
-	ctx, tr := l.cfg.obs.begin(ctx, OpObtain, key)
-	defer func() { tr.obtained(ctx, lock, err) }()
-	cfg, err := l.callConfig(key, opts)
-	if err != nil {
-		return nil, err
-	}
-	if ctx.Err() != nil {
-		return nil, notTried(ctx, key)
-	}
-	w := newWaiter(l, key, &cfg)
-	defer w.close()
-	if err := w.lineUp(ctx); err != nil {
-		return nil, err
-	}
-	seq := cfg.retry.Start()
-	// last is the last round's error: what a call that gives up reports.
-	var last error
-	for {
-		w.drain()
-		var (
-			wait time.Duration
-			then next
-		)
-		if left, held := w.heldHere(); held {
-			// A goroutine of this Locker got the lock from this line and
-			// has not released it: asking the nodes would only be refused.
-			wait, then, last = w.behindHolder(ctx, left, last)
-		} else {
-			began := tr.now()
-			lock, err := l.attempt(ctx, key, &cfg)
-			tr.attempted(began)
-			if err == nil {
-				return w.got(lock), nil
-			}
-			wait, then, last = w.afterFailure(ctx, seq, err, last)
-		}
-		switch then {
-		case giveUp:
-			return nil, l.withHolders(ctx, key, last)
-		case retryNow:
-			continue
-		}
-		slept := tr.now()
-		lock, err := w.sleep(ctx, wait, last)
-		tr.waited(ctx, slept)
-		if lock != nil || err != nil {
-			return lock, err
-		}
-	}
+func (l *Locker) Obtain(ctx context.Context, key string, opts ...Option) (*Lock, error) {
+	return l.acquire(ctx, []string{key}, opts, false)
 }
 
 // TryObtain makes exactly one attempt to acquire the lock on key, whatever
@@ -100,18 +52,65 @@ func (l *Locker) Obtain(ctx context.Context, key string, opts ...Option) (lock *
 // ctx.Err(). One that ends during the attempt does not cut it short: the
 // node calls run on their own deadlines, and a lock granted by a majority
 // with validity left is returned (see attempt).
-func (l *Locker) TryObtain(ctx context.Context, key string, opts ...Option) (lock *Lock, err error) {
-	ctx, tr := l.cfg.obs.begin(ctx, OpObtain, key)
-	defer func() { tr.obtained(ctx, lock, err) }()
-	cfg, err := l.callConfig(key, opts)
+func (l *Locker) TryObtain(ctx context.Context, key string, opts ...Option) (*Lock, error) {
+	return l.acquire(ctx, []string{key}, opts, true)
+}
+
+// acquire is every acquisition: of one key or of several (keys, which the
+// caller no longer changes), with retries or exactly one attempt (once).
+func (l *Locker) acquire(ctx context.Context, keys []string, opts []Option, once bool) (lock *Lock, err error) {
+	a := l.newAcquisition(keys)
+	ctx, a.tr = l.cfg.obs.begin(ctx, OpObtain, a.name)
+	defer func() { a.tr.obtained(ctx, lock, err) }()
+	err = checkKeys(keys)
+	if err == nil {
+		a.cfg, err = l.options(opts)
+	}
+	if err == nil && a.kind.check != nil {
+		err = a.kind.check(&a.cfg)
+	}
 	if err != nil {
 		return nil, err
 	}
-	began := tr.now()
-	lock, err = l.attempt(ctx, key, &cfg)
-	tr.attempted(began)
-	if err != nil && ctx.Err() != nil {
-		err = withContext(ctx, err)
+	if !once {
+		if ctx.Err() != nil {
+			// An ended ctx asks no node, and waits in no line.
+			return nil, notTried(ctx, a.name)
+		}
+		return a.retryLoop(ctx)
 	}
-	return lock, err
+	return a.try(ctx)
+}
+
+// acquisition is one Obtain, TryObtain, ObtainMulti or TryObtainMulti
+// call: the lock it wants (its kind, keys and name), the call's config, and
+// its trace. Every step of the call, from its attempts to the waiter
+// between them, takes it.
+type acquisition struct {
+	l    *Locker
+	kind *lockKind
+	// keys are the lock's keys; name is the key, or the keys joined by
+	// commas: what messages and the observer call the lock.
+	keys []string
+	name string
+	// line is the id of the Locker's line for the keys (gates).
+	line string
+	cfg  config
+	tr   opTrace
+}
+
+// newAcquisition is the acquisition of a lock on keys, which the caller
+// no longer changes; its kind follows from their count.
+func (l *Locker) newAcquisition(keys []string) *acquisition {
+	a := &acquisition{l: l, kind: &oneKey, keys: keys}
+	if len(keys) != 1 {
+		a.kind = &manyKeys
+		a.name = strings.Join(keys, ",")
+	} else {
+		a.name = keys[0]
+	}
+	if len(keys) > 0 {
+		a.line = a.kind.line(keys)
+	}
+	return a
 }

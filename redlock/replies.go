@@ -62,12 +62,6 @@ func releaseArgs(h holder, channel string, cooldownMs int64) []any {
 	return []any{h.prefix, channel, cooldownMs, h.hold}
 }
 
-// undoArgs are the release script's arguments that undo an attempt's own
-// write, announced on channel unless it is "". An attempt's undo announces
-// nothing: no lock was held that anyone waits for, and waking waiters (the
-// failed client among them) would only start another round.
-func undoArgs(h holder, channel string) []any { return releaseArgs(h, channel, 0) }
-
 // extendArgs are the extend script's arguments: the owner's prefix, the
 // TTL in milliseconds, the hold id, and the call's nonce (callNonce).
 func extendArgs(h holder, ttlMs int64, timeout time.Duration) []any {

@@ -106,8 +106,7 @@ func (l *Locker) call(ctx context.Context, rd round[int64]) (quorum.Result[int64
 // each node through its pipe, the command line built once for all nodes;
 // started, if set, is called once the call is queued on every node.
 func (l *Locker) sender(timeout time.Duration, s *scripts.Script, keys []string, args []any, decode decodeFunc, started func()) startFunc[int64] {
-	s, args = multiCall(s, keys, args) // a multi-key lock's release, extend, pttl
-	sc := newScriptCall(timeout, s, keys, args, decode)
+	sc := newNodeCall(timeout, scriptCall{s, keys, args}, decode)
 	last := len(l.nodes) - 1
 	inline := l.sendsInline()
 	return func(_ context.Context, i int, reply func(int, quorum.Vote, int64, error)) {
@@ -118,12 +117,12 @@ func (l *Locker) sender(timeout time.Duration, s *scripts.Script, keys []string,
 	}
 }
 
-// undoAll releases key on the nodes for which which(i) holds, in parallel
-// through the nodes' pipes, and waits for them up to timeout; it announces
-// the release on channel unless that is "". It undoes our own writes, so it
-// runs even when ctx has ended.
-func (l *Locker) undoAll(ctx context.Context, timeout time.Duration, keys []string, h holder, channel string, which func(int) bool) {
-	send := l.sender(timeout, scripts.Release, keys, undoArgs(h, channel), decodeAny, nil)
+// undoAll makes the call undo (a lock kind's undo) on the nodes for which
+// which(i) holds, in parallel through the nodes' pipes, and waits for them
+// up to timeout. It undoes our own writes, so it runs even when ctx has
+// ended.
+func (l *Locker) undoAll(ctx context.Context, timeout time.Duration, undo scriptCall, which func(int) bool) {
+	send := l.sender(timeout, undo.script, undo.keys, undo.args, decodeAny, nil)
 	runRound(context.WithoutCancel(ctx), l, round[int64]{
 		need:    len(l.nodes),
 		timeout: timeout,
@@ -139,23 +138,17 @@ func (l *Locker) undoAll(ctx context.Context, timeout time.Duration, keys []stri
 	})
 }
 
-// releaseOn queues the undo of our write on one node (see sendOn). Best
-// effort: a key left behind on an unreachable node expires by its TTL and
-// only delays others, it never breaks mutual exclusion.
-func (l *Locker) releaseOn(i int, keys []string, h holder, timeout time.Duration) {
-	s, args := multiCall(scripts.Release, keys, undoArgs(h, ""))
-	l.sendOn(i, newScriptCall(timeout, s, keys, args, decodeBestEffort))
-}
-
-// sendOn queues sc on node i outside of any round, with its own timeout,
-// whatever became of the caller. It does not wait and ignores the reply; the Locker's
+// sendOn queues call c on node i outside of any round, with its own
+// timeout, whatever became of the caller: the undo of a straggler's grant,
+// a fence write-back. It does not wait and ignores the reply; the Locker's
 // background group tracks it, so that Close waits for it. The caller holds
 // the guard or a count on bg (a straggling call's). Queued, never sent
 // inline: it may run in a straggler's reply, on a worker that other calls
-// wait for.
-func (l *Locker) sendOn(i int, sc *scriptCall) {
+// wait for. Best effort: a key left behind on an unreachable node expires
+// by its TTL and only delays others, it never breaks mutual exclusion.
+func (l *Locker) sendOn(i int, timeout time.Duration, c scriptCall) {
 	l.bg.Add(1)
-	sc.send(&l.nodes[i], i, func(int, quorum.Vote, int64, error) { l.bg.Done() }, false)
+	newNodeCall(timeout, c, decodeBestEffort).send(&l.nodes[i], i, func(int, quorum.Vote, int64, error) { l.bg.Done() }, false)
 }
 
 // sendsInline reports whether a round's caller sends its calls itself when

@@ -1,8 +1,6 @@
 package redlock
 
 import (
-	"github.com/quorumlock/redlock/redlock/internal/conn"
-
 	"github.com/quorumlock/redlock/redlock/internal/scripts"
 
 	"sync"
@@ -20,10 +18,10 @@ import (
 // late after another holder counted past ours, say), so that a re-entry
 // reads the fence back there.
 type settle struct {
-	l        *Locker
-	lockKeys []string
-	holder   holder
-	timeout  time.Duration
+	l *Locker
+	// undo takes the acquisition's hold off a straggler that granted.
+	undo    scriptCall
+	timeout time.Duration
 
 	mu     sync.Mutex
 	done   bool
@@ -42,25 +40,17 @@ type fenceWrite struct {
 	fence, lifetimeMs int64
 }
 
-// call builds the write-back's script call, for a round that counts its
-// answers with nonce (callNonce; "" for none): its keys, arguments and
-// command line.
-func (fw *fenceWrite) call(nonce string, keepMs int64) (keys []string, args, cmd []any) {
-	keys = []string{fw.key, fenceKey(fw.key)}
-	args = fenceArgs(fw.fence, fw.lifetimeMs, fw.holder, nonce, keepMs)
-	return keys, args, conn.EvalSha(scripts.Fence, keys, args)
+// call is the write-back's script call, for a round that counts its
+// answers with nonce (callNonce; "" for none) kept keepMs.
+func (fw *fenceWrite) call(nonce string, keepMs int64) scriptCall {
+	keys := []string{fw.key, fenceKey(fw.key)}
+	return scriptCall{scripts.Fence, keys, fenceArgs(fw.fence, fw.lifetimeMs, fw.holder, nonce, keepMs)}
 }
 
-// sendTo queues the write-back on node i in the background (see sendOn).
-func (fw *fenceWrite) sendTo(l *Locker, i int, timeout time.Duration) {
-	keys, _, cmd := fw.call("", 0)
-	l.sendOn(i, &scriptCall{timeout: timeout, script: scripts.Fence, keys: keys, cmd: cmd, decode: decodeBestEffort})
-}
-
-// settler returns the settle of an acquisition of plan p whose node calls
-// have timeout.
-func (l *Locker) settler(p *acquirePlan, timeout time.Duration) *settle {
-	return &settle{l: l, lockKeys: p.lockKeys, holder: p.holder, timeout: timeout}
+// settler returns the settle of an acquisition of plan p, of a lock of
+// kind kd, whose node calls have timeout.
+func (l *Locker) settler(kd *lockKind, p *acquirePlan, timeout time.Duration) *settle {
+	return &settle{l: l, undo: kd.undo(p.lockKeys, p.holder, false), timeout: timeout}
 }
 
 // arrived is a straggler's reply (an acquire round's Late). It is called
@@ -112,9 +102,9 @@ func (s *settle) act(r quorum.Reply[int64], failed bool, rest *fenceWrite) {
 	switch {
 	case failed:
 		if mustUndo(r.Vote) {
-			s.l.releaseOn(r.Node, s.lockKeys, s.holder, s.timeout)
+			s.l.sendOn(r.Node, s.timeout, s.undo)
 		}
 	case rest != nil && !answered(r, rest.fence):
-		rest.sendTo(s.l, r.Node, s.timeout)
+		s.l.sendOn(r.Node, s.timeout, rest.call("", 0))
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock/quorum"
-	"github.com/quorumlock/redlock/redlock/internal/scripts"
 )
 
 // observer holds the Locker's Observer. A nil *observer observes nothing,
@@ -130,29 +129,22 @@ func (o *observer) perCall(lockers *observer) error {
 	return nil
 }
 
-// observeNodes wraps the Start of a round of script s on key so that each
-// node's answer reaches the observer; without one, or for a script whose
-// rounds are not observed, it returns start itself.
-func (l *Locker) observeNodes(s *scripts.Script, key string, start startFunc[int64]) startFunc[int64] {
+// observeNodes wraps the Start of a round of op on key so that each
+// node's answer reaches the observer; without one, or for an op whose
+// rounds are not observed node by node, it returns start itself.
+func (l *Locker) observeNodes(op Op, key string, start startFunc[int64]) startFunc[int64] {
 	o := l.cfg.obs
 	if o == nil {
 		return start
 	}
-	var (
-		op      Op
-		outcome func(quorum.Reply[int64]) NodeResult
-	)
-	switch s {
-	case scripts.Acquire, scripts.AcquireMulti:
-		op, outcome = OpObtain, acquireOutcome
-	case scripts.Release:
-		op, outcome = OpRelease, compareOutcome
-	case scripts.Extend:
-		op, outcome = OpExtend, compareOutcome
-	case scripts.PTTL:
-		op, outcome = OpTTL, compareOutcome
-	case scripts.Force:
-		op, outcome = OpForceRelease, forceOutcome
+	var outcome func(quorum.Reply[int64]) NodeResult
+	switch op {
+	case OpObtain:
+		outcome = acquireOutcome
+	case OpRelease, OpExtend, OpTTL:
+		outcome = compareOutcome
+	case OpForceRelease:
+		outcome = forceOutcome
 	default:
 		return start
 	}

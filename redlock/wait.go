@@ -6,21 +6,64 @@ import (
 	"time"
 )
 
-// waiter is one Obtain call between its attempts. It owns what the call
-// waits with: the wake-up channel of the release subscription (listen), the
-// call's place in the Locker's line for the key (join, see gates), the
+// retryLoop is the retry loop: attempt, classify, wait (see waiter), until a
+// lock, or a reason to give up.
+func (a *acquisition) retryLoop(ctx context.Context) (*Lock, error) {
+	w := newWaiter(a)
+	defer w.close()
+	if err := w.lineUp(ctx); err != nil {
+		return nil, err
+	}
+	seq := a.cfg.retry.Start()
+	// last is the last round's error: what a call that gives up reports.
+	var last error
+	for {
+		w.drain()
+		var (
+			wait time.Duration
+			then next
+		)
+		if left, held := w.heldHere(); held {
+			// A goroutine of this Locker got the lock from this line and
+			// has not released it: asking the nodes would only be refused.
+			wait, then, last = w.behindHolder(ctx, left, last)
+		} else {
+			lock, err := a.attempt(ctx)
+			if err == nil {
+				return w.got(lock), nil
+			}
+			wait, then, last = w.afterFailure(ctx, seq, err, last)
+		}
+		switch then {
+		case giveUp:
+			if a.kind.holders {
+				return nil, a.l.withHolders(ctx, a.name, last)
+			}
+			return nil, last
+		case retryNow:
+			continue
+		}
+		lock, err := w.sleep(ctx, wait, last)
+		if lock != nil || err != nil {
+			return lock, err
+		}
+	}
+}
+
+// waiter is one acquisition between its attempts. It owns what the call
+// waits with: the wake-up channel of the release subscriptions of its keys
+// (listen), the call's place in the Locker's line for them (join, see
+// gates), the
 // retry timer and the handoff offer (sleep); close lets go of all of them.
 // It also decides, after each failed attempt, whether to give up, try again
 // at once, or sleep first, and for how long (afterFailure, behindHolder).
 type waiter struct {
-	l   *Locker
-	key string
-	cfg *config
-	// wake receives a value when a release of key is announced, once
+	a *acquisition
+	// wake receives a value when a release of a key is announced, once
 	// listen has registered.
 	wake <-chan struct{}
-	// queued is set once this call waits in the Locker's line for key
-	// (see gates); a re-entry by token never queues, or it could wait
+	// queued is set once this call waits in the Locker's line for its
+	// keys (see gates); a re-entry by token never queues, or it could wait
 	// behind waiters for a lock it holds itself.
 	queued bool
 	// stops undoes listen and join, last first.
@@ -28,8 +71,8 @@ type waiter struct {
 	timer *time.Timer
 }
 
-func newWaiter(l *Locker, key string, cfg *config) *waiter {
-	return &waiter{l: l, key: key, cfg: cfg, queued: cfg.tokenSet}
+func newWaiter(a *acquisition) *waiter {
+	return &waiter{a: a, queued: a.cfg.tokenSet}
 }
 
 // close stops the timer and leaves the line, then stops listening: the turn
@@ -43,24 +86,24 @@ func (w *waiter) close() {
 	}
 }
 
-// inLine reports whether this call waits in the Locker's line for key (a
-// re-entry by token never does).
-func (w *waiter) inLine() bool { return w.queued && !w.cfg.tokenSet }
+// inLine reports whether this call waits in the Locker's line for its
+// keys (a re-entry by token never does).
+func (w *waiter) inLine() bool { return w.queued && !w.a.cfg.tokenSet }
 
-// listen registers for release notifications of key (once): from then on
-// a release by any client, or by a goroutine of this Locker, wakes us. It
-// reports whether it registered now.
+// listen registers for release notifications of the keys (once): from
+// then on a release by any client, or by a goroutine of this Locker, wakes
+// us. It reports whether it registered now.
 func (w *waiter) listen(ctx context.Context) bool {
-	if w.wake != nil || w.cfg.pollingOnly {
+	if w.wake != nil || w.a.cfg.pollingOnly {
 		return false
 	}
-	wake, stop := w.l.notify.wait(ctx, w.key, w.cfg.nodeTimeout)
+	wake, stop := w.a.l.listenAll(ctx, w.a.keys, w.a.cfg.nodeTimeout)
 	w.wake = wake
 	w.stops = append(w.stops, stop)
 	return true
 }
 
-// join lines up behind the Locker's other waiters for key, listening
+// join lines up behind the Locker's other waiters for the keys, listening
 // first: the subscription then lasts as long as the line, instead of
 // being dropped and taken again at every handoff.
 // It reports whether a retry is due at once: others were ahead (our
@@ -68,7 +111,7 @@ func (w *waiter) listen(ctx context.Context) bool {
 // started listening (the release may have come before that).
 func (w *waiter) join(ctx context.Context) (retryNow bool, err error) {
 	listening := w.listen(ctx)
-	leave, waited, err := w.l.gates.enter(ctx, w.key)
+	leave, waited, err := w.a.l.gates.enter(ctx, w.a.line)
 	if err != nil {
 		return false, err
 	}
@@ -78,10 +121,10 @@ func (w *waiter) join(ctx context.Context) (retryNow bool, err error) {
 }
 
 // lineUp joins the line at once when goroutines of this Locker already
-// wait for key: a newcomer queues behind them instead of trying first (no
+// wait for the keys: a newcomer queues behind them instead of trying first (no
 // barging). It fails when ctx ends in the line.
 func (w *waiter) lineUp(ctx context.Context) error {
-	if w.queued || !w.l.gates.busy(w.key) {
+	if w.queued || !w.a.l.gates.busy(w.a.line) {
 		return nil
 	}
 	if _, err := w.join(ctx); err != nil {
@@ -94,17 +137,17 @@ func (w *waiter) lineUp(ctx context.Context) error {
 // for d more makes waiting pointless: it outlives ctx's deadline.
 func (w *waiter) outlives(ctx context.Context, d time.Duration) bool {
 	dl, has := ctx.Deadline()
-	return w.cfg.failFast && has && time.Until(dl) < d
+	return w.a.cfg.failFast && has && time.Until(dl) < d
 }
 
 // notNow is the error when we gave up before asking the nodes: what the
 // line's latest round found, if it found anything, or contention (we
 // waited behind this Locker's own holder or waiters).
 func (w *waiter) notNow() error {
-	if qe := w.l.gates.last(w.key); qe != nil {
+	if qe := w.a.l.gates.last(w.a.line); qe != nil {
 		return qe
 	}
-	return newQuorumError("obtain", w.key, w.l.need, nil, ErrNotObtained)
+	return newQuorumError("obtain", w.a.name, w.a.l.need, nil, ErrNotObtained)
 }
 
 // heldHere reports whether a goroutine of this Locker got the lock from
@@ -114,13 +157,13 @@ func (w *waiter) heldHere() (time.Duration, bool) {
 	if !w.inLine() {
 		return 0, false
 	}
-	return w.l.gates.heldFor(w.key, w.cfg.clock)
+	return w.a.l.gates.heldFor(w.a.line, w.a.cfg.clock)
 }
 
 // got records in the line that this call got lock, and returns it.
 func (w *waiter) got(lock *Lock) *Lock {
 	if w.inLine() {
-		w.l.gates.hold(w.key, lock.Until())
+		w.a.l.gates.hold(w.a.line, lock.Until())
 	}
 	return lock
 }
@@ -140,17 +183,19 @@ func (w *waiter) drain() {
 // a handoff gave us, or the error to give up with (err, with ctx's); or
 // neither, when the caller should try again.
 func (w *waiter) sleep(ctx context.Context, wait time.Duration, err error) (*Lock, error) {
+	defer w.a.tr.waited(ctx, w.a.tr.now())
 	if w.timer == nil {
 		w.timer = time.NewTimer(wait)
 	} else {
 		w.timer.Reset(wait)
 	}
 	// The head of the line, waiting for a holder, offers itself for a
-	// handoff: a Release by this Locker may give it the lock directly.
+	// handoff: a Release by this Locker may give it the lock directly (if
+	// its kind has handoffs), or poke it to try at once.
 	var o *offer
 	if w.inLine() && errors.Is(err, ErrNotObtained) {
-		o = newOffer(w.key, w.cfg)
-		w.l.gates.post(w.key, o)
+		o = newOffer(w.a)
+		w.a.l.gates.post(w.a.line, o)
 	}
 	var (
 		handed   handoffResult
@@ -165,7 +210,7 @@ func (w *waiter) sleep(ctx context.Context, wait time.Duration, err error) (*Loc
 	case handed = <-o.outcome():
 		got = true
 	}
-	if o != nil && !got && !w.l.gates.withdraw(w.key, o) {
+	if o != nil && !got && !w.a.l.gates.withdraw(w.a.line, o) {
 		// A Release claimed the offer: its round is under way.
 		handed, got = <-o.done, true
 	}
@@ -178,7 +223,7 @@ func (w *waiter) sleep(ctx context.Context, wait time.Duration, err error) (*Loc
 			// ctx (see attempt).
 			handed.res.OK = false
 		}
-		lock, herr := w.l.takeOver(ctx, w.key, w.cfg, o, handed)
+		lock, herr := o.takeOver(ctx, handed)
 		if herr == nil {
 			return w.got(lock), nil
 		}
@@ -209,7 +254,7 @@ const (
 // (a handoff, or a poke) or, should it vanish, for its validity to end.
 // last is the last round's error; it returns the error to keep.
 func (w *waiter) behindHolder(ctx context.Context, left time.Duration, last error) (time.Duration, next, error) {
-	if err := w.l.closedErr(); err != nil {
+	if err := w.a.l.closedErr(); err != nil {
 		return 0, giveUp, err
 	}
 	if !errors.Is(last, ErrNotObtained) {
@@ -225,7 +270,7 @@ func (w *waiter) behindHolder(ctx context.Context, left time.Duration, last erro
 // give up (a bad call, a closed Locker, misconfigured nodes, an ended ctx, a strategy that says
 // so, a holder that outlives ctx with WithFailFast), or wait before the
 // next attempt, as the strategy says but never past the moment the
-// holder's keys expire, and listening and in line for key from the first
+// holder's keys expire, and listening and in line for the keys from the first
 // contention on. last is the previous round's error; it returns the error
 // to keep.
 func (w *waiter) afterFailure(ctx context.Context, seq Sequence, err, last error) (time.Duration, next, error) {
@@ -239,7 +284,7 @@ func (w *waiter) afterFailure(ctx context.Context, seq Sequence, err, last error
 	}
 	var qe *QuorumError
 	if w.queued && errors.As(err, &qe) {
-		w.l.gates.note(w.key, qe)
+		w.a.l.gates.note(w.a.line, qe)
 	}
 	if ctx.Err() != nil {
 		return 0, giveUp, withContext(ctx, err)

@@ -1,0 +1,117 @@
+package redlock
+
+import (
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/quorumlock/redlock/redlock/internal/scripts"
+)
+
+// lockKind is what tells a lock on one key from a lock on several: the
+// scripts its acquisition and its Lock run, and their arguments. It is
+// chosen once, when the acquisition is made (newAcquisition), and the Lock
+// keeps it; everything else (the retry loop, the waiter, the line, the
+// wake-ups, the classification of failures) is the same for both.
+type lockKind struct {
+	// acquire is the acquire script, plan its keys and arguments for one
+	// attempt (with a fresh token, or the caller's).
+	acquire *scripts.Script
+	plan    func(keys []string, cfg *config) acquirePlan
+	// release, extend and pttl are the calls that a Lock of the kind
+	// makes on every node, for its keys and its holder.
+	release func(keys []string, h holder, announce bool, cooldownMs int64) scriptCall
+	extend  func(keys []string, h holder, ttlMs int64, timeout time.Duration) scriptCall
+	pttl    func(keys []string, h holder, timeout time.Duration) scriptCall
+	// handoff says whether a Release may pass the lock to a waiter of the
+	// same Locker in its own round (handoff.go); holders whether a call
+	// that gives up on contention names the holders (withHolders).
+	handoff, holders bool
+	// line is the id of the Locker's line for the keys (gates).
+	line func(keys []string) string
+	// check rejects a call's options that the kind cannot have (nil: none).
+	check func(cfg *config) error
+}
+
+// scriptCall is one script and the keys and arguments it is called with.
+type scriptCall struct {
+	script *scripts.Script
+	keys   []string
+	args   []any
+}
+
+// undo is the call that takes an attempt's own hold h off keys again. An
+// attempt's undo announces nothing: no lock was held that anyone waits
+// for, and waking waiters (the failed client among them) would only start
+// another round. A failed handoff's undo is announced: the old owner's
+// hold is gone too.
+func (kd *lockKind) undo(keys []string, h holder, announce bool) scriptCall {
+	return kd.release(keys, h, announce, 0)
+}
+
+// oneKey is the kind of a lock on one key (Obtain): the single-key
+// scripts, whose arguments are those every earlier version sent.
+var oneKey = lockKind{
+	acquire: scripts.Acquire,
+	plan:    newPlan,
+	release: func(keys []string, h holder, announce bool, cooldownMs int64) scriptCall {
+		channel := ""
+		if announce {
+			channel = releaseChannel(keys[0])
+		}
+		return scriptCall{scripts.Release, keys, releaseArgs(h, channel, cooldownMs)}
+	},
+	extend: func(keys []string, h holder, ttlMs int64, timeout time.Duration) scriptCall {
+		return scriptCall{scripts.Extend, keys, extendArgs(h, ttlMs, timeout)}
+	},
+	pttl: func(keys []string, h holder, timeout time.Duration) scriptCall {
+		return scriptCall{scripts.PTTL, keys, pttlArgs(h, timeout)}
+	},
+	handoff: true,
+	holders: true,
+	line:    func(keys []string) string { return keys[0] },
+}
+
+// acquirePlan is what one attempt sends: a fresh token (or the caller's),
+// the hold id of the Lock it may become, and the acquire script's keys and
+// arguments.
+type acquirePlan struct {
+	token    string
+	holder   holder
+	keys     []string // the acquire script's KEYS
+	lockKeys []string // the lock keys alone: what a release names
+	args     []any
+}
+
+// newPlan is the plan of an attempt on keys[0], the one key of the lock.
+func newPlan(keys []string, cfg *config) acquirePlan {
+	token, hold := cfg.token, "1"
+	if token == "" {
+		// A fresh token per attempt: a straggler's clean-up from a failed
+		// attempt can then never delete the key of a later one, and the
+		// token alone tells this attempt's hold apart.
+		token = uuid.NewString()
+	} else {
+		// The caller's token may hold the key already, for another Lock:
+		// this attempt's hold needs an id of its own.
+		hold = newHoldID()
+	}
+	// The value starts with the prefix: one string for both.
+	value := token + "\x00" + hold + "\x00" + cfg.metadata
+	h := holder{prefix: value[:len(token)+1], hold: hold}
+	if !cfg.fencing && cfg.guard <= 0 {
+		// The usual case: the acquisition's key slice, and the arguments
+		// in one allocation.
+		b := new([3]any)
+		*b = [3]any{value, serverMillis(cfg.serverTTL()), h.prefix}
+		return acquirePlan{token: token, holder: h, keys: keys[:1], lockKeys: keys[:1], args: b[:]}
+	}
+	key := keys[0]
+	all := []string{key, fenceKey(key), guardMarker, guardQuarantine}
+	fenced := "0"
+	if cfg.fencing {
+		fenced = "1"
+	}
+	args := []any{value, serverMillis(cfg.serverTTL()), h.prefix, fenced, serverMillis(cfg.guard), serverMillis(cfg.fenceLifetime())}
+	return acquirePlan{token: token, holder: h, keys: all, lockKeys: all[:1], args: args}
+}
