@@ -376,8 +376,10 @@ func TestRestartGuardOptions(t *testing.T) {
 	if _, err := l.TryObtain(t.Context(), "k", redlock.WithTTL(2*time.Minute)); !errors.Is(err, redlock.ErrInvalid) || !strings.Contains(err.Error(), "restart guard") {
 		t.Fatalf("per-call TTL above the guard: %v", err)
 	}
-	if _, err := l.TryObtain(t.Context(), "k", redlock.WithRestartGuard(time.Hour)); !errors.Is(err, redlock.ErrInvalid) {
-		t.Fatalf("per-call guard: %v", err)
+	// A call cannot take the guard: the compiler refuses an Option where a
+	// LockOption is wanted.
+	if _, ok := redlock.WithRestartGuard(time.Hour).(redlock.LockOption); ok {
+		t.Fatal("WithRestartGuard is a LockOption: a call could change the cluster's guard")
 	}
 }
 

@@ -38,7 +38,7 @@ func requireHeldUntil(t *testing.T, c *cluster, key string, lock *redlock.Lock) 
 // below the other's deadline: not by a shorter re-entry, a shorter Extend,
 // or a short KeepAlive that stops.
 func TestReentryNeverShortensHold(t *testing.T) {
-	short := []redlock.Option{redlock.WithTTL(600 * time.Millisecond), redlock.WithNodeTimeout(200 * time.Millisecond)}
+	short := []redlock.LockOption{redlock.WithTTL(600 * time.Millisecond), redlock.WithNodeTimeout(200 * time.Millisecond)}
 	tests := []struct {
 		name string
 		// inner re-enters the outer lock through l (another Locker: a second

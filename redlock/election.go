@@ -39,7 +39,7 @@ type Leadership struct {
 // leadership outlives ctx. A TTL too short for KeepAlive fails with
 // ErrInvalid, asking no node. On failure it leaves no key on the nodes and
 // returns Obtain's error (ErrNotObtained or ErrNoQuorum, with ctx.Err()).
-func (l *Locker) Campaign(ctx context.Context, name string, opts ...Option) (*Leadership, error) {
+func (l *Locker) Campaign(ctx context.Context, name string, opts ...LockOption) (*Leadership, error) {
 	cfg, err := l.callConfig(name, opts)
 	if err != nil {
 		return nil, err

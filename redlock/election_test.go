@@ -388,12 +388,12 @@ func TestCampaignRefusesBadInput(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		key  string
-		opts []redlock.Option
+		opts []redlock.LockOption
 	}{
 		{"empty name", "", nil},
 		{"reserved name", "redlock:x", nil},
-		{"token", "e", []redlock.Option{redlock.WithToken("t")}},
-		{"TTL too short to keep", "e", []redlock.Option{redlock.WithTTL(30 * time.Millisecond), redlock.WithNodeTimeout(12 * time.Millisecond)}},
+		{"token", "e", []redlock.LockOption{redlock.WithToken("t")}},
+		{"TTL too short to keep", "e", []redlock.LockOption{redlock.WithTTL(30 * time.Millisecond), redlock.WithNodeTimeout(12 * time.Millisecond)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if _, err := l.Campaign(t.Context(), tc.key, tc.opts...); !errors.Is(err, redlock.ErrInvalid) {

@@ -38,7 +38,7 @@ type obtained struct {
 	at   time.Time
 }
 
-func obtainAsync(ctx context.Context, l *redlock.Locker, key string, opts ...redlock.Option) <-chan obtained {
+func obtainAsync(ctx context.Context, l *redlock.Locker, key string, opts ...redlock.LockOption) <-chan obtained {
 	ch := make(chan obtained, 1)
 	go func() {
 		lock, err := l.Obtain(ctx, key, opts...)

@@ -156,7 +156,7 @@ func (k *Lock) KeepAlive(ctx context.Context) (held context.Context, stop contex
 // If fn panics, Do stops the extension and releases the lock, then lets the
 // panic go on with its own value. The background extension always ends
 // before Do returns.
-func (l *Locker) Do(ctx context.Context, key string, fn func(ctx context.Context) error, opts ...Option) (err error) {
+func (l *Locker) Do(ctx context.Context, key string, fn func(ctx context.Context) error, opts ...LockOption) (err error) {
 	if fn == nil {
 		return invalid("nil fn")
 	}

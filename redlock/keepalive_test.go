@@ -227,7 +227,7 @@ func TestKeepAliveRejectsTTLTooShortToKeep(t *testing.T) {
 	c := newCluster(t, 3)
 	// 1s - 12ms drift - (500ms + 50ms warning) leaves 438ms, less than
 	// one extension bounded by the 500ms node timeout.
-	opts := []redlock.Option{redlock.WithTTL(time.Second), redlock.WithNodeTimeout(500 * time.Millisecond)}
+	opts := []redlock.LockOption{redlock.WithTTL(time.Second), redlock.WithNodeTimeout(500 * time.Millisecond)}
 	l := c.locker(t)
 	ran := false
 	err := l.Do(t.Context(), "short", func(context.Context) error { ran = true; return nil }, opts...)

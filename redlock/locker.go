@@ -138,7 +138,7 @@ func (l *Locker) Close() error {
 // callConfig is the configuration of one call on key: the Locker's,
 // changed by opts. It fails with an error matching ErrInvalid for a bad key
 // or bad options.
-func (l *Locker) callConfig(key string, opts []Option) (config, error) {
+func (l *Locker) callConfig(key string, opts []LockOption) (config, error) {
 	if err := checkKey(key); err != nil {
 		return config{}, err
 	}
@@ -147,19 +147,10 @@ func (l *Locker) callConfig(key string, opts []Option) (config, error) {
 
 // options is the Locker's configuration changed by opts, for one call. It
 // fails with an error matching ErrInvalid for bad options.
-func (l *Locker) options(opts []Option) (config, error) {
+func (l *Locker) options(opts []LockOption) (config, error) {
 	cfg := l.cfg
 	if len(opts) > 0 {
 		applyAll(&cfg, opts)
-		if cfg.guard != l.cfg.guard {
-			return cfg, invalid("WithRestartGuard is a property of the cluster: give it to New")
-		}
-		if cfg.redisLog != l.cfg.redisLog {
-			return cfg, invalid("WithRedisLogger is a property of the Locker: give it to New")
-		}
-		if err := cfg.obs.perCall(l.cfg.obs); err != nil {
-			return cfg, err
-		}
 		if err := cfg.validate(); err != nil {
 			return cfg, err
 		}

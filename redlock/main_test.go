@@ -120,7 +120,7 @@ func (c *cluster) heldEverywhere(t *testing.T, key, token string) {
 	}
 }
 
-func mustObtain(t *testing.T, l *redlock.Locker, key string, opts ...redlock.Option) *redlock.Lock {
+func mustObtain(t *testing.T, l *redlock.Locker, key string, opts ...redlock.LockOption) *redlock.Lock {
 	t.Helper()
 	lock, err := l.TryObtain(t.Context(), key, opts...)
 	if err != nil {

@@ -114,13 +114,13 @@ func multiOptions(cfg *config) error {
 // Obtain's: ErrNotObtained when keys held by others keep a majority out of
 // reach, ErrNoQuorum on an outage, ErrMisconfigured when nodes refuse our
 // commands for good, with ctx.Err() when ctx ended.
-func (l *Locker) ObtainMulti(ctx context.Context, keys []string, opts ...Option) (*Lock, error) {
+func (l *Locker) ObtainMulti(ctx context.Context, keys []string, opts ...LockOption) (*Lock, error) {
 	return l.acquire(ctx, slices.Clone(keys), opts, false)
 }
 
 // TryObtainMulti makes exactly one attempt to acquire one lock on all of
 // keys, whatever the retry strategy; otherwise it is ObtainMulti.
-func (l *Locker) TryObtainMulti(ctx context.Context, keys []string, opts ...Option) (*Lock, error) {
+func (l *Locker) TryObtainMulti(ctx context.Context, keys []string, opts ...LockOption) (*Lock, error) {
 	return l.acquire(ctx, slices.Clone(keys), opts, true)
 }
 

@@ -288,16 +288,16 @@ func TestObtainMultiRefusesBadInput(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		keys []string
-		opts []redlock.Option
+		opts []redlock.LockOption
 	}{
 		{"no keys", nil, nil},
 		{"empty key", []string{"a", ""}, nil},
 		{"duplicate", []string{"a", "b", "a"}, nil},
 		{"reserved", []string{"a", "redlock:guard:marker"}, nil},
 		{"too many", many, nil},
-		{"token", []string{"a", "b"}, []redlock.Option{redlock.WithToken("t")}},
-		{"fencing", []string{"a", "b"}, []redlock.Option{redlock.WithFencing()}},
-		{"bad TTL", []string{"a", "b"}, []redlock.Option{redlock.WithTTL(-1)}},
+		{"token", []string{"a", "b"}, []redlock.LockOption{redlock.WithToken("t")}},
+		{"fencing", []string{"a", "b"}, []redlock.LockOption{redlock.WithFencing()}},
+		{"bad TTL", []string{"a", "b"}, []redlock.LockOption{redlock.WithTTL(-1)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if _, err := l.TryObtainMulti(t.Context(), tc.keys, tc.opts...); !errors.Is(err, redlock.ErrInvalid) {

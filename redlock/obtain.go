@@ -41,7 +41,7 @@ import (
 // context: a wait that a deadline ends during an outage is ErrNoQuorum. A ctx
 // that has ended before the call asks no node: the error then matches only
 // ctx.Err().
-func (l *Locker) Obtain(ctx context.Context, key string, opts ...Option) (*Lock, error) {
+func (l *Locker) Obtain(ctx context.Context, key string, opts ...LockOption) (*Lock, error) {
 	return l.acquire(ctx, []string{key}, opts, false)
 }
 
@@ -52,13 +52,13 @@ func (l *Locker) Obtain(ctx context.Context, key string, opts ...Option) (*Lock,
 // ctx.Err(). One that ends during the attempt does not cut it short: the
 // node calls run on their own deadlines, and a lock granted by a majority
 // with validity left is returned (see attempt).
-func (l *Locker) TryObtain(ctx context.Context, key string, opts ...Option) (*Lock, error) {
+func (l *Locker) TryObtain(ctx context.Context, key string, opts ...LockOption) (*Lock, error) {
 	return l.acquire(ctx, []string{key}, opts, true)
 }
 
 // acquire is every acquisition: of one key or of several (keys, which the
 // caller no longer changes), with retries or exactly one attempt (once).
-func (l *Locker) acquire(ctx context.Context, keys []string, opts []Option, once bool) (lock *Lock, err error) {
+func (l *Locker) acquire(ctx context.Context, keys []string, opts []LockOption, once bool) (lock *Lock, err error) {
 	a := l.newAcquisition(keys)
 	ctx, a.tr = l.cfg.obs.begin(ctx, OpObtain, a.name)
 	defer func() { a.tr.obtained(ctx, lock, err) }()

@@ -19,18 +19,18 @@ func TestObtainRejectsBadInput(t *testing.T) {
 	tests := []struct {
 		name string
 		key  string
-		opts []redlock.Option
+		opts []redlock.LockOption
 		want string
 	}{
 		{"empty key", "", nil, "empty key"},
-		{"TTL not above drift", "k", []redlock.Option{redlock.WithTTL(time.Millisecond)}, "not above the clock drift"},
-		{"empty token", "k", []redlock.Option{redlock.WithToken("")}, "empty token"},
-		{"NUL in token", "k", []redlock.Option{redlock.WithToken("a\x00b")}, "NUL"},
-		{"long token", "k", []redlock.Option{redlock.WithToken(strings.Repeat("x", redlock.MaxTokenLen+1))}, "token longer"},
+		{"TTL not above drift", "k", []redlock.LockOption{redlock.WithTTL(time.Millisecond)}, "not above the clock drift"},
+		{"empty token", "k", []redlock.LockOption{redlock.WithToken("")}, "empty token"},
+		{"NUL in token", "k", []redlock.LockOption{redlock.WithToken("a\x00b")}, "NUL"},
+		{"long token", "k", []redlock.LockOption{redlock.WithToken(strings.Repeat("x", redlock.MaxTokenLen+1))}, "token longer"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			for name, obtain := range map[string]func(context.Context, string, ...redlock.Option) (*redlock.Lock, error){
+			for name, obtain := range map[string]func(context.Context, string, ...redlock.LockOption) (*redlock.Lock, error){
 				"Obtain": l.Obtain, "TryObtain": l.TryObtain,
 			} {
 				_, err := obtain(t.Context(), tt.key, tt.opts...)

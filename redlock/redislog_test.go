@@ -86,7 +86,8 @@ func TestRedisLogger(t *testing.T) {
 		t.Error("a plain client's line did not reach the process's logger")
 	}
 
-	if _, err := quiet.TryObtain(t.Context(), "k", redlock.WithRedisLogger(own)); !errors.Is(err, redlock.ErrInvalid) {
-		t.Errorf("per-call WithRedisLogger: %v, want ErrInvalid", err)
+	// A call cannot take it: it is no LockOption.
+	if _, ok := redlock.WithRedisLogger(own).(redlock.LockOption); ok {
+		t.Error("WithRedisLogger is a LockOption: a call could take it")
 	}
 }

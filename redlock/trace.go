@@ -120,14 +120,6 @@ func (o *observer) lost(ctx context.Context, k *Lock, cause error) {
 // invalid reports whether WithObserver was given nil.
 func (o *observer) invalid() bool { return o != nil && o.o == nil }
 
-// perCall rejects an observer given to a call instead of New (lockers is
-// the Locker's).
-func (o *observer) perCall(lockers *observer) error {
-	if o != lockers {
-		return invalid("WithObserver is a property of the Locker: give it to New")
-	}
-	return nil
-}
 
 // observeNodes wraps the Start of a round of op on key so that each
 // node's answer reaches the observer; without one, or for an op whose

@@ -14,7 +14,7 @@ import (
 
 // waitForRelease measures how long after a release a waiter with a
 // 2-second retry interval gets the lock.
-func waitForRelease(t *testing.T, opts ...redlock.Option) time.Duration {
+func waitForRelease(t *testing.T, opts ...redlock.LockOption) time.Duration {
 	t.Helper()
 	c := newCluster(t, 3)
 	holderL := c.locker(t)
@@ -34,7 +34,7 @@ func waitForRelease(t *testing.T, opts ...redlock.Option) time.Duration {
 	got := make(chan time.Time, 1)
 	errc := make(chan error, 1)
 	go func() {
-		lock, err := waiterL.Obtain(t.Context(), "q", append([]redlock.Option{redlock.WithRetry(redlock.LinearBackoff(2 * time.Second))}, opts...)...)
+		lock, err := waiterL.Obtain(t.Context(), "q", append([]redlock.LockOption{redlock.WithRetry(redlock.LinearBackoff(2 * time.Second))}, opts...)...)
 		got <- time.Now()
 		if err == nil {
 			err = lock.Release(context.Background())

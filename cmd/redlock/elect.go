@@ -203,7 +203,7 @@ func (a *app) campaign(c *command, l *redlock.Locker, name string, f *electFlags
 	// ctx ends the campaign only: the leadership outlives it.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var opts []redlock.Option
+	var opts []redlock.LockOption
 	switch {
 	case f.noWait || !f.wait.waits():
 		opts = append(opts, redlock.WithRetry(redlock.NoRetry()))

@@ -34,7 +34,7 @@ func thirdParty(i int) bool { return i%3 == 2 }
 // sharers' holds for one lock and a third party's overlapping any of them
 // for a violation.
 func (w *Workload) shareToken(ctx context.Context, i int, rng *rand.Rand, locker *redlock.Locker, key string) {
-	var opts []redlock.Option
+	var opts []redlock.LockOption
 	if !thirdParty(i) {
 		opts = append(opts, redlock.WithToken(sharedToken(key)))
 	}

@@ -188,7 +188,7 @@ func (w *Workload) loop(ctx context.Context, i int, rng *rand.Rand, locker *redl
 
 // obtain obtains key for client i, once or waiting, records a failure,
 // and reports when Obtain returned.
-func (w *Workload) obtain(ctx context.Context, i int, rng *rand.Rand, locker *redlock.Locker, key string, opts ...redlock.Option) (*redlock.Lock, time.Time, bool) {
+func (w *Workload) obtain(ctx context.Context, i int, rng *rand.Rand, locker *redlock.Locker, key string, opts ...redlock.LockOption) (*redlock.Lock, time.Time, bool) {
 	var (
 		lock *redlock.Lock
 		err  error
