@@ -120,7 +120,6 @@ func (o *observer) lost(ctx context.Context, k *Lock, cause error) {
 // invalid reports whether WithObserver was given nil.
 func (o *observer) invalid() bool { return o != nil && o.o == nil }
 
-
 // observeNodes wraps the Start of a round of op on key so that each
 // node's answer reaches the observer; without one, or for an op whose
 // rounds are not observed node by node, it returns start itself.
