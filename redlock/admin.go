@@ -149,13 +149,10 @@ func (l *Locker) ForceRelease(ctx context.Context, key string) (err error) {
 	return withContext(ctx, l.roundError("force-release", key, &res, compareOutcome, ErrNoQuorum))
 }
 
-// Bootstrap seeds the restart guard's marker on every node, so that a fresh
-// cluster votes at once instead of abstaining for the guard's maximum TTL.
-// Run it once, at set-up, never where a node may have forgotten held locks
-// (docs/safety.md#bootstrap). It seeds no node that abstains or lost its
-// memory since it was stamped (WithRestartGuard starts its quarantine), and
-// fails with an error matching ErrNoQuorum, naming the nodes, unless every
-// node was reached and none abstains.
+// Bootstrap seeds the restart guard's marker on every node so that a fresh
+// cluster votes at once; run it once, at set-up (docs/safety.md#bootstrap).
+// It seeds no node that abstains, and fails with ErrNoQuorum, naming the
+// nodes, unless every node was reached and none abstains.
 func (l *Locker) Bootstrap(ctx context.Context, opts ...BootstrapOption) error {
 	var bc bootstrapConfig
 	for _, o := range opts {

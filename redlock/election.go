@@ -34,11 +34,9 @@ type Leadership struct {
 }
 
 // Campaign blocks until this caller leads the election name, or ctx ends:
-// it obtains the lock name as Obtain does, with fencing (WithToken is
-// ErrInvalid), and keeps it as KeepAlive does until Resign or a loss. The
-// leadership outlives ctx. A TTL too short for KeepAlive fails with
-// ErrInvalid, asking no node. On failure it leaves no key on the nodes and
-// returns Obtain's error (ErrNotObtained or ErrNoQuorum, with ctx.Err()).
+// it obtains the lock name with fencing, as Obtain does, and keeps it as
+// KeepAlive does until Resign or a loss; the leadership outlives ctx. It
+// fails as Obtain does, and with ErrInvalid for WithToken or a TTL too short.
 func (l *Locker) Campaign(ctx context.Context, name string, opts ...LockOption) (*Leadership, error) {
 	cfg, err := l.callConfig(name, opts)
 	if err != nil {
@@ -87,15 +85,13 @@ func (l *Locker) announce(name string) {
 // Name returns the election's name.
 func (ld *Leadership) Name() string { return ld.name }
 
-// Context returns the leader's context, which ends (cause ErrLockLost) once
-// leadership is lost, at the latest the node timeout plus TTL/20 (at least
-// 5 ms) before the validity ends; Resign ends it with context.Canceled,
-// Close with ErrLockLost and ErrClosed. The leader's work must stop then.
+// Context returns the leader's context: it ends (ErrLockLost) once
+// leadership is lost, before the validity ends, as KeepAlive's does; Resign
+// ends it with context.Canceled, Close with ErrLockLost and ErrClosed.
 func (ld *Leadership) Context() context.Context { return ld.ctx }
 
-// Term returns the leadership's term, its lock's fence: greater than every
-// earlier leader's term as long as the nodes keep their fencing counters.
-// Resources the leader writes to should refuse lower terms.
+// Term returns the leadership's term, its lock's fence: above every earlier
+// leader's while the nodes keep their counters; refuse lower terms.
 func (ld *Leadership) Term() uint64 { return ld.lock.Fence() }
 
 // Metadata returns what the leader published with WithMetadata.
@@ -104,9 +100,8 @@ func (ld *Leadership) Metadata() string { return ld.lock.Metadata() }
 // Until returns the leadership's local validity deadline; extensions move it.
 func (ld *Leadership) Until() time.Time { return ld.lock.Until() }
 
-// Resign cancels Context, waits for the extension to stop, and releases
-// the keys, waking the campaigners. It returns Release's error: nil when a
-// majority released, ErrReleased when called again, ErrLockNotHeld if lost.
+// Resign cancels Context, stops the extension and releases the keys; it
+// returns Release's error (ErrReleased when called again).
 func (ld *Leadership) Resign(ctx context.Context) error {
 	ld.stop()
 	return ld.lock.Release(ctx)
@@ -124,11 +119,9 @@ type LeaderInfo struct {
 	token string
 }
 
-// Leader asks the nodes who leads the election name (as Inspect reads it).
-// A leader may show a round trip before its Campaign returns (Term 0), one
-// that died until its keys expire. On failure it returns a zero LeaderInfo
-// and an error matching ErrNoQuorum or ErrInvalid (a bad name, two nodes on
-// one server).
+// Leader asks the nodes who leads the election name (Term 0 until the
+// leader's Campaign has returned). It fails with ErrNoQuorum or ErrInvalid
+// (a bad name, two nodes on one server), with a zero LeaderInfo.
 func (l *Locker) Leader(ctx context.Context, name string) (LeaderInfo, error) {
 	st, err := l.Inspect(ctx, name)
 	if err != nil {
@@ -170,11 +163,9 @@ func (l *Locker) Leader(ctx context.Context, name string) (LeaderInfo, error) {
 }
 
 // Observe returns a channel that receives the election's state (as Leader
-// reports it, a leader only with its term) at once and at every change of
-// leader, woken by releases and won campaigns (unless WithPollingOnly), and
-// asking every ObservePoll and when the leader's keys expire; nothing while
-// no majority answers. It keeps the latest state only, and closes when ctx
-// ends or after Close. A bad name is ErrInvalid; after Close, ErrClosed.
+// reports it, a leader only with its term) at once and at every change,
+// woken by releases and asking every ObservePoll; it keeps the latest state
+// only, and closes when ctx ends or after Close. A bad name is ErrInvalid.
 func (l *Locker) Observe(ctx context.Context, name string) (<-chan LeaderInfo, error) {
 	if err := checkKey(name); err != nil {
 		return nil, err

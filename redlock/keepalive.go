@@ -67,51 +67,20 @@ func (c *config) checkKeepAlive() error {
 }
 
 // KeepAlive extends the lock in the background until stop is called or ctx
-// ends, and returns a context derived from ctx that is cancelled, with a
-// cause matching ErrLockLost (context.Cause), as soon as the lock is lost:
-// an extension found it not ours, or no extension reached a majority in
-// time.
+// ends (when a third of the TTL has passed, sharing rounds with the
+// Locker's other kept locks), and returns a context derived from ctx that
+// is cancelled with a cause matching ErrLockLost (context.Cause) as soon as
+// the lock is lost: the nodes say it is not ours, or no extension reached a
+// majority by the node timeout plus TTL/20 (at least 5 ms) before Until.
+// The loss is final (docs/safety.md#the-work-is-told-before-the-lock-runs-out).
 //
-// The work is told at the latest the node timeout plus a margin (a
-// twentieth of the TTL, at least 5 ms) before Until, whatever an
-// extension in flight is doing: the deadline is watched beside the
-// extension, not after it, and moves with Until on every successful
-// extension. Loss is final: the lock is then no longer Valid, even if an
-// extension still in flight succeeds afterwards.
-//
-// It extends when about a third of the TTL has passed since the last
-// extension (or the acquisition), up to a thirty-second of the TTL earlier
-// to share a round with other locks of the Locker: one goroutine of the
-// Locker keeps every lock given to KeepAlive, and extends the single-key
-// locks that share their options in common rounds, one script call per
-// node for up to 128 keys. After a failed extension (an outage: overloaded,
-// slow or dead nodes) it tries again every twenty-fourth of the TTL or a
-// little sooner, the last attempt no later than one node timeout before
-// the warning, so that retries fit within the validity. Only the nodes
-// saying the lock is not ours, or the warning, end it. Multi-key locks are
-// extended one by one. An Observer sees each lock's extension in a common
-// round as an Extend of its own, in the context of the work.
-//
-// When the warning is due already as KeepAlive begins (the acquisition took
-// nearly the TTL, or the holder was held up since), the returned context is
-// cancelled already, with a cause matching ErrLockLost and ErrLockExpired:
-// do not start the work.
-//
-// When the lock's TTL leaves no room for one extension before that warning
-// (it must exceed twice the node timeout, the margin and the drift), the
-// returned context is already cancelled with a cause matching ErrInvalid,
-// not ErrLockLost, and nothing runs in the background; the lock is left as
-// it was.
-//
-// Release ends the returned context as it begins, with cause ErrReleased
-// (not ErrLockLost: the owner let go); the Locker's Close as it begins,
-// with a cause matching ErrLockLost and ErrClosed (nothing extends the
-// lock any more). KeepAlive on a released lock, or after Close, returns a
-// context ended already with that cause, and keeps nothing.
-//
-// stop ends the lock's extension and waits for its round in flight (for
-// at most about a node timeout); it does not release the lock. It is safe
-// to call more than once.
+// The returned context is cancelled already, and nothing is kept, when the
+// lock's validity is too short for that warning (ErrLockLost and
+// ErrLockExpired: do not start the work), when its TTL leaves no room for
+// one extension (ErrInvalid), or when the lock is released (ErrReleased) or
+// the Locker closed (ErrLockLost and ErrClosed); Release and Close end it
+// so as they begin. stop ends the extension and waits for its round in
+// flight; it does not release the lock, and may be called more than once.
 func (k *Lock) KeepAlive(ctx context.Context) (held context.Context, stop context.CancelFunc) {
 	held, cancel := context.WithCancelCause(ctx)
 	if err := k.cfg.checkKeepAlive(); err != nil {
@@ -129,33 +98,17 @@ func (k *Lock) KeepAlive(ctx context.Context) (held context.Context, stop contex
 	}
 }
 
-// Do obtains the lock on key (waiting as Obtain does), runs fn, keeps the
-// lock extended while fn runs (see KeepAlive), and releases it when fn
-// returns.
+// Do obtains the lock on key (waiting as Obtain does), runs fn with a
+// context derived from ctx while KeepAlive keeps the lock, and releases it
+// when fn returns or panics (the panic then goes on). ctx bounds the wait and
+// the work alike.
 //
-// ctx bounds the work as well as the wait: fn's context derives from it,
-// so a deadline meant for the wait alone also ends fn (give Do a context
-// without that deadline, and bound the wait with WithRetry, to let the
-// work run longer).
-//
-// If the lock is lost while fn runs, fn's context is cancelled with a cause
-// matching ErrLockLost (context.Cause), at the latest the node timeout plus
-// a margin (a twentieth of the TTL, at least 5 ms) before Until, whatever an
-// extension in flight is doing; Do then returns an error matching
-// ErrLockLost (joined with fn's own error, if any). Otherwise Do returns
-// fn's error joined with any error from Release. When the lock cannot be
-// obtained, fn does not run and Do returns Obtain's error. When the lock
-// is lost before fn could start (less of its validity was left than that
-// warning needs: the acquisition took nearly the TTL, or the goroutine was
-// held up), or ctx ends meanwhile, fn does not run either: Do releases the
-// lock and returns an error matching ErrLockLost, or ctx's cause. When the TTL
-// leaves no room to extend the lock before that warning (it must exceed
-// twice the node timeout, the margin and the drift), fn does not run and
-// Do returns an error matching ErrInvalid without asking any node.
-//
-// If fn panics, Do stops the extension and releases the lock, then lets the
-// panic go on with its own value. The background extension always ends
-// before Do returns.
+// It returns Obtain's error when the lock is not obtained (fn does not
+// run); an error matching ErrLockLost, joined with fn's, when the lock is
+// lost while fn runs (fn's context is cancelled first, as KeepAlive says);
+// ErrInvalid, asking no node, when the TTL leaves no room to extend; and
+// otherwise fn's error joined with Release's. fn never starts on a lock
+// lost already (docs/safety.md#the-work-is-told-before-the-lock-runs-out).
 func (l *Locker) Do(ctx context.Context, key string, fn func(ctx context.Context) error, opts ...LockOption) (err error) {
 	if fn == nil {
 		return invalid("nil fn")

@@ -54,36 +54,24 @@ func (k *Lock) Token() string { return k.token }
 // Metadata returns the metadata given with WithMetadata.
 func (k *Lock) Metadata() string { return k.meta }
 
-// Fence returns the lock's fencing token, or 0 unless WithFencing was given.
-// A protected resource keeps the highest fence it has accepted and rejects
-// writes with a lower one. Fences follow the servers' clocks (about the
-// microseconds since 1970, plus one per holder): compare them, do not count
-// with them.
-//
-// A re-entered lock (WithToken while the token holds the key) has a fence
-// never below the outer lock's, read from the counters, which never go
-// back: usually the outer's, higher where a node of its majority counted
-// past it (it granted the outer late, lost the key, or lost its counter).
-// A higher fence is written back, so a resource that accepts it then
-// refuses the outer's: write through the innermost hold.
+// Fence returns the lock's fencing token, or 0 unless WithFencing was given:
+// a protected resource keeps the highest fence it accepted and rejects
+// lower ones. Compare fences, do not count with them. A re-entered lock's
+// fence is never below the outer's (docs/safety.md#fences-of-re-entered-locks).
 func (k *Lock) Fence() uint64 { return k.fence }
 
-// Until returns the local validity deadline: the time until which no other
-// owner can hold the lock, by this process's clock. Extend moves it. It is
-// computed locally and asks no server, from this Lock's own TTL: the keys
-// may live longer than it says (another Lock with the same token asked for
-// more), but no re-entry or Extend makes them live shorter.
+// Until returns the local validity deadline, from this Lock's own TTL:
+// until then no other owner can hold the lock, by this process's clock.
+// Extend moves it; it asks no server.
 func (k *Lock) Until() time.Time {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	return k.until
 }
 
-// Valid reports whether the lock is still ours by the local deadline: it has
-// not been released or found lost, and Until has not passed. It asks no
-// server. Once a loss was found (by Extend or KeepAlive) it stays false;
-// after Until passed it turns true again only through an Extend that
-// succeeds, which finds this Lock's own hold still on a majority.
+// Valid reports, asking no server, whether the lock is still ours: not
+// released, not found lost (then it stays false), and Until not passed
+// (then only a successful Extend makes it true again).
 func (k *Lock) Valid() bool {
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -109,52 +97,26 @@ func (k *Lock) markLost(err error) {
 	k.mu.Unlock()
 }
 
-// Release gives up the lock: on every node where this Lock's hold is on the
-// key (compare-and-delete) it takes the hold away, and the last hold deletes
-// the key; another Lock with the same token keeps its own. It returns once a
-// majority has answered; the other nodes finish in the background. A node
-// that is down or hangs fails its call within the node timeout of sending
-// it, but a release waits for its calls even when they are slow to go out
-// (on a busy process, queued behind others): past the node timeout unless
-// ctx has ended, and at most until the lock's validity ends, so that it
-// reports what the nodes did rather than a timeout for keys it deleted. An
-// ended ctx does not stop a release: its calls are sent all the same, and
-// it waits for them up to the node timeout. Waiters
-// on the key are woken; if one is a goroutine of this Locker, the lock may
-// instead pass to it in the same round trip, the key never free in between
-// (a handoff; see Locker.Obtain). The lock is no longer Valid afterwards,
-// whatever the outcome, and the contexts KeepAlive returned for it end as
-// Release begins, with cause ErrReleased.
+// Release takes this Lock's hold off the key on every node
+// (compare-and-delete; the last hold deletes the key) and wakes the key's
+// waiters, or hands the lock to a waiting goroutine of the same Locker in
+// the same round. Its calls go out even when ctx has ended, and it waits
+// for them, at most until the lock's validity ends. The lock is no longer
+// Valid afterwards, and KeepAlive's contexts end with ErrReleased.
 //
-// It returns nil when a majority released. Otherwise the error matches
-// ErrLockNotHeld and tells why, ErrLockExpired (our keys were gone) or
-// ErrLockLost (another owner holds the key), or matches ErrNoQuorum when too
-// many nodes could not be reached to tell; keys left behind expire by their
-// TTL.
-//
-// A Lock releases at most once, even when that release failed: every later
-// Release or ReleaseAfter returns an error matching ErrReleased (and
-// ErrLockNotHeld) without asking the servers, since a second release of a
-// re-entered lock would take away a hold that belongs to another Lock with
-// the same token.
+// It returns nil when a majority released; otherwise an error matching
+// ErrLockNotHeld (with ErrLockExpired or ErrLockLost) or ErrNoQuorum. A Lock
+// releases at most once: later calls return ErrReleased without asking the
+// servers.
 func (k *Lock) Release(ctx context.Context) error {
 	return k.release(ctx, "release", 0)
 }
 
-// ReleaseAfter gives up the lock but keeps its key for hold, so that nobody
-// obtains it for that long: a job that must run at most once per interval
-// releases with the rest of the interval as its cooldown. The key then
-// expires by itself; waiters are not woken early. The hold is rounded up to
-// the millisecond. A hold of 0 is Release. Like Release, ReleaseAfter acts
-// at most once per Lock, on this Lock's hold only: where another Lock with
-// the same token still holds the key, the key lives at least hold more and
-// that hold stays.
-//
-// A negative hold, or with WithRestartGuard one above the guard's maximum
-// TTL, is an error matching ErrInvalid, does not count as the handle's
-// release, and leaves the lock held as it was: a node that lost its memory
-// votes again after the maximum TTL, so a longer cooldown would not survive
-// its restart. Other errors are as for Release.
+// ReleaseAfter is Release that keeps the key for hold (rounded up to the
+// millisecond), so that nobody obtains it meanwhile: a cooldown. Waiters are
+// not woken early; another Lock with the same token keeps its hold. A
+// negative hold, or one above WithRestartGuard's maximum TTL, is an
+// ErrInvalid that leaves the lock held.
 func (k *Lock) ReleaseAfter(ctx context.Context, hold time.Duration) error {
 	if hold < 0 {
 		return invalid("ReleaseAfter hold %v is negative", hold)
@@ -207,26 +169,16 @@ func (k *Lock) releaseLinger() time.Duration {
 	return until.Sub(k.cfg.clock.Now()) - k.cfg.nodeTimeout
 }
 
-// Extend makes the lock's keys live at least ttl more on every node where
-// this Lock's hold is on them (compare-and-pexpire), and succeeds only when a
-// majority did so within the new validity; Until then moves to the deadline
-// that ttl gives, counted from the start of the call. Extend only ever
-// lengthens: a key that has more than ttl left keeps it (another Lock with
-// the same token, a re-entry or a reclaim, may count on it), and a key
-// without expiry keeps none; so an Extend with a shorter TTL can move Until
-// earlier while the keys live on, and a KeepAlive's warning with it. The
-// TTL sent is ttl rounded up to the millisecond. With WithLockDelay the
-// keys live ttl plus the delay, the validity comes from ttl alone. A ttl out of range (see WithTTL,
-// WithLockDelay) fails with an error matching ErrInvalid and asks no server.
+// Extend makes the keys live at least ttl more (rounded up to the
+// millisecond; plus WithLockDelay's delay) on every node where this Lock's
+// hold is on them, never shorter, and succeeds when a majority did within
+// the new validity; Until then moves to the deadline ttl gives from the
+// call's start. A bad ttl is an ErrInvalid that asks no server.
 //
-// On failure the deadline is unchanged. After Release or ReleaseAfter it
-// fails with an error matching ErrReleased (and ErrLockNotHeld) without
-// asking the servers: a cooldown or an outer hold left on the nodes is not
-// this handle's to extend. When the servers say the lock is not ours
-// (ErrLockExpired, ErrLockLost, both matching ErrLockNotHeld) the lock is
-// lost for good: Valid turns false and later calls to Extend return the same
-// error without asking the servers. An outage (ErrNoQuorum) leaves the lock
-// valid until its deadline.
+// On failure Until is unchanged. ErrLockExpired or ErrLockLost (matching
+// ErrLockNotHeld) mean the lock is lost for good: Valid turns false and
+// later Extends return the same error at once. ErrNoQuorum leaves the lock
+// valid until Until. After a release it returns ErrReleased.
 func (k *Lock) Extend(ctx context.Context, ttl time.Duration) (err error) {
 	ctx, tr := k.cfg.obs.begin(ctx, OpExtend, k.key)
 	defer func() { tr.done(ctx, err) }()
@@ -277,18 +229,11 @@ func (k *Lock) Extend(ctx context.Context, ttl time.Duration) (err error) {
 	return err
 }
 
-// TTL asks the servers how long the lock has left: the largest time that a
-// majority of nodes still hold our key for (the shortest among the majority
-// that holds it longest). It is the servers' view and includes no drift
-// margin; use Until for the safe local deadline. With WithLockDelay the
-// servers keep the keys that much longer; TTL leaves the delay out, and
-// reports 0 when only the delay is left.
-//
-// It fails with an error matching ErrLockNotHeld when our token is not on a
-// majority, or ErrNoQuorum when too many nodes could not be reached. After
-// Release or ReleaseAfter it fails with an error matching ErrReleased (and
-// ErrLockNotHeld) without asking the servers: a cooldown, or the hold of an
-// outer Lock with the same token, is not this handle's time.
+// TTL asks the servers how long the lock has left: the longest time a
+// majority of nodes hold this Lock's key for, without drift margin or
+// lock-delay (use Until for the safe deadline). It fails with
+// ErrLockNotHeld when the hold is not on a majority, ErrNoQuorum on an
+// outage, and ErrReleased after a release.
 func (k *Lock) TTL(ctx context.Context) (time.Duration, error) {
 	if k.released() {
 		return 0, k.releasedErr("ttl")

@@ -38,16 +38,13 @@ type Locker struct {
 	forced forceLog
 }
 
-// New returns a Locker over clients, one plain *redis.Client per
-// independent Redis master (redis.NewFailoverClient for a Sentinel one); a
-// lock needs len/2+1 of them (one client: single-node mode). opts become
-// the defaults of every call. New does no I/O; the Locker opens connections
-// of its own from the clients' options, without retries, bounded by the
-// node timeout, and leaves the clients to the caller
-// (docs/internals.md#node-calls). It fails with ErrInvalid for no clients,
-// a nil client, a client or address given twice (it would vote twice),
-// or a bad option; two nodes found to reach one server
-// fail their calls with ErrInvalid (docs/safety.md#one-server-one-vote).
+// New returns a Locker over clients, one *redis.Client per independent
+// Redis master (a lock needs len/2+1; one client is single-node mode), with
+// opts as every call's defaults. It does no I/O: the Locker opens its own
+// connections from the clients' options (docs/internals.md#node-calls). It
+// fails with ErrInvalid for no clients, a nil client, a client or address
+// given twice, or a bad option; nodes found to reach one server fail their
+// calls with ErrInvalid (docs/safety.md#one-server-one-vote).
 func New(clients []*redis.Client, opts ...Option) (*Locker, error) {
 	if len(clients) == 0 {
 		return nil, invalid("no clients")
@@ -106,11 +103,10 @@ func (l *Locker) Nodes() []string {
 // Quorum returns how many nodes must agree: len(nodes)/2+1.
 func (l *Locker) Quorum() int { return l.need }
 
-// Close makes further calls fail with ErrClosed, ends the contexts of
-// KeepAlive, Do and Leaderships (cause ErrLockLost and ErrClosed), and
-// waits for its background work. Held locks are not released: they expire
-// by their TTL. It closes the clients NewFromURLs built, not New's. It
-// returns nil; calling it again does nothing.
+// Close makes further calls fail with ErrClosed, ends every KeepAlive, Do
+// and Leadership (ErrLockLost and ErrClosed), waits for its background work
+// and closes the clients NewFromURLs built. Held locks expire by their TTL.
+// It returns nil; calling it again does nothing.
 func (l *Locker) Close() error {
 	l.mu.Lock()
 	if l.closed {

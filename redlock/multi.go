@@ -89,37 +89,18 @@ func multiOptions(cfg *config) error {
 	return nil
 }
 
-// ObtainMulti acquires one lock on all of keys together, or on none,
-// retrying as Obtain does (WithRetry, until ctx ends), and waking when any of
-// the keys is released. Each node takes all the keys in one atomic step, or
-// none if any is held, so callers with overlapping key sets, in any order,
-// never deadlock: no attempt holds a key while it waits for another.
-// Goroutines of one Locker that want the same keys line up as Obtain's do;
-// a multi-key lock is never handed over.
-//
-// The lock has one token and one validity for all keys; its Release,
-// ReleaseAfter, Extend, KeepAlive and TTL act on all of them together, each
-// node in one step, and it is held (Extend, TTL) only where every key is
-// ours. Keys returns the keys, Key the keys joined by commas (for
-// messages).
-//
-// The keys are checked as Obtain checks a key; an empty list, more than
-// MaxMultiKeys keys, or a key given twice fails with an error matching
-// ErrInvalid, as do WithToken (a multi-key lock is never a re-entry) and
-// WithFencing (it has no fencing token), before any node is asked. One key
-// is an Obtain of that key.
-//
-// On failure it returns no lock, leaves none of the keys of its own on any
-// node (late replies are cleaned up in the background), and an error as
-// Obtain's: ErrNotObtained when keys held by others keep a majority out of
-// reach, ErrNoQuorum on an outage, ErrMisconfigured when nodes refuse our
-// commands for good, with ctx.Err() when ctx ended.
+// ObtainMulti acquires one lock on all of keys together, or on none, as
+// Obtain does for one key (retries, waiting woken by any key's release,
+// errors); callers with overlapping key sets, in any order, never deadlock.
+// The lock has one token and one validity; Release, Extend, KeepAlive and
+// TTL act on all its keys, and Key is the keys joined by commas. An empty
+// list, more than MaxMultiKeys keys, a key given twice, WithToken or
+// WithFencing is an ErrInvalid (docs/safety.md#multi-key-locks).
 func (l *Locker) ObtainMulti(ctx context.Context, keys []string, opts ...LockOption) (*Lock, error) {
 	return l.acquire(ctx, slices.Clone(keys), opts, false)
 }
 
-// TryObtainMulti makes exactly one attempt to acquire one lock on all of
-// keys, whatever the retry strategy; otherwise it is ObtainMulti.
+// TryObtainMulti is ObtainMulti with exactly one attempt.
 func (l *Locker) TryObtainMulti(ctx context.Context, keys []string, opts ...LockOption) (*Lock, error) {
 	return l.acquire(ctx, slices.Clone(keys), opts, true)
 }

@@ -15,27 +15,21 @@ import (
 // Embed NopObserver to implement only some methods. Without an Observer no
 // event is built and no clock is read.
 type Observer interface {
-	// OpStart begins an operation (Op), in the caller's goroutine, before
-	// its arguments are checked. It returns ctx or a context derived from
-	// it that carries values only (a span): the operation's other events
-	// receive it.
+	// OpStart begins an operation, in the caller's goroutine; the context
+	// it returns (ctx, or one with values added: a span) goes to its events.
 	OpStart(ctx context.Context, op Op, key string) context.Context
 	// OpDone ends each OpStart, in the same goroutine.
 	OpDone(ctx context.Context, e OpEvent)
 	// Waited reports each sleep of Obtain between two attempts.
 	Waited(ctx context.Context, e WaitEvent)
-	// NodeDone reports each node's answer, in the goroutine that delivers
-	// it, before the round counts it; a straggler's may come after OpDone.
-	// A KeepAlive round's answer is one NodeDone per lock, each in the
-	// context of that lock's OpExtend.
+	// NodeDone reports each node's answer, before the round counts it (a
+	// straggler's after OpDone); a KeepAlive round's, once per lock.
 	NodeDone(ctx context.Context, e NodeEvent)
-	// Lost reports that KeepAlive (or Do) tells the work its lock is lost,
-	// just before it cancels the work's context, which ctx is.
+	// Lost reports a loss just before KeepAlive cancels the work's ctx.
 	Lost(ctx context.Context, e LossEvent)
 }
 
-// NopObserver does nothing; embed it in an Observer that implements only
-// some of the methods.
+// NopObserver does nothing: embed it to implement only some methods.
 type NopObserver struct{}
 
 // OpStart returns ctx.
@@ -108,8 +102,7 @@ type LossEvent struct {
 	Left  time.Duration // what was left of the validity when the work was told
 }
 
-// WithObserver gives the Locker an Observer (nil: ErrInvalid). Default
-// none.
+// WithObserver gives the Locker an Observer (nil: ErrInvalid; default none).
 func WithObserver(o Observer) Option {
 	return lockerOption(func(c *config) { c.obs = &observer{o: o} })
 }

@@ -6,52 +6,27 @@ import (
 )
 
 // Obtain acquires the lock on key, retrying per the retry strategy
-// (WithRetry, DefaultRetry by default) until it succeeds, the strategy gives
-// up, or ctx ends.
+// (WithRetry; DefaultRetry) until it succeeds, the strategy gives up, or ctx
+// ends. While another owner holds the key it sleeps until a node announces
+// the release or its timer fires; goroutines of one Locker that want the
+// same key take turns, and a Release of one hands the key to the next
+// (docs/internals.md). The key must be non-empty, at most MaxKeyLen bytes,
+// and not start with ReservedPrefix.
 //
-// While the key is held by another owner, Obtain waits for the holder's
-// release: it wakes as soon as any node announces it (one subscription per
-// node, shared by every waiter of the Locker), and otherwise retries on its
-// timer, never sleeping past the moment the holder's keys expire. Goroutines
-// of one Locker that wait for the same key line up in arrival order and only
-// the first contends on the nodes, so they take turns instead of splitting
-// the votes among themselves (a re-entry with WithToken skips the line).
-// When a goroutine of the same Locker releases the key, the first in line
-// usually gets the lock in the release's own round trip (a handoff: on every
-// node the key goes from the old owner to the new one in one atomic step);
-// after a few handoffs in a row the key is released for everyone, so that
-// waiters in other processes get their turn.
-// With WithFailFast it gives up at once when the holder's keys outlive ctx's
-// deadline.
-//
-// The key must be non-empty, at most MaxKeyLen bytes, and must not start
-// with ReservedPrefix ("redlock:"), which names the library's own keys (the
-// restart guard's markers, fencing counters, release channels); any other
-// byte string is a key. A bad key fails at once with an error matching
-// ErrInvalid, before any node is asked; so do bad options.
-//
-// On failure it returns no lock, leaves no key of its own on any node (late
-// replies are cleaned up in the background), and an error that matches
-// ErrNotObtained (contention) or ErrNoQuorum (outage), or ErrMisconfigured
-// (nodes refuse our commands for good: returned after the first such round,
-// whatever ctx), with per-node detail of the last round in a *QuorumError (when it gives up on contention with ctx
-// still alive, one more round asks the nodes that refused for the holder's
-// metadata, which the error then names); when ctx ended, the error also matches
-// ctx.Err(). Which of the two is told from the nodes' answers, never from the
-// context: a wait that a deadline ends during an outage is ErrNoQuorum. A ctx
-// that has ended before the call asks no node: the error then matches only
-// ctx.Err().
+// On failure it returns no lock, leaves no key of its own on any node, and
+// an error matching ErrNotObtained (contention), ErrNoQuorum (outage) or
+// ErrMisconfigured (nodes refuse our commands for good), told from the
+// nodes' answers and detailed per node in a *QuorumError, joined with
+// ctx.Err() when ctx ended; ErrInvalid, asking no node, for a bad key or
+// option; only ctx.Err() when ctx had ended before the call.
 func (l *Locker) Obtain(ctx context.Context, key string, opts ...LockOption) (*Lock, error) {
 	return l.acquire(ctx, []string{key}, opts, false)
 }
 
 // TryObtain makes exactly one attempt to acquire the lock on key, whatever
-// the retry strategy. On failure it behaves as Obtain does.
-//
-// A ctx that has ended already asks no node and returns an error matching
-// ctx.Err(). One that ends during the attempt does not cut it short: the
-// node calls run on their own deadlines, and a lock granted by a majority
-// with validity left is returned (see attempt).
+// the retry strategy; on failure it behaves as Obtain does. A ctx that ends
+// during the attempt does not cut it short: a lock granted by a majority
+// with validity left is returned.
 func (l *Locker) TryObtain(ctx context.Context, key string, opts ...LockOption) (*Lock, error) {
 	return l.acquire(ctx, []string{key}, opts, true)
 }

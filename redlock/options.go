@@ -15,11 +15,8 @@ const (
 	DefaultTTL         = 8 * time.Second
 	DefaultDriftFactor = clock.DefaultDriftFactor
 	DefaultNodeTimeout = 50 * time.Millisecond
-	// MaxTokenLen bounds tokens given with WithToken.
-	MaxTokenLen = 256
-	// MaxMetadataLen bounds metadata given with WithMetadata, in bytes:
-	// it travels to every node with every acquisition.
-	MaxMetadataLen = 4096
+	MaxTokenLen        = 256  // bytes of WithToken
+	MaxMetadataLen     = 4096 // bytes of WithMetadata
 )
 
 // DefaultRetry is the retry strategy of Obtain unless WithRetry says
@@ -32,12 +29,9 @@ type Option interface {
 	apply(*config)
 }
 
-// LockOption configures locks. Given to New it is the default of every
-// call of the Locker; given to a call (Obtain, TryObtain, ObtainMulti, Do,
-// Campaign) it applies to that call only, and bad values fail the call with
-// an error matching ErrInvalid. Options that only New takes (the restart
-// guard, the Observer, the go-redis logger) are Options, not LockOptions:
-// the compiler refuses them in a call.
+// LockOption configures locks: given to New, every call's default; given
+// to a call (Obtain, TryObtain, ObtainMulti, Do, Campaign), that call's,
+// whose bad values then fail it with ErrInvalid.
 type LockOption interface {
 	Option
 	lockOption()
