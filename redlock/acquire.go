@@ -152,7 +152,7 @@ func (a *acquisition) conclude(ctx context.Context, p *acquirePlan, g *granting,
 		// leave any validity: an outage, not contention.
 		reason = ErrNoQuorum
 	}
-	return nil, withContext(ctx, l.roundError("obtain", a.name, &g.res, acquireOutcome, reason))
+	return nil, l.roundError("obtain", a.name, &g.res, acquireOutcome, reason)
 }
 
 // writeBackFence takes the highest fence among the granting nodes of g

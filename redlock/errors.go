@@ -275,13 +275,6 @@ func (e *QuorumError) freeIn() (time.Duration, bool) {
 // its context had ended before it began.
 var errNotTried = errors.New("redlock: context ended before any node was asked")
 
-// notTried is the error of an acquisition of key whose ctx has ended before
-// it asked any node. It matches ctx.Err(), and neither ErrNotObtained nor
-// ErrNoQuorum: nothing is known of the nodes.
-func notTried(ctx context.Context, key string) error {
-	return fmt.Errorf("%w: obtain %s: %w", errNotTried, quoteKey(key), ctx.Err())
-}
-
 // withContext joins the context's error to err unless it is there already.
 func withContext(ctx context.Context, err error) error {
 	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {

@@ -7,11 +7,9 @@ import (
 
 	"context"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"unicode/utf8"
 
 	"github.com/redis/go-redis/v9"
 
@@ -22,31 +20,6 @@ import (
 // a CLI's stderr must not break in two, nor be forged by a key or a server
 // reply that holds a newline), names a key by a bounded, quoted form, and
 // says what actually went wrong on a node when that is known.
-
-// Key shortening: a key longer than keyShortAt bytes is shown as its
-// first keyHead and last keyTail bytes around an ellipsis, with its length.
-const (
-	keyHead    = 40
-	keyTail    = 20
-	keyShortAt = keyHead + keyTail + 4
-)
-
-// quoteKey is key as messages show it: quoted like %q, so control bytes
-// and invalid UTF-8 are escaped, and shortened when long ("first 40…last
-// 20" (n bytes)). The cut falls on rune boundaries.
-func quoteKey(key string) string {
-	if len(key) <= keyShortAt {
-		return strconv.Quote(key)
-	}
-	head, tail := keyHead, len(key)-keyTail
-	for head > 0 && !utf8.RuneStart(key[head]) {
-		head--
-	}
-	for tail < len(key) && !utf8.RuneStart(key[tail]) {
-		tail++
-	}
-	return strconv.Quote(key[:head]+"…"+key[tail:]) + " (" + strconv.Itoa(len(key)) + " bytes)"
-}
 
 // nodeErrText is a node's error as QuorumError shows it: one line, with
 // a refused password named first: go-redis's own text for it names only

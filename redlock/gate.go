@@ -2,11 +2,9 @@ package redlock
 
 import (
 	"context"
-	"slices"
+	"errors"
 	"sync"
 	"time"
-
-	"github.com/quorumlock/redlock/clock"
 )
 
 // gates line up the goroutines of one Locker that wait for the same key:
@@ -35,60 +33,6 @@ type line struct {
 	// waiter that gives up behind the others, without a round of its own,
 	// reports (an outage must not read as contention).
 	last *QuorumError
-}
-
-// busy reports whether goroutines already wait for key; a newcomer then
-// queues behind them instead of trying first (no barging).
-func (g *gates) busy(key string) bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	_, ok := g.lines[key]
-	return ok
-}
-
-// enter waits for the caller's turn to contend for key, or for ctx to end;
-// waited reports whether others were ahead. On success the caller must call
-// the returned leave when it stops contending (it got the lock or gave up).
-func (g *gates) enter(ctx context.Context, key string) (leave func(), waited bool, err error) {
-	g.mu.Lock()
-	if g.lines == nil {
-		g.lines = map[string]*line{}
-	}
-	ln := g.lines[key]
-	if ln == nil {
-		ln = &line{turn: make(chan struct{}, 1)}
-		ln.turn <- struct{}{}
-		g.lines[key] = ln
-	}
-	ln.users++
-	g.mu.Unlock()
-
-	leave = func() {
-		ln.turn <- struct{}{}
-		g.out(key, ln)
-	}
-	select {
-	case <-ln.turn:
-		return leave, false, nil
-	default:
-	}
-	// Blocked receivers of a channel are served in arrival order.
-	select {
-	case <-ln.turn:
-		return leave, true, nil
-	case <-ctx.Done():
-		g.out(key, ln)
-		return nil, true, ctx.Err()
-	}
-}
-
-func (g *gates) out(key string, ln *line) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	ln.users--
-	if ln.users == 0 {
-		delete(g.lines, key)
-	}
 }
 
 // post offers the caller, the head of key's line, for a handoff.
@@ -137,31 +81,6 @@ func (g *gates) claim(key string) (o *offer, fair bool) {
 	return o, false
 }
 
-// hold records that a goroutine of the line got the lock on key, valid until
-// the given time: the next in line need not ask the nodes before that, or
-// before its release.
-func (g *gates) hold(key string, until time.Time) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if ln := g.lines[key]; ln != nil {
-		ln.heldUntil = until
-		ln.last = nil // the line's latest news is a success
-	}
-}
-
-// heldFor reports whether a lock on key got from the line is still held by
-// this Locker, and for how much longer it is valid by clk.
-func (g *gates) heldFor(key string, clk clock.Clock) (time.Duration, bool) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	ln := g.lines[key]
-	if ln == nil || ln.heldUntil.IsZero() {
-		return 0, false
-	}
-	left := ln.heldUntil.Sub(clk.Now())
-	return left, left > 0
-}
-
 // released notes that a lock on key was let go by this Locker (not handed
 // over) and pokes the head of the line, if it waits, to try at once.
 func (g *gates) released(key string) {
@@ -184,25 +103,118 @@ func (g *gates) pokeAll() {
 	}
 }
 
-// note records the failed round of a goroutine in key's line.
-func (g *gates) note(key string, qe *QuorumError) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if ln := g.lines[key]; ln != nil {
-		ln.last = qe
+// sleep waits for wait to pass, a release to be announced, a poke, a
+// handoff, or ctx to end; err is the last round's error. It returns the lock
+// a handoff gave us, or the error to give up with (err, with ctx's); or
+// neither, when the caller should try again.
+func (w *waiter) sleep(ctx context.Context, wait time.Duration, err error) (*Lock, error) {
+	if w.timer == nil {
+		w.timer = time.NewTimer(wait)
+	} else {
+		w.timer.Reset(wait)
+	}
+	// The head of the line, waiting for a holder, offers itself for a
+	// handoff: a Release by this Locker may give it the lock directly (if
+	// its kind has handoffs), or poke it to try at once.
+	var o *offer
+	if w.inLine() && errors.Is(err, ErrNotObtained) {
+		o = newOffer(w.a)
+		w.a.l.gates.post(w.a.line, o)
+	}
+	var (
+		handed   handoffResult
+		got, end bool
+	)
+	select {
+	case <-ctx.Done():
+		end = true
+	case <-w.timer.C:
+	case <-w.wake:
+	case <-o.poked():
+	case handed = <-o.outcome():
+		got = true
+	}
+	if o != nil && !got && !w.a.l.gates.withdraw(w.a.line, o) {
+		// A Release claimed the offer: its round is under way.
+		handed, got = <-o.done, true
+	}
+	if got {
+		if ctx.Err() != nil {
+			// A Release ran this round for us, perhaps only after ctx
+			// ended (it claimed the offer before we could withdraw it):
+			// an ended context obtains nothing, so it is undone. An
+			// attempt of our own, by contrast, starts only with a live
+			// ctx (see attempt).
+			handed.res.OK = false
+		}
+		lock, herr := o.takeOver(ctx, handed)
+		if herr == nil {
+			return w.got(lock), nil
+		}
+		if errors.Is(herr, ErrClosed) {
+			return nil, herr
+		}
+		// The handoff failed (nodes out of reach, say); the key may be
+		// free now: try again at once.
+	}
+	if end || ctx.Err() != nil {
+		return nil, err
+	}
+	return nil, nil
+}
+
+// newOffer is the offer of a, the head of its line. A kind without
+// handoffs offers only to be poked: a Release by this Locker never claims
+// its line (see releaseRound), and its plan is never made.
+func newOffer(a *acquisition) *offer {
+	o := &offer{a: a, done: make(chan handoffResult, 1), poke: make(chan struct{}, 1)}
+	if a.kind.handoff {
+		o.plan = a.kind.plan(a.keys, &a.cfg)
+	}
+	return o
+}
+
+// offer is the head of a key's line, ready for a handoff.
+type offer struct {
+	a    *acquisition
+	plan acquirePlan
+	// done receives the handoff's outcome, once, from the Release that
+	// claimed the offer.
+	done chan handoffResult
+	// poke receives a value when the key was released without a handoff.
+	poke chan struct{}
+}
+
+// wake pokes the offer's owner to try at once; nothing for no offer.
+func (o *offer) wake() {
+	if o == nil {
+		return
+	}
+	select {
+	case o.poke <- struct{}{}:
+	default:
 	}
 }
 
-// last returns a copy of the latest failed round noted in key's line, or
-// nil.
-func (g *gates) last(key string) *QuorumError {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	ln := g.lines[key]
-	if ln == nil || ln.last == nil {
+// poked is o.poke, or nil (never ready) for no offer.
+func (o *offer) poked() <-chan struct{} {
+	if o == nil {
 		return nil
 	}
-	qe := *ln.last
-	qe.Nodes = slices.Clone(qe.Nodes)
-	return &qe
+	return o.poke
+}
+
+// outcome is o.done, the channel of the handoff's outcome, or nil (never
+// ready) for no offer.
+func (o *offer) outcome() <-chan handoffResult {
+	if o == nil {
+		return nil
+	}
+	return o.done
+}
+
+// handoffResult is a handoff round as the acquisition sees it.
+type handoffResult struct {
+	closed bool // the Locker was closed: no round ran
+	granting
 }

@@ -1,8 +1,12 @@
 package redlock
 
 import (
+	"context"
+	"fmt"
 	"slices"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // ReservedPrefix starts every key and channel the library keeps for itself
@@ -46,11 +50,11 @@ const MaxKeyLen = 4096
 func checkKey(key string) error {
 	switch {
 	case key == "":
-		return invalid("empty key")
+		return keyError("empty key")
 	case len(key) > MaxKeyLen:
-		return invalid("key of %d bytes is longer than %d", len(key), MaxKeyLen)
+		return keyError("key of %d bytes is longer than %d", len(key), MaxKeyLen)
 	case strings.HasPrefix(key, ReservedPrefix):
-		return invalid("key %s starts with %q, which is reserved for the library's own keys", quoteKey(key), ReservedPrefix)
+		return keyError("key %s starts with %q, which is reserved for the library's own keys", quoteKey(key), ReservedPrefix)
 	}
 	return nil
 }
@@ -60,16 +64,16 @@ func checkKey(key string) error {
 func checkKeys(keys []string) error {
 	switch {
 	case len(keys) == 0:
-		return invalid("no keys")
+		return keyError("no keys")
 	case len(keys) > MaxMultiKeys:
-		return invalid("%d keys, more than the %d a multi-key lock takes", len(keys), MaxMultiKeys)
+		return keyError("%d keys, more than the %d a multi-key lock takes", len(keys), MaxMultiKeys)
 	}
 	for i, key := range keys {
 		if err := checkKey(key); err != nil {
 			return err
 		}
 		if slices.Contains(keys[:i], key) {
-			return invalid("key %s is given twice (at %d)", quoteKey(key), i)
+			return keyError("key %s is given twice (at %d)", quoteKey(key), i)
 		}
 	}
 	return nil
@@ -80,3 +84,41 @@ func releaseChannel(key string) string { return releasePrefix + key }
 
 // fenceKey is the key of the fencing counter of a lock key.
 func fenceKey(key string) string { return fencePrefix + key }
+
+// keyError is a bad key's error, matching ErrInvalid: the key's rules and
+// their messages in one place.
+func keyError(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, args...)...)
+}
+
+// notTried is the error of an acquisition of key whose ctx has ended before
+// it asked any node. It matches ctx.Err(), and neither ErrNotObtained nor
+// ErrNoQuorum: nothing is known of the nodes.
+func notTried(ctx context.Context, key string) error {
+	return fmt.Errorf("%w: obtain %s: %w", errNotTried, quoteKey(key), ctx.Err())
+}
+
+// Key shortening: a key longer than keyShortAt bytes is shown as its
+// first keyHead and last keyTail bytes around an ellipsis, with its length.
+const (
+	keyHead    = 40
+	keyTail    = 20
+	keyShortAt = keyHead + keyTail + 4
+)
+
+// quoteKey is key as messages show it: quoted like %q, so control bytes
+// and invalid UTF-8 are escaped, and shortened when long ("first 40…last
+// 20" (n bytes)). The cut falls on rune boundaries.
+func quoteKey(key string) string {
+	if len(key) <= keyShortAt {
+		return strconv.Quote(key)
+	}
+	head, tail := keyHead, len(key)-keyTail
+	for head > 0 && !utf8.RuneStart(key[head]) {
+		head--
+	}
+	for tail < len(key) && !utf8.RuneStart(key[tail]) {
+		tail++
+	}
+	return strconv.Quote(key[:head]+"…"+key[tail:]) + " (" + strconv.Itoa(len(key)) + " bytes)"
+}

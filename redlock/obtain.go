@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"context"
+	"errors"
 	"strings"
 )
 
@@ -52,7 +53,11 @@ func (l *Locker) acquire(ctx context.Context, keys []string, opts []LockOption, 
 			// An ended ctx asks no node, and waits in no line.
 			return nil, notTried(ctx, a.name)
 		}
-		return a.retryLoop(ctx)
+		lock, err := a.retryLoop(ctx)
+		if err != nil {
+			return nil, a.giveUp(ctx, err)
+		}
+		return lock, nil
 	}
 	return a.try(ctx)
 }
@@ -88,4 +93,18 @@ func (l *Locker) newAcquisition(keys []string) *acquisition {
 		a.line = a.kind.line(keys)
 	}
 	return a
+}
+
+// giveUp completes the error of a call that gives up with err: a bad call,
+// a closed Locker or misconfigured nodes as they are; contention with the
+// holders' metadata when ctx is alive (withHolders); and ctx's error joined
+// when it ended.
+func (a *acquisition) giveUp(ctx context.Context, err error) error {
+	if errors.Is(err, ErrInvalid) || errors.Is(err, ErrClosed) || errors.Is(err, ErrMisconfigured) {
+		return err
+	}
+	if a.kind.holders {
+		err = a.l.withHolders(ctx, a.name, err)
+	}
+	return withContext(ctx, err)
 }

@@ -138,19 +138,6 @@ func (l *Locker) undoAll(ctx context.Context, timeout time.Duration, undo script
 	})
 }
 
-// sendOn queues call c on node i outside of any round, with its own
-// timeout, whatever became of the caller: the undo of a straggler's grant,
-// a fence write-back. It does not wait and ignores the reply; the Locker's
-// background group tracks it, so that Close waits for it. The caller holds
-// the guard or a count on bg (a straggling call's). Queued, never sent
-// inline: it may run in a straggler's reply, on a worker that other calls
-// wait for. Best effort: a key left behind on an unreachable node expires
-// by its TTL and only delays others, it never breaks mutual exclusion.
-func (l *Locker) sendOn(i int, timeout time.Duration, c scriptCall) {
-	l.bg.Add(1)
-	newNodeCall(timeout, c, decodeBestEffort).send(&l.nodes[i], i, func(int, quorum.Vote, int64, error) { l.bg.Done() }, false)
-}
-
 // sendsInline reports whether a round's caller sends its calls itself when
 // a node's queue is idle, instead of handing them to the node's worker
 // (see queue). Only with a single node: the caller then waits for that one

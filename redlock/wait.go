@@ -3,11 +3,14 @@ package redlock
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
+
+	"github.com/quorumlock/redlock/clock"
 )
 
-// retryLoop is the retry loop: attempt, classify, wait (see waiter), until a
-// lock, or a reason to give up.
+// retryLoop attempts, classifies and waits (see waiter) until it has a lock
+// or the error to give up with (which giveUp completes).
 func (a *acquisition) retryLoop(ctx context.Context) (*Lock, error) {
 	w := newWaiter(a)
 	defer w.close()
@@ -36,27 +39,23 @@ func (a *acquisition) retryLoop(ctx context.Context) (*Lock, error) {
 		}
 		switch then {
 		case giveUp:
-			if a.kind.holders {
-				return nil, a.l.withHolders(ctx, a.name, last)
-			}
 			return nil, last
 		case retryNow:
 			continue
 		}
+		slept := a.tr.now()
 		lock, err := w.sleep(ctx, wait, last)
+		a.tr.waited(ctx, slept)
 		if lock != nil || err != nil {
 			return lock, err
 		}
 	}
 }
 
-// waiter is one acquisition between its attempts. It owns what the call
-// waits with: the wake-up channel of the release subscriptions of its keys
-// (listen), the call's place in the Locker's line for them (join, see
-// gates), the
-// retry timer and the handoff offer (sleep); close lets go of all of them.
-// It also decides, after each failed attempt, whether to give up, try again
-// at once, or sleep first, and for how long (afterFailure, behindHolder).
+// waiter is one acquisition between its attempts: it owns the wake-ups of
+// its keys' releases (listen), its place in the Locker's line (join), the
+// retry timer and the handoff offer (sleep), and decides after each failed
+// attempt what comes next (afterFailure, behindHolder); close lets go.
 type waiter struct {
 	a *acquisition
 	// wake receives a value when a release of a key is announced, once
@@ -90,9 +89,8 @@ func (w *waiter) close() {
 // keys (a re-entry by token never does).
 func (w *waiter) inLine() bool { return w.queued && !w.a.cfg.tokenSet }
 
-// listen registers for release notifications of the keys (once): from
-// then on a release by any client, or by a goroutine of this Locker, wakes
-// us. It reports whether it registered now.
+// listen registers, once, for the keys' release notifications; it reports
+// whether it registered now.
 func (w *waiter) listen(ctx context.Context) bool {
 	if w.wake != nil || w.a.cfg.pollingOnly {
 		return false
@@ -104,11 +102,9 @@ func (w *waiter) listen(ctx context.Context) bool {
 }
 
 // join lines up behind the Locker's other waiters for the keys, listening
-// first: the subscription then lasts as long as the line, instead of
-// being dropped and taken again at every handoff.
-// It reports whether a retry is due at once: others were ahead (our
-// turn may come long after the release we missed), or we only now
-// started listening (the release may have come before that).
+// first (the subscription then lasts as long as the line). A retry is due
+// at once when others were ahead or we only now started listening: the
+// release we wait for may have come already.
 func (w *waiter) join(ctx context.Context) (retryNow bool, err error) {
 	listening := w.listen(ctx)
 	leave, waited, err := w.a.l.gates.enter(ctx, w.a.line)
@@ -120,15 +116,14 @@ func (w *waiter) join(ctx context.Context) (retryNow bool, err error) {
 	return waited || listening, nil
 }
 
-// lineUp joins the line at once when goroutines of this Locker already
-// wait for the keys: a newcomer queues behind them instead of trying first (no
-// barging). It fails when ctx ends in the line.
+// lineUp joins the line at once when others of this Locker wait for the
+// keys already (no barging). It fails when ctx ends in the line.
 func (w *waiter) lineUp(ctx context.Context) error {
 	if w.queued || !w.a.l.gates.busy(w.a.line) {
 		return nil
 	}
 	if _, err := w.join(ctx); err != nil {
-		return withContext(ctx, w.notNow())
+		return w.notNow()
 	}
 	return nil
 }
@@ -140,9 +135,8 @@ func (w *waiter) outlives(ctx context.Context, d time.Duration) bool {
 	return w.a.cfg.failFast && has && time.Until(dl) < d
 }
 
-// notNow is the error when we gave up before asking the nodes: what the
-// line's latest round found, if it found anything, or contention (we
-// waited behind this Locker's own holder or waiters).
+// notNow is the error of giving up before asking the nodes: the line's
+// latest failed round, or else contention.
 func (w *waiter) notNow() error {
 	if qe := w.a.l.gates.last(w.a.line); qe != nil {
 		return qe
@@ -150,9 +144,8 @@ func (w *waiter) notNow() error {
 	return newQuorumError("obtain", w.a.name, w.a.l.need, nil, ErrNotObtained)
 }
 
-// heldHere reports whether a goroutine of this Locker got the lock from
-// this call's line and has not released it, and for how much longer it is
-// valid.
+// heldHere reports for how much longer a lock that a goroutine of this
+// Locker got from this line, and has not released, is valid.
 func (w *waiter) heldHere() (time.Duration, bool) {
 	if !w.inLine() {
 		return 0, false
@@ -168,75 +161,13 @@ func (w *waiter) got(lock *Lock) *Lock {
 	return lock
 }
 
-// drain drops a wake-up still pending from before an attempt: it is stale,
-// and one found after the attempt must mean a release during or after it
-// (the channel holds one wake-up: a stale one would swallow the real one).
+// drain drops a stale wake-up from before an attempt (the channel holds
+// one: a stale one would swallow the real one).
 func (w *waiter) drain() {
 	select {
 	case <-w.wake:
 	default:
 	}
-}
-
-// sleep waits for wait to pass, a release to be announced, a poke, a
-// handoff, or ctx to end; err is the last round's error. It returns the lock
-// a handoff gave us, or the error to give up with (err, with ctx's); or
-// neither, when the caller should try again.
-func (w *waiter) sleep(ctx context.Context, wait time.Duration, err error) (*Lock, error) {
-	defer w.a.tr.waited(ctx, w.a.tr.now())
-	if w.timer == nil {
-		w.timer = time.NewTimer(wait)
-	} else {
-		w.timer.Reset(wait)
-	}
-	// The head of the line, waiting for a holder, offers itself for a
-	// handoff: a Release by this Locker may give it the lock directly (if
-	// its kind has handoffs), or poke it to try at once.
-	var o *offer
-	if w.inLine() && errors.Is(err, ErrNotObtained) {
-		o = newOffer(w.a)
-		w.a.l.gates.post(w.a.line, o)
-	}
-	var (
-		handed   handoffResult
-		got, end bool
-	)
-	select {
-	case <-ctx.Done():
-		end = true
-	case <-w.timer.C:
-	case <-w.wake:
-	case <-o.poked():
-	case handed = <-o.outcome():
-		got = true
-	}
-	if o != nil && !got && !w.a.l.gates.withdraw(w.a.line, o) {
-		// A Release claimed the offer: its round is under way.
-		handed, got = <-o.done, true
-	}
-	if got {
-		if ctx.Err() != nil {
-			// A Release ran this round for us, perhaps only after ctx
-			// ended (it claimed the offer before we could withdraw it):
-			// an ended context obtains nothing, so it is undone. An
-			// attempt of our own, by contrast, starts only with a live
-			// ctx (see attempt).
-			handed.res.OK = false
-		}
-		lock, herr := o.takeOver(ctx, handed)
-		if herr == nil {
-			return w.got(lock), nil
-		}
-		if errors.Is(herr, ErrClosed) {
-			return nil, herr
-		}
-		// The handoff failed (nodes out of reach, say); the key may be
-		// free now: try again at once.
-	}
-	if end || ctx.Err() != nil {
-		return nil, withContext(ctx, err)
-	}
-	return nil, nil
 }
 
 // next is what Obtain does after an attempt, or after finding the lock
@@ -249,10 +180,9 @@ const (
 	giveUp                 // return the error
 )
 
-// behindHolder decides what to do while a goroutine of this Locker holds
-// the lock, got from our line, valid for left more: wait for its release
-// (a handoff, or a poke) or, should it vanish, for its validity to end.
-// last is the last round's error; it returns the error to keep.
+// behindHolder waits while a goroutine of this Locker holds the lock got
+// from our line, valid for left more: for its release (a handoff, a poke)
+// or its validity's end. It returns the error to keep.
 func (w *waiter) behindHolder(ctx context.Context, left time.Duration, last error) (time.Duration, next, error) {
 	if err := w.a.l.closedErr(); err != nil {
 		return 0, giveUp, err
@@ -266,18 +196,16 @@ func (w *waiter) behindHolder(ctx context.Context, left time.Duration, last erro
 	return left, sleepFirst, last
 }
 
-// afterFailure classifies a failed attempt, err, and decides what to do:
-// give up (a bad call, a closed Locker, misconfigured nodes, an ended ctx, a strategy that says
-// so, a holder that outlives ctx with WithFailFast), or wait before the
-// next attempt, as the strategy says but never past the moment the
-// holder's keys expire, and listening and in line for the keys from the first
-// contention on. last is the previous round's error; it returns the error
-// to keep.
+// afterFailure classifies a failed attempt's err: give up (bad call, closed
+// Locker, misconfigured nodes, ended ctx, strategy exhausted, a holder that
+// outlives ctx with WithFailFast), or wait as the strategy says but never
+// past the holder's expiry, listening and in line from the first
+// contention on. It returns the error to keep (last is the previous one).
 func (w *waiter) afterFailure(ctx context.Context, seq Sequence, err, last error) (time.Duration, next, error) {
 	if errors.Is(err, errNotTried) && last != nil {
 		// ctx ended just before this attempt: the last round tells what
 		// kept the lock from us.
-		return 0, giveUp, withContext(ctx, last)
+		return 0, giveUp, last
 	}
 	if errors.Is(err, ErrInvalid) || errors.Is(err, ErrClosed) || errors.Is(err, ErrMisconfigured) {
 		return 0, giveUp, err
@@ -287,7 +215,7 @@ func (w *waiter) afterFailure(ctx context.Context, seq Sequence, err, last error
 		w.a.l.gates.note(w.a.line, qe)
 	}
 	if ctx.Err() != nil {
-		return 0, giveUp, withContext(ctx, err)
+		return 0, giveUp, err
 	}
 	wait, ok := seq.Next()
 	if !ok {
@@ -307,7 +235,7 @@ func (w *waiter) afterFailure(ctx context.Context, seq Sequence, err, last error
 	if !w.queued {
 		joined, jerr := w.join(ctx)
 		if jerr != nil {
-			return 0, giveUp, withContext(ctx, err)
+			return 0, giveUp, err
 		}
 		now = joined
 	}
@@ -319,4 +247,104 @@ func (w *waiter) afterFailure(ctx context.Context, seq Sequence, err, last error
 		return 0, retryNow, err
 	}
 	return wait, sleepFirst, err
+}
+
+// busy reports whether goroutines already wait for key; a newcomer then
+// queues behind them instead of trying first (no barging).
+func (g *gates) busy(key string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	_, ok := g.lines[key]
+	return ok
+}
+
+// enter waits for the caller's turn to contend for key, or for ctx to end;
+// waited reports whether others were ahead. leave ends the turn.
+func (g *gates) enter(ctx context.Context, key string) (leave func(), waited bool, err error) {
+	g.mu.Lock()
+	if g.lines == nil {
+		g.lines = map[string]*line{}
+	}
+	ln := g.lines[key]
+	if ln == nil {
+		ln = &line{turn: make(chan struct{}, 1)}
+		ln.turn <- struct{}{}
+		g.lines[key] = ln
+	}
+	ln.users++
+	g.mu.Unlock()
+
+	leave = func() {
+		ln.turn <- struct{}{}
+		g.out(key, ln)
+	}
+	select {
+	case <-ln.turn:
+		return leave, false, nil
+	default:
+	}
+	// Blocked receivers of a channel are served in arrival order.
+	select {
+	case <-ln.turn:
+		return leave, true, nil
+	case <-ctx.Done():
+		g.out(key, ln)
+		return nil, true, ctx.Err()
+	}
+}
+
+func (g *gates) out(key string, ln *line) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	ln.users--
+	if ln.users == 0 {
+		delete(g.lines, key)
+	}
+}
+
+// hold records that a goroutine of the line got the lock on key, valid
+// until the given time (the next need not ask the nodes before).
+func (g *gates) hold(key string, until time.Time) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if ln := g.lines[key]; ln != nil {
+		ln.heldUntil = until
+		ln.last = nil // the line's latest news is a success
+	}
+}
+
+// heldFor reports whether a lock on key got from the line is still held by
+// this Locker, and for how much longer it is valid by clk.
+func (g *gates) heldFor(key string, clk clock.Clock) (time.Duration, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	ln := g.lines[key]
+	if ln == nil || ln.heldUntil.IsZero() {
+		return 0, false
+	}
+	left := ln.heldUntil.Sub(clk.Now())
+	return left, left > 0
+}
+
+// note records the failed round of a goroutine in key's line.
+func (g *gates) note(key string, qe *QuorumError) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if ln := g.lines[key]; ln != nil {
+		ln.last = qe
+	}
+}
+
+// last returns a copy of the latest failed round noted in key's line, or
+// nil.
+func (g *gates) last(key string) *QuorumError {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	ln := g.lines[key]
+	if ln == nil || ln.last == nil {
+		return nil
+	}
+	qe := *ln.last
+	qe.Nodes = slices.Clone(qe.Nodes)
+	return &qe
 }
