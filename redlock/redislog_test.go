@@ -91,3 +91,27 @@ func TestRedisLogger(t *testing.T) {
 		t.Error("WithRedisLogger is a LockOption: a call could take it")
 	}
 }
+
+// The line of a node's failed dial reaches WithRedisLogger's logger with no
+// RedisLogger installed too: the workers dial their nodes themselves, and
+// the Locker writes that line in go-redis's words.
+func TestRedisLoggerFailedDialWithout(t *testing.T) {
+	port, err := redistest.FreePort() // nobody listens there
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	own := &captureLogger{}
+	l, err := redlock.NewFromURLs([]string{"redis://" + dead}, append(testOpts, redlock.WithRedisLogger(own))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = l.Close() }()
+	if _, err := l.TryObtain(t.Context(), "k"); !errors.Is(err, redlock.ErrNoQuorum) {
+		t.Fatalf("TryObtain = %v, want ErrNoQuorum", err)
+	}
+	got := own.about(dead)
+	if len(got) == 0 || !strings.Contains(got[0], "redis: connection pool: failed to dial after 1 attempts: ") {
+		t.Errorf("WithRedisLogger's logger got %q, want go-redis's line of a failed dial", got)
+	}
+}

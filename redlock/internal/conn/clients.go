@@ -60,9 +60,10 @@ func ClientOptions(caller *redis.Options, timeout time.Duration) (cmd, sub *redi
 	// Room for far more connections than the workers hold, because a
 	// go-redis pool stops dialling once it has counted as many failed
 	// dials as it has room for (over its whole life), and then only
-	// probes the server once a second: a node back from an outage would
-	// stay out of the votes for up to a second more. With this room a
-	// pool gives up only after that many failed dials, a long outage.
+	// probes the server once a second. The workers' failed dials never
+	// reach the pool (see dial.go); with this room, the calls outside the
+	// queues (Pipe.Client, the deployment checker's clients) lose their
+	// node only after that many failed dials, a long outage.
 	o.PoolSize = poolRoom
 	o.MinIdleConns, o.MaxIdleConns = 0, WorkersPerNode
 

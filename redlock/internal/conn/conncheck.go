@@ -18,10 +18,12 @@ import (
 // non-blocking peek at the socket tells whether the server has closed it,
 // and the batch then goes out on a new connection instead.
 //
-// go-redis dials in a goroutine of its own, so the worker finds its socket
-// among the pipe's last dials by its local address, which the server reports
-// when the connection is set up (see open). Behind a proxy or NAT the
-// addresses differ, and such a connection is not looked at.
+// The socket go-redis sets a worker's connection up on need not be the one
+// that worker dialled (see dial.go: the pool takes whichever is on offer, or
+// an idle connection), so the worker finds its socket among the pipe's last
+// dials by its local address, which the server reports when the connection
+// is set up (see open). Behind a proxy or NAT the addresses differ, and such
+// a connection is not looked at.
 
 // idleCheck is how long a connection must have been idle before a batch
 // looks at it. Under load batches follow each other closer than that and

@@ -114,6 +114,11 @@ type Pipe struct {
 	// dialed are the connections the pipe's client opened last, for the
 	// workers to find their sockets in (see conncheck.go).
 	dialed dialed
+	// dial is the workers' dialer of network and addr, the node; spares
+	// hands what it dialled to own's pool (see dial.go).
+	dial          dialFunc
+	network, addr string
+	spares        spares
 	// cause is why the last connection attempt failed, for error text.
 	cause lastCause
 	// replica is whether the server said it is a replica when a
@@ -130,8 +135,9 @@ func NewPipe(c *redis.Client, timeout time.Duration, route *Route, ident *Identi
 	// nothing we do changes the caller's client, and none of its settings
 	// can make a script run twice or a wait outlast the node timeout.
 	cmd, sub := ClientOptions(c.Options(), timeout)
-	p := &Pipe{route: route, ident: ident}
-	cmd.Dialer, sub.Dialer = p.dialed.note(routeDial(cmd.Dialer, route)), routeDial(sub.Dialer, route)
+	p := &Pipe{route: route, ident: ident, network: cmd.Network, addr: cmd.Addr}
+	p.dial = p.dialed.note(routeDial(cmd.Dialer, route))
+	cmd.Dialer, sub.Dialer = p.spares.dialer(p.dial), routeDial(sub.Dialer, route)
 	p.own, p.sub = redis.NewClient(cmd), redis.NewClient(sub)
 	p.wg.Add(WorkersPerNode)
 	for i := range p.queues {

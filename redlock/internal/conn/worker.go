@@ -112,7 +112,7 @@ func (w *worker) send(batch []*Call) []*redis.Cmd {
 	if w.conn == nil {
 		// Nothing is sent on a connection before its server is known: a
 		// node's vote never counts before its identity has been checked.
-		if err := w.open(ctx); err != nil {
+		if err := w.connect(ctx); err != nil {
 			cmds := make([]*redis.Cmd, len(batch))
 			for i := range batch {
 				cmds[i] = redis.NewCmd(ctx)

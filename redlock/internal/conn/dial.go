@@ -1,0 +1,85 @@
+package conn
+
+import (
+	"context"
+	"net"
+	"slices"
+	"sync"
+)
+
+// A worker dials its connection itself and hands the socket to go-redis as
+// the dial of the pool's next connection. A go-redis pool counts its failed
+// dials over its whole life; once it has counted as many as it has room for,
+// it stops dialling and probes the server only once a second, so a node back
+// from a long outage stayed out of every vote for up to a second after it
+// accepted connections again. A worker's failed dial never reaches the pool:
+// the pool counts none, and a node votes again in the first batch after it
+// comes back. The connection's set-up (open) is go-redis's and ours as
+// before; only where its socket comes from changes.
+
+// dialFunc is a dialer of the lock's connections.
+type dialFunc = func(ctx context.Context, network, addr string) (net.Conn, error)
+
+// spares holds the sockets the workers dialled for the pool's next dials.
+type spares struct {
+	mu    sync.Mutex
+	conns []net.Conn
+}
+
+// offer makes c a dial of the pool's. The returned func takes c back and
+// closes it if no dial of the pool's took it (the pool had an idle
+// connection for the worker); the worker calls it once its connection is
+// set up or has failed.
+func (s *spares) offer(c net.Conn) (takeBack func()) {
+	s.mu.Lock()
+	s.conns = append(s.conns, c)
+	s.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if i := slices.Index(s.conns, c); i >= 0 {
+			s.conns = slices.Delete(s.conns, i, i+1)
+			_ = c.Close() // never used: nothing to report
+		}
+	}
+}
+
+// dialer returns the pool's dialer: it takes an offered socket, the oldest
+// first (they are all alike), or dials with dial when none is on offer (a
+// call outside the queues, see Pipe.Client).
+func (s *spares) dialer(dial dialFunc) dialFunc {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		s.mu.Lock()
+		if len(s.conns) > 0 {
+			c := s.conns[0]
+			s.conns = slices.Delete(s.conns, 0, 1)
+			s.mu.Unlock()
+			return c, nil
+		}
+		s.mu.Unlock()
+		return dial(ctx, network, addr)
+	}
+}
+
+// connect gives the worker a new connection: it dials the node within ctx's
+// deadline (the batch's node timeout), then sets the connection up on that
+// socket (see open). On failure the worker has no connection and the error
+// is the batch's; a failed dial is the node's last cause, and its line goes
+// where go-redis's lines about the node's connections go (see Route).
+func (w *worker) connect(ctx context.Context) error {
+	p := w.p
+	if err := p.ident.refusedErr(); err != nil {
+		return err // no dial: the node is out of every vote for good
+	}
+	c, err := p.dial(ctx, p.network, p.addr)
+	if err != nil {
+		p.cause.note(err)
+		if to := p.route.To; to != nil {
+			// The line go-redis writes for a failed dial of its own.
+			to.Printf(ctx, "redis: connection pool: failed to dial after %d attempts: %v", 1, err)
+		}
+		return err
+	}
+	defer p.spares.offer(c)()
+	return w.open(ctx)
+}
