@@ -94,7 +94,7 @@ func (l *Locker) attempt(ctx context.Context, key string, cfg *config) (*Lock, e
 		timeout: cfg.nodeTimeout,
 		// A refusal still to come may tell contention from outage.
 		classify: true,
-		start:    l.observeNodes(scripts.Acquire, key, l.sender(cfg.nodeTimeout, scripts.Acquire, p.keys, p.args, decodeAcquire, nil)),
+		start:    l.observeNodes(scripts.Acquire, key, l.sender(cfg.nodeTimeout, scripts.Acquire.Guarded(cfg.guard > 0), p.keys, p.args, decodeAcquire, nil)),
 		// Validity is taken when the majority is in: that is the moment
 		// the lock is granted, and the TTL has been running since the
 		// first request reached a server.

@@ -139,7 +139,8 @@ func (k *Lock) handoff(ctx context.Context, o *offer) error {
 	cfg, p := o.cfg, &o.plan
 	timeout := k.cfg.nodeTimeout
 	args := handoffArgs(k.holder, releaseChannel(k.key), p.args)
-	cmd := conn.EvalSha(scripts.Handoff, p.keys, args)
+	script := scripts.Handoff.Guarded(cfg.guard > 0)
+	cmd := conn.EvalSha(script, p.keys, args)
 
 	var (
 		validity time.Duration
@@ -153,7 +154,7 @@ func (k *Lock) handoff(ctx context.Context, o *offer) error {
 	res := runRound(ctx, l, round[handoffReply]{
 		timeout: timeout,
 		start: func(_ context.Context, i int, reply func(int, quorum.Vote, handoffReply, error)) {
-			l.nodes[i].sendRaw(timeout, scripts.Handoff, p.keys, cmd, func(c *redis.Cmd) {
+			l.nodes[i].sendRaw(timeout, script, p.keys, cmd, func(c *redis.Cmd) {
 				v, r, err := decodeHandoff(c)
 				l.handoffNode(ctx, k.key, began, quorum.Reply[handoffReply]{Node: i, Vote: v, Value: r, Err: err})
 				reply(i, v, r, err)

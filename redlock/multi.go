@@ -293,7 +293,7 @@ func (l *Locker) attemptMulti(ctx context.Context, keys []string, name string, c
 		Timeout: cfg.nodeTimeout,
 		// A refusal still to come may tell contention from outage.
 		Classify: true,
-		Start:    l.observeNodes(scripts.AcquireMulti, name, l.sender(cfg.nodeTimeout, scripts.AcquireMulti, p.keys, p.args, decodeAcquire, nil)),
+		Start:    l.observeNodes(scripts.AcquireMulti, name, l.sender(cfg.nodeTimeout, scripts.AcquireMulti.Guarded(cfg.guard > 0), p.keys, p.args, decodeAcquire, nil)),
 		Accept: func(*quorum.Result[int64]) bool {
 			validity = clock.Validity(cfg.ttl, cfg.clock.Since(start), cfg.driftFactor)
 			return validity > 0
