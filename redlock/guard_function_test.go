@@ -272,3 +272,55 @@ func TestRestartGuardFunctionSeesPolicySwitch(t *testing.T) {
 		t.Fatalf("two nodes switched to volatile-lru at run time: %v, want ErrNoQuorum with %q twice", err, why)
 	}
 }
+
+// The server time of one acquisition (INFO commandstats), plain, guarded
+// by the script (a user refused the functions) and guarded by the
+// function, on one server in one run: the function's must be far below the
+// script's. The figures are in docs/benchmarks.md.
+func TestGuardServerTime(t *testing.T) {
+	const n = 2000
+	rule := strings.NewReplacer("+function|load ", "", "+fcall ", "").Replace(redlock.ACLRule)
+	server := aclServers(t, 1, rule)[0]
+	admin := redis.NewClient(&redis.Options{Addr: server.Addr, Username: "admin", Password: "admin"})
+	defer admin.Close()
+	args := []any{"acl", "setuser", "fn", "reset", "on", ">pw"}
+	for _, r := range strings.Fields(redlock.ACLRule) {
+		args = append(args, r)
+	}
+	if err := admin.Do(t.Context(), args...).Err(); err != nil {
+		t.Fatal(err)
+	}
+	variants := []struct {
+		name, user, cmd string
+		opts            []redlock.Option
+	}{
+		{"plain", "fn", "evalsha", nil},
+		{"guarded by the script", "locker", "evalsha", guardOpts},
+		{"guarded by the function", "fn", "fcall", guardOpts},
+	}
+	perCall := make([]float64, len(variants))
+	for i, v := range variants {
+		l := newLocker(t, clientsAs(t, []*redistest.Server{server}, v.user, "pw", &redis.Options{}), v.opts...)
+		if err := l.Bootstrap(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if err := admin.ConfigResetStat(t.Context()).Err(); err != nil {
+			t.Fatal(err)
+		}
+		for j := range n {
+			// Acquisitions only (no release), each of a free key.
+			if _, err := l.TryObtain(t.Context(), fmt.Sprintf("%s:%d", v.name, j)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		calls, _, usec := cmdStat(t, admin, v.cmd)
+		if calls != n {
+			t.Fatalf("%s: %v calls of %s for %d acquisitions", v.name, calls, v.cmd, n)
+		}
+		perCall[i] = usec / calls
+		t.Logf("%-24s %5.2f server-µs per acquisition (%s)", v.name, perCall[i], v.cmd)
+	}
+	if perCall[2]*2 > perCall[1] {
+		t.Errorf("the function's guard costs %.2f µs, the script's %.2f µs: want less than half", perCall[2], perCall[1])
+	}
+}
