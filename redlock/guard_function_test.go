@@ -21,8 +21,8 @@ import (
 // connection while another server process takes over cannot hide the
 // change; a server that lost the library still guards, through the script.
 
-// cmdStat returns the calls, failed calls and total µs of command name on
-// the server of cl, from INFO commandstats.
+// cmdStat returns the calls, failed or rejected calls and total µs of
+// command name on the server of cl, from INFO commandstats.
 func cmdStat(t *testing.T, cl *redis.Client, name string) (calls, failed, usec float64) {
 	t.Helper()
 	stats, err := cl.Info(t.Context(), "commandstats").Result()
@@ -41,8 +41,8 @@ func cmdStat(t *testing.T, cl *redis.Client, name string) (calls, failed, usec f
 			switch k {
 			case "calls":
 				calls = x
-			case "failed_calls":
-				failed = x
+			case "failed_calls", "rejected_calls":
+				failed += x
 			case "usec":
 				usec = x
 			}
@@ -213,11 +213,25 @@ func TestRestartGuardFunctionLostBehindProxy(t *testing.T) {
 	}
 }
 
-// A server whose ACL refuses FUNCTION LOAD and FCALL gets the guarded
-// acquisitions as scripts, which guard as before.
+// A server whose ACL refuses FUNCTION LOAD and FCALL, or FCALL only, gets
+// the guarded acquisitions as scripts, which guard as before.
 func TestRestartGuardWithoutFunctions(t *testing.T) {
-	rule := strings.NewReplacer("+function|load ", "", "+fcall ", "").Replace(redlock.ACLRule)
-	servers := aclServers(t, 3, rule)
+	for name, refused := range map[string][]string{"load": {"+function|load ", "+fcall "}, "fcall": {"+fcall "}} {
+		t.Run("refused="+name, func(t *testing.T) {
+			rule := redlock.ACLRule
+			for _, r := range refused {
+				rule = strings.Replace(rule, r, "", 1)
+			}
+			guardWithoutFunctions(t, aclServers(t, 3, rule), len(refused) == 1)
+		})
+	}
+}
+
+// guardWithoutFunctions is TestRestartGuardWithoutFunctions on servers
+// whose ACL refuses the functions; loads says whether it allows FUNCTION
+// LOAD (then the first FCALL is refused, and sent again as the script).
+func guardWithoutFunctions(t *testing.T, servers []*redistest.Server, loads bool) {
+	t.Helper()
 	clients := clientsAs(t, servers, "locker", "pw", &redis.Options{})
 	a, b := newLocker(t, clients, guardOpts...), newLocker(t, clients, guardOpts...)
 	if err := a.Bootstrap(t.Context()); err != nil {
@@ -236,8 +250,12 @@ func TestRestartGuardWithoutFunctions(t *testing.T) {
 	secondClientKeptOut(t, lock, err, "two of three nodes without functions were flushed")
 	admin := redis.NewClient(&redis.Options{Addr: servers[0].Addr, Username: "admin", Password: "admin"})
 	defer admin.Close()
-	if calls, _, _ := cmdStat(t, admin, "fcall"); calls != 0 {
-		t.Errorf("%v FCALLs on a server that refuses them", calls)
+	calls, failed, _ := cmdStat(t, admin, "fcall")
+	switch {
+	case !loads && calls+failed != 0:
+		t.Errorf("%v FCALLs (%v failed) on a server that refuses FUNCTION LOAD, want none", calls, failed)
+	case loads && (calls != 0 || failed == 0):
+		t.Errorf("%v FCALLs run and %v refused on a server that refuses FCALL, want some refused, none run", calls, failed)
 	}
 }
 
