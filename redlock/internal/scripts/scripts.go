@@ -149,34 +149,31 @@ var (
 // restart guard's acquisitions (library.lua), for FUNCTION LOAD; its name,
 // and its functions' names, carry a hash of its source, so that a name
 // always means this source and versions coexist on a server.
-var Library string
+//
+// AcquireGuarded, AcquireMultiGuarded and HandoffGuarded are Acquire,
+// AcquireMulti and Handoff for a call with the restart guard on. Their
+// source is the scripts' own (a node without the library runs it, guard
+// included, as before); their Fn is the library's function that does the
+// same with the guard's reading of INFO kept between calls.
+var Library, AcquireGuarded, AcquireMultiGuarded, HandoffGuarded = newLibrary()
 
-// The guarded acquisitions: Acquire, AcquireMulti and Handoff, for a call
-// with the restart guard on. Their source is the scripts' own (a node
-// without the library runs it, guard included, with EVALSHA as before);
-// their Fn is the library's function that does the same with the guard's
-// reading of INFO kept between calls.
-var AcquireGuarded, AcquireMultiGuarded, HandoffGuarded *Script
-
-func init() {
-	// Inside the library's functions the scripts' acquire.lua is the
+// newLibrary pastes the scripts into library.lua and names it.
+func newLibrary() (lib string, acquire, acquireMulti, handoff *Script) {
+	// Inside the library's functions, the scripts' acquire.lua is the
 	// guarded one (library.lua's acquire), called as the scripts call theirs.
 	guarded := "return acquire(KEYS, ARGV)"
-	src := strings.NewReplacer(
+	src := strip(strings.NewReplacer(
 		"--[[acquire.lua]]", acquireSrc,
 		"--[[acquire_multi.lua]]", strings.Replace(acquireMultiTmpl, "--[[acquire.lua]]", guarded, 1),
 		"--[[handoff.lua]]", strings.NewReplacer("--[[release.lua]]", releaseSrc, "--[[acquire.lua]]", guarded).Replace(handoffTmpl),
-	).Replace(libraryTmpl)
-	src = strip(src)
+	).Replace(libraryTmpl))
 	sum := sha1.Sum([]byte(src))
 	name := "redlock_" + hex.EncodeToString(sum[:6])
-	Library = "#!lua name=" + name + "\n" + strings.ReplaceAll(src, "--[[name]]", name)
 	variant := func(s *Script, fn string) *Script {
 		return &Script{Script: s.Script, Src: s.Src, SHA: s.SHA, Fn: name + "_" + fn}
 	}
-	AcquireGuarded = variant(Acquire, "acquire")
-	AcquireMultiGuarded = variant(AcquireMulti, "acquire_multi")
-	HandoffGuarded = variant(Handoff, "handoff")
+	lib = "#!lua name=" + name + "\n" + strings.ReplaceAll(src, "--[[name]]", name)
+	return lib, variant(Acquire, "acquire"), variant(AcquireMulti, "acquire_multi"), variant(Handoff, "handoff")
 }
 
 // Guarded returns s's guarded variant when guard is true and s has one
