@@ -260,8 +260,8 @@ func guardWithoutFunctions(t *testing.T, servers []*redistest.Server, loads bool
 }
 
 // A node switched to an evicting policy at run time (CONFIG SET) abstains
-// once the function reads INFO again (10 ms after its last reading, at the
-// latest at the next acquisition after that), without having evicted a key.
+// once the function reads INFO memory again (at the first acquisition 100
+// ms or more after its last reading), without having evicted a key.
 func TestRestartGuardFunctionSeesPolicySwitch(t *testing.T) {
 	c := newCluster(t, 3)
 	a := c.locker(t, guardOpts...)
@@ -325,9 +325,22 @@ func TestGuardServerTime(t *testing.T) {
 		if err := admin.ConfigResetStat(t.Context()).Err(); err != nil {
 			t.Fatal(err)
 		}
-		for j := range n {
-			// Acquisitions only (no release), each of a free key.
-			if _, err := l.TryObtain(t.Context(), fmt.Sprintf("%s:%d", v.name, j)); err != nil {
+		// Acquisitions only (no release), each of a free key, from 8
+		// goroutines: calls close together, as under load.
+		errs := make(chan error, 8)
+		for w := range 8 {
+			go func() {
+				for j := w; j < n; j += 8 {
+					if _, err := l.TryObtain(t.Context(), fmt.Sprintf("%s:%d", v.name, j)); err != nil {
+						errs <- err
+						return
+					}
+				}
+				errs <- nil
+			}()
+		}
+		for range 8 {
+			if err := <-errs; err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -338,7 +351,9 @@ func TestGuardServerTime(t *testing.T) {
 		perCall[i] = usec / calls
 		t.Logf("%-24s %5.2f server-µs per acquisition (%s)", v.name, perCall[i], v.cmd)
 	}
-	if perCall[2]*2 > perCall[1] {
-		t.Errorf("the function's guard costs %.2f µs, the script's %.2f µs: want less than half", perCall[2], perCall[1])
+	// Even reading INFO stats at every call (calls more than 1 ms apart),
+	// the function stays below the script's INFO server stats.
+	if perCall[2]*4 > perCall[1]*3 {
+		t.Errorf("the function's guard costs %.2f µs, the script's %.2f µs: want less than three quarters", perCall[2], perCall[1])
 	}
 }

@@ -6,47 +6,58 @@
 -- versions coexist on a server and a name always means this source.
 --
 -- Why the locals may stand for INFO read at every call (docs/safety.md,
--- "Cost of the guard"): they belong to the server process, not to a
+-- "How the check runs"): they belong to the server process, not to a
 -- connection or a client; they start empty whenever the library is
 -- created (a process start, which also gives a new run_id; FUNCTION LOAD
 -- REPLACE, FLUSH or RESTORE; a replica's full sync), and a process never
 -- changes its run_id. So the run_id cached here is always the server's own.
--- Evictions are read again (INFO memory and stats) at the first call that
--- finds the last reading 10 ms old or more: a node that may evict abstains,
--- and a count of evicted keys that grew ends the stamp as before.
+-- The count of evicted keys is read again (INFO stats) at the first call
+-- that finds the last reading 1 ms old or more, and the maxmemory-policy
+-- (INFO memory, the dearest section) 100 ms: a count that grew ends the
+-- stamp as before, and a node that may evict abstains.
 local run        -- this process's run_id, read once
 local evicted    -- evicted_keys at the last reading
 local evicting   -- the maxmemory-policy at the last reading, if it may evict
-local readAt     -- when (server clock, ms) evictions were last read
-local recheckMs = 10
+local statsAt, memoryAt  -- when (server clock, ms) they were last read
+local statsMs, memoryMs = 1, 100
 
 local function field(info, name, pattern)
   local i = string.find(info, '\r\n' .. name .. ':', 1, true)
   return i and string.match(info, pattern, i + #name + 3)
 end
 
--- readInfo refreshes the locals from INFO; it returns an error reply when
--- INFO does not say what the guard needs (the locals are then unchanged).
+local function stale(at, now, ms)
+  return not at or now < at or now - at >= ms
+end
+
+-- readInfo refreshes the locals that are due from INFO; it returns an
+-- error reply when INFO does not say what the guard needs (the locals are
+-- then unchanged).
 local function readInfo(now)
+  local memory = stale(memoryAt, now, memoryMs)
   local info
-  if run then
+  if not run then
+    info = redis.pcall('INFO', 'server', 'memory', 'stats')
+  elseif memory then
     info = redis.pcall('INFO', 'memory', 'stats')
   else
-    info = redis.pcall('INFO', 'server', 'memory', 'stats')
+    info = redis.pcall('INFO', 'stats')
   end
   if type(info) ~= 'string' then
     return redis.error_reply('ABSTAIN the restart guard needs Redis 7.0 or later (INFO of several sections)')
   end
   local r = run or field(info, 'run_id', '^%x+')
   local e = field(info, 'evicted_keys', '^%d+')
-  local policy = field(info, 'maxmemory_policy', '^[%w-]+')
-  if not (r and e and policy) then
+  local policy = memory and field(info, 'maxmemory_policy', '^[%w-]+')
+  if not (r and e and (policy or not memory)) then
     return redis.error_reply('ABSTAIN INFO shows no run_id, maxmemory_policy or evicted_keys')
   end
-  run, evicted, readAt = r, e, now
-  evicting = nil
-  if policy ~= 'noeviction' and field(info, 'maxmemory', '^%d+') ~= '0' then
-    evicting = policy
+  run, evicted, statsAt = r, e, now
+  if memory then
+    evicting, memoryAt = nil, now
+    if policy ~= 'noeviction' and field(info, 'maxmemory', '^%d+') ~= '0' then
+      evicting = policy
+    end
   end
 end
 
@@ -57,7 +68,7 @@ end
 local function guard(marker, quarantine, maxTTL)
   local t = redis.call('TIME')
   local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  if not readAt or now < readAt or now - readAt >= recheckMs then
+  if stale(statsAt, now, statsMs) then
     local err = readInfo(now)
     if err then
       return err
