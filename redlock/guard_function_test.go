@@ -318,10 +318,15 @@ func TestGuardServerTime(t *testing.T) {
 	}
 	perCall := make([]float64, len(variants))
 	for i, v := range variants {
+		if err := admin.ConfigResetStat(t.Context()).Err(); err != nil {
+			t.Fatal(err)
+		}
 		l := newLocker(t, clientsAs(t, []*redistest.Server{server}, v.user, "pw", &redis.Options{}), v.opts...)
 		if err := l.Bootstrap(t.Context()); err != nil {
 			t.Fatal(err)
 		}
+		loads, refused, _ := cmdStat(t, admin, "function|load")
+		before := loads + refused
 		if err := admin.ConfigResetStat(t.Context()).Err(); err != nil {
 			t.Fatal(err)
 		}
@@ -349,6 +354,10 @@ func TestGuardServerTime(t *testing.T) {
 			t.Fatalf("%s: %v calls of %s for %d acquisitions", v.name, calls, v.cmd, n)
 		}
 		perCall[i] = usec / calls
+		loads, refused, _ = cmdStat(t, admin, "function|load")
+		if loads += refused + before; (v.opts == nil) != (loads == 0) {
+			t.Errorf("%s: FUNCTION LOAD sent %v times, want it with the guard only", v.name, loads)
+		}
 		t.Logf("%-24s %5.2f server-µs per acquisition (%s)", v.name, perCall[i], v.cmd)
 	}
 	// Even reading INFO stats at every call (calls more than 1 ms apart),

@@ -109,9 +109,9 @@ type connID struct {
 //     release that undoes it, and leave its key behind until the TTL. A
 //     server that refuses SCRIPT LOAD (an ACL, say) is left to the
 //     NOSCRIPT fallback of exec.
-//   - It loads the restart guard's function library (FUNCTION LOAD, no
-//     REPLACE: the name carries a hash of the source), for the same
-//     reason. A server that refuses it (an ACL, a replica, Redis before
+//   - With UseFunctions, it loads the restart guard's function library
+//     (FUNCTION LOAD, no REPLACE: the name carries a hash of the source),
+//     for the same reason. A server that refuses it (an ACL, a replica, Redis before
 //     7.0) gets the guarded acquisitions as scripts on this connection.
 //
 // On failure the worker has no connection and the error is the batch's.
@@ -138,7 +138,10 @@ func (w *worker) open(ctx context.Context) error {
 	for _, s := range scripts.All {
 		pl.ScriptLoad(ctx, s.Src)
 	}
-	lib := pl.FunctionLoad(ctx, scripts.Library)
+	var lib *redis.StringCmd
+	if p.functions.Load() {
+		lib = pl.FunctionLoad(ctx, scripts.Library)
+	}
 	_, execErr := pl.Exec(ctx)
 	id, err := handshake(kill, self, info)
 	if err != nil && execErr != nil && self.Err() == nil && info.Err() == nil {
@@ -159,7 +162,7 @@ func (w *worker) open(ctx context.Context) error {
 		p.replica.Store(strings.Contains(repl.Val(), "role:slave"))
 	}
 	w.id, w.stale = id, connID{}
-	w.fn = loaded(lib.Err())
+	w.fn = lib != nil && loaded(lib.Err())
 	w.netConn = p.dialed.claim(id.addr)
 	return nil
 }
