@@ -120,7 +120,8 @@ func (k *Lock) handoff(ctx context.Context, o *offer) (quorum.Result[int64], err
 	cfg, p := &o.a.cfg, &o.plan
 	timeout := k.cfg.nodeTimeout
 	args := handoffArgs(k.holder, releaseChannel(k.key), p.args)
-	cmd := conn.EvalSha(scripts.Handoff, p.keys, args)
+	script := scripts.Handoff.Guarded(cfg.guard > 0)
+	cmd := conn.EvalSha(script, p.keys, args)
 
 	// Replies after the decision, for the release's outcome when the
 	// decision left it open; each node sends at most one.
@@ -130,7 +131,7 @@ func (k *Lock) handoff(ctx context.Context, o *offer) (quorum.Result[int64], err
 	res := runRound(ctx, l, round[handoffReply]{
 		timeout: timeout,
 		start: func(nctx context.Context, i int, reply func(int, quorum.Vote, handoffReply, error)) {
-			l.nodes[i].sendRaw(timeout, scripts.Handoff, p.keys, cmd, func(c *redis.Cmd) {
+			l.nodes[i].sendRaw(timeout, script, p.keys, cmd, func(c *redis.Cmd) {
 				v, r, err := decodeHandoff(c)
 				// The node's call's context, as observeNodes reports.
 				l.handoffNode(nctx, k.key, began, quorum.Reply[handoffReply]{Node: i, Vote: v, Value: r, Err: err})

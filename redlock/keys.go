@@ -37,7 +37,7 @@ const (
 // (ACL SETUSER name on >password ACLRule), doctor.Check included: any key, and the release
 // announcements' channels only.
 const ACLRule = "resetkeys ~* resetchannels &" + releasePrefix + "* -@all " +
-	"+evalsha +eval +script|load +get +set +del +exists +incr +pexpire +pttl +publish +time " +
+	"+evalsha +eval +script|load +function|load +fcall +get +set +del +exists +incr +pexpire +pttl +publish +time " +
 	"+info +client|info +client|kill +subscribe +unsubscribe +ping +scan +config|get"
 
 // MaxKeyLen bounds lock keys, in bytes.

@@ -75,6 +75,9 @@ func New(clients []*redis.Client, opts ...Option) (*Locker, error) {
 	reg := conn.NewServers(l.Nodes())
 	for i := range l.nodes {
 		l.nodes[i].pipe = conn.NewPipe(clients[i], cfg.nodeTimeout, cfg.route(), reg.Node(i))
+		if cfg.guard > 0 {
+			l.nodes[i].pipe.UseFunctions()
+		}
 	}
 	l.notify = newNotifier(l.nodes, &l.bg)
 	return l, nil

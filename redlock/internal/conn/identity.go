@@ -109,6 +109,10 @@ type connID struct {
 //     release that undoes it, and leave its key behind until the TTL. A
 //     server that refuses SCRIPT LOAD (an ACL, say) is left to the
 //     NOSCRIPT fallback of exec.
+//   - With UseFunctions, it loads the restart guard's function library
+//     (FUNCTION LOAD, no REPLACE: the name carries a hash of the source),
+//     for the same reason. A server that refuses it (an ACL, a replica, Redis before
+//     7.0) gets the guarded acquisitions as scripts on this connection.
 //
 // On failure the worker has no connection and the error is the batch's.
 func (w *worker) open(ctx context.Context) error {
@@ -134,6 +138,10 @@ func (w *worker) open(ctx context.Context) error {
 	for _, s := range scripts.All {
 		pl.ScriptLoad(ctx, s.Src)
 	}
+	var lib *redis.StringCmd
+	if p.functions.Load() {
+		lib = pl.FunctionLoad(ctx, scripts.Library)
+	}
 	_, execErr := pl.Exec(ctx)
 	id, err := handshake(kill, self, info)
 	if err != nil && execErr != nil && self.Err() == nil && info.Err() == nil {
@@ -154,6 +162,7 @@ func (w *worker) open(ctx context.Context) error {
 		p.replica.Store(strings.Contains(repl.Val(), "role:slave"))
 	}
 	w.id, w.stale = id, connID{}
+	w.fn = lib != nil && loaded(lib.Err())
 	w.netConn = p.dialed.claim(id.addr)
 	return nil
 }
@@ -197,4 +206,10 @@ func handshake(kill *redis.IntCmd, self *redis.StringCmd, info *redis.StringCmd)
 		return connID{}, errors.New("redlock: the server did not say who it is (no id, addr or run_id in CLIENT INFO and INFO server)")
 	}
 	return id, nil
+}
+
+// loaded reports whether FUNCTION LOAD's reply err says the library is on
+// the server: loaded now, or already (the same name is the same source).
+func loaded(err error) bool {
+	return err == nil || strings.Contains(err.Error(), "already exists")
 }

@@ -124,7 +124,17 @@ type Pipe struct {
 	// replica is whether the server said it is a replica when a
 	// connection last opened, for error text.
 	replica atomic.Bool
+	// functions is whether new connections load the restart guard's
+	// function library (see UseFunctions).
+	functions atomic.Bool
 }
+
+// UseFunctions makes every connection opened from now on load the restart
+// guard's function library (scripts.Library) in its handshake, so that
+// calls of scripts that have a function (their Fn) go out as FCALL. A
+// Locker with the restart guard calls it before its first call; the pipes
+// of other Lockers never send FUNCTION LOAD. Safe for concurrent use.
+func (p *Pipe) UseFunctions() { p.functions.Store(true) }
 
 // NewPipe starts the pipe of the node that c names, with clients of its
 // own made from c's options (c itself is never used); timeout is the

@@ -1,6 +1,8 @@
 package conn
 
 import (
+	"github.com/quorumlock/redlock/redlock/internal/scripts"
+
 	"errors"
 	"net"
 	"strings"
@@ -23,6 +25,10 @@ type worker struct {
 	// (see conncheck.go), and sentAt when the last batch went out on it.
 	netConn net.Conn
 	sentAt  time.Time
+	// fn is whether the server had the guard's function library when the
+	// connection opened (see open): calls whose script has a function are
+	// then sent as FCALL.
+	fn bool
 }
 
 func (p *Pipe) work(q *queue) {
@@ -128,12 +134,12 @@ func (w *worker) send(batch []*Call) []*redis.Cmd {
 	}
 	cmds := make([]*redis.Cmd, len(batch))
 	if len(batch) == 1 {
-		cmds[0] = redis.NewCmd(ctx, batch[0].Cmd...)
+		cmds[0] = redis.NewCmd(ctx, w.line(batch[0])...)
 		_ = w.conn.Process(ctx, cmds[0]) // the error is the command's
 	} else {
 		pl := w.conn.Pipeline()
 		for i, c := range batch {
-			cmds[i] = redis.NewCmd(ctx, c.Cmd...)
+			cmds[i] = redis.NewCmd(ctx, w.line(c)...)
 			_ = pl.Process(ctx, cmds[i])
 		}
 		if _, err := pl.Exec(ctx); err != nil {
@@ -152,11 +158,34 @@ func (w *worker) send(batch []*Call) []*redis.Cmd {
 	// source, which also caches it. They then run after the rest of their
 	// batch; loading the scripts on every new connection (see open) keeps
 	// that out of the usual case, a restart.
+	// A node that lost the guard's function library the same way (or a
+	// server restarted without persistence behind a proxy that kept the
+	// connection) answers that the function is not found: those calls go
+	// again as scripts, which guard as the functions do, and the library is
+	// loaded again for the next batches. A function refused by an ACL
+	// (NOPERM) goes again as a script too, and the connection stops
+	// sending FCALL.
+	reload := false
 	for i, c := range batch {
-		if err := cmds[i].Err(); err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
-			cmds[i] = redis.NewCmd(ctx, evalSrc(c)...)
-			_ = w.conn.Process(ctx, cmds[i])
+		err := cmds[i].Err()
+		if err == nil {
+			continue
 		}
+		msg := err.Error()
+		viaFn := w.fn && c.Script.Fn != ""
+		switch {
+		case viaFn && strings.HasPrefix(msg, "NOPERM"):
+			w.fn = false
+		case viaFn && strings.Contains(msg, "Function not found"):
+			reload = true
+		case !strings.HasPrefix(msg, "NOSCRIPT"):
+			continue
+		}
+		cmds[i] = redis.NewCmd(ctx, evalSrc(c)...)
+		_ = w.conn.Process(ctx, cmds[i])
+	}
+	if reload && w.fn {
+		w.fn = loaded(w.conn.FunctionLoad(ctx, scripts.Library).Err())
 	}
 	for _, cmd := range cmds {
 		if err := cmd.Err(); err != nil && !keepsConn(err) {
@@ -165,6 +194,19 @@ func (w *worker) send(batch []*Call) []*redis.Cmd {
 		}
 	}
 	return cmds
+}
+
+// line is the command line of call c on this connection: its EVALSHA
+// line, or with the script's function on a server that has the library,
+// the same line as FCALL.
+func (w *worker) line(c *Call) []any {
+	if !w.fn || c.Script == nil || c.Script.Fn == "" {
+		return c.Cmd
+	}
+	cmd := make([]any, len(c.Cmd))
+	copy(cmd, c.Cmd)
+	cmd[0], cmd[1] = "fcall", c.Script.Fn
+	return cmd
 }
 
 // keepsConn reports whether a connection that got err is still fit for the

@@ -3,7 +3,9 @@
 package scripts
 
 import (
+	"crypto/sha1"
 	_ "embed"
+	"encoding/hex"
 	"slices"
 	"strings"
 
@@ -20,6 +22,10 @@ type Script struct {
 	// SHA is the script's SHA1 as a command argument, boxed once: every
 	// call's command line starts with it.
 	SHA any
+	// Fn, when set, names the function of Library that does what the
+	// script does: a node that has the library gets FCALL Fn instead of
+	// EVALSHA, the same keys and arguments.
+	Fn string
 }
 
 // newScript pastes holds.lua where src asks for it and drops the comment
@@ -28,15 +34,20 @@ type Script struct {
 // has not authenticated yet (more ends the connection), so that a missing
 // password is always answered NOAUTH, never with a closed connection.
 func newScript(src string) *Script {
-	src = strings.ReplaceAll(src, "--[[holds.lua]]", holdsSrc)
-	lines := strings.Split(src, "\n")
-	src = strings.Join(slices.DeleteFunc(lines, func(l string) bool {
-		return strings.HasPrefix(strings.TrimSpace(l), "--")
-	}), "\n")
+	src = strip(src)
 	s := &Script{Script: redis.NewScript(src), Src: src}
 	s.SHA = s.Hash()
 	All = append(All, s)
 	return s
+}
+
+// strip pastes holds.lua where src asks for it and drops the comment lines.
+func strip(src string) string {
+	src = strings.ReplaceAll(src, "--[[holds.lua]]", holdsSrc)
+	lines := strings.Split(src, "\n")
+	return strings.Join(slices.DeleteFunc(lines, func(l string) bool {
+		return strings.HasPrefix(strings.TrimSpace(l), "--")
+	}), "\n")
 }
 
 // All lists every script, for loading them on a new connection.
@@ -133,3 +144,54 @@ var (
 	announceSrc string
 	Announce    = newScript(announceSrc)
 )
+
+// Library is the source of the Redis Function library that runs the
+// restart guard's acquisitions (library.lua), for FUNCTION LOAD; its name,
+// and its functions' names, carry a hash of its source, so that a name
+// always means this source and versions coexist on a server.
+//
+// AcquireGuarded, AcquireMultiGuarded and HandoffGuarded are Acquire,
+// AcquireMulti and Handoff for a call with the restart guard on. Their
+// source is the scripts' own (a node without the library runs it, guard
+// included, as before); their Fn is the library's function that does the
+// same with the guard's reading of INFO kept between calls.
+var Library, AcquireGuarded, AcquireMultiGuarded, HandoffGuarded = newLibrary()
+
+// newLibrary pastes the scripts into library.lua and names it.
+func newLibrary() (lib string, acquire, acquireMulti, handoff *Script) {
+	// Inside the library's functions, the scripts' acquire.lua is the
+	// guarded one (library.lua's acquire), called as the scripts call theirs.
+	guarded := "return acquire(KEYS, ARGV)"
+	src := strip(strings.NewReplacer(
+		"--[[acquire.lua]]", acquireSrc,
+		"--[[acquire_multi.lua]]", strings.Replace(acquireMultiTmpl, "--[[acquire.lua]]", guarded, 1),
+		"--[[handoff.lua]]", strings.NewReplacer("--[[release.lua]]", releaseSrc, "--[[acquire.lua]]", guarded).Replace(handoffTmpl),
+	).Replace(libraryTmpl))
+	sum := sha1.Sum([]byte(src))
+	name := "redlock_" + hex.EncodeToString(sum[:6])
+	variant := func(s *Script, fn string) *Script {
+		return &Script{Script: s.Script, Src: s.Src, SHA: s.SHA, Fn: name + "_" + fn}
+	}
+	lib = "#!lua name=" + name + "\n" + strings.ReplaceAll(src, "--[[name]]", name)
+	return lib, variant(Acquire, "acquire"), variant(AcquireMulti, "acquire_multi"), variant(Handoff, "handoff")
+}
+
+// Guarded returns s's guarded variant when guard is true and s has one
+// (AcquireGuarded for Acquire, say), else s.
+func (s *Script) Guarded(guard bool) *Script {
+	if !guard {
+		return s
+	}
+	switch s {
+	case Acquire:
+		return AcquireGuarded
+	case AcquireMulti:
+		return AcquireMultiGuarded
+	case Handoff:
+		return HandoffGuarded
+	}
+	return s
+}
+
+//go:embed library.lua
+var libraryTmpl string

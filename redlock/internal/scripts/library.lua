@@ -1,0 +1,119 @@
+-- The restart guard as a Redis Function library (FUNCTION LOAD, FCALL):
+-- the guarded acquisitions, each the unchanged body of its script
+-- (acquire.lua, acquire_multi.lua, handoff.lua, pasted by scripts.go) behind
+-- one check that keeps what it learnt from INFO in locals of the library.
+-- The library's name carries a hash of its source (scripts.go), so that
+-- versions coexist on a server and a name always means this source.
+--
+-- Why the locals may stand for INFO read at every call (docs/safety.md,
+-- "How the check runs"): they belong to the server process, not to a
+-- connection or a client; they start empty whenever the library is
+-- created (a process start, which also gives a new run_id; FUNCTION LOAD
+-- REPLACE, FLUSH or RESTORE; a replica's full sync), and a process never
+-- changes its run_id. So the run_id cached here is always the server's own.
+-- The count of evicted keys is read again (INFO stats) at the first call
+-- that finds the last reading 1 ms old or more, and the maxmemory-policy
+-- (INFO memory, the dearest section) 100 ms: a count that grew ends the
+-- stamp as before, and a node that may evict abstains.
+local run        -- this process's run_id, read once
+local evicted    -- evicted_keys at the last reading
+local evicting   -- the maxmemory-policy at the last reading, if it may evict
+local statsAt, memoryAt  -- when (server clock, ms) they were last read
+local statsMs, memoryMs = 1, 100
+
+local function field(info, name, pattern)
+  local i = string.find(info, '\r\n' .. name .. ':', 1, true)
+  return i and string.match(info, pattern, i + #name + 3)
+end
+
+local function stale(at, now, ms)
+  return not at or now < at or now - at >= ms
+end
+
+-- readInfo refreshes the locals that are due from INFO; it returns an
+-- error reply when INFO does not say what the guard needs (the locals are
+-- then unchanged).
+local function readInfo(now)
+  local memory = stale(memoryAt, now, memoryMs)
+  local info
+  if not run then
+    info = redis.pcall('INFO', 'server', 'memory', 'stats')
+  elseif memory then
+    info = redis.pcall('INFO', 'memory', 'stats')
+  else
+    info = redis.pcall('INFO', 'stats')
+  end
+  if type(info) ~= 'string' then
+    return redis.error_reply('ABSTAIN the restart guard needs Redis 7.0 or later (INFO of several sections)')
+  end
+  local r = run or field(info, 'run_id', '^%x+')
+  local e = field(info, 'evicted_keys', '^%d+')
+  local policy = memory and field(info, 'maxmemory_policy', '^[%w-]+')
+  if not (r and e and (policy or not memory)) then
+    return redis.error_reply('ABSTAIN INFO shows no run_id, maxmemory_policy or evicted_keys')
+  end
+  run, evicted, statsAt = r, e, now
+  if memory then
+    evicting, memoryAt = nil, now
+    if policy ~= 'noeviction' and field(info, 'maxmemory', '^%d+') ~= '0' then
+      evicting = policy
+    end
+  end
+end
+
+-- guard is acquire.lua's restart guard, with marker and quarantine keys and
+-- the maximum TTL in ms: nil when the node may vote, else its ABSTAIN
+-- error. The marker's stamp is acquire.lua's (run_id and evicted_keys), so
+-- that the script and this function agree on a server.
+local function guard(marker, quarantine, maxTTL)
+  local t = redis.call('TIME')
+  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  if stale(statsAt, now, statsMs) then
+    local err = readInfo(now)
+    if err then
+      return err
+    end
+  end
+  if evicting then
+    return redis.error_reply('ABSTAIN maxmemory-policy ' .. evicting .. ' may evict lock keys: set noeviction or maxmemory 0')
+  end
+  local stamp = run .. ' ' .. evicted
+  if redis.call('GET', marker) ~= stamp then
+    if redis.call('PTTL', quarantine) < maxTTL + 100 then
+      redis.call('SET', quarantine, '1', 'PX', maxTTL + 100)
+    end
+    redis.call('SET', marker, stamp)
+  end
+  local left = redis.call('PTTL', quarantine)
+  if left > 0 then
+    return redis.error_reply('ABSTAIN node lost its memory, abstains for ' .. left .. ' ms more')
+  end
+end
+
+local plainAcquire = function(KEYS, ARGV)
+--[[acquire.lua]]
+end
+
+-- acquire is acquire.lua with the guard above in place of its own: KEYS
+-- and ARGV are acquire.lua's.
+local function acquire(KEYS, ARGV)
+  local maxTTL = tonumber(ARGV[5] or '0')
+  if maxTTL > 0 then
+    local err = guard(KEYS[3], KEYS[4], maxTTL)
+    if err then
+      return err
+    end
+    ARGV[5] = '0'
+  end
+  return plainAcquire(KEYS, ARGV)
+end
+
+redis.register_function('--[[name]]_acquire', acquire)
+
+redis.register_function('--[[name]]_acquire_multi', function(KEYS, ARGV)
+--[[acquire_multi.lua]]
+end)
+
+redis.register_function('--[[name]]_handoff', function(KEYS, ARGV)
+--[[handoff.lua]]
+end)
