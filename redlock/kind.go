@@ -5,6 +5,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/quorumlock/redlock/quorum"
 	"github.com/quorumlock/redlock/redlock/internal/scripts"
 )
 
@@ -31,6 +32,15 @@ type lockKind struct {
 	line func(keys []string) string
 	// check rejects a call's options that the kind cannot have (nil: none).
 	check func(cfg *config) error
+	// A semaphore's kinds (semaphore.go). decide, if set, turns the round
+	// of votes for slots into the round of one lock (its round then waits
+	// for a slot's majority); stray says what a won round's straggler
+	// needs; permit is the kind of the Lock it gives. alone makes
+	// KeepAlive extend the Lock alone, never batched.
+	decide func(a *acquisition, p *acquirePlan, g *granting)
+	stray  func(p *acquirePlan, r quorum.Reply[int64]) (scriptCall, bool)
+	permit *lockKind
+	alone  bool
 }
 
 // scriptCall is one script and the keys and arguments it is called with.

@@ -1,0 +1,262 @@
+package redlock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/quorumlock/redlock/redlock"
+)
+
+// semRetry retries fast: the tests are about who gets a permit, not when.
+var semRetry = redlock.WithRetry(redlock.ExponentialBackoff(time.Millisecond, 20*time.Millisecond))
+
+// Many goroutines on two Lockers take and give back permits: never more
+// than size hold one at once, and every one gets its turns.
+func TestSemaphoreNeverMoreThanSize(t *testing.T) {
+	for _, size := range []int{1, 2, 8} {
+		t.Run(fmt.Sprint("size", size), func(t *testing.T) {
+			c := newCluster(t, 3)
+			lockers := []*redlock.Locker{c.locker(t), c.locker(t)}
+			workers, rounds := 2*size+4, 4
+			var (
+				holding, most atomic.Int32
+				wg            sync.WaitGroup
+				slots         sync.Map
+			)
+			ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+			defer cancel()
+			for w := range workers {
+				sem := lockers[w%2].Semaphore("pool", size)
+				wg.Go(func() {
+					for range rounds {
+						lock, err := sem.Obtain(ctx, semRetry)
+						if err != nil {
+							t.Errorf("worker %d: %v", w, err)
+							return
+						}
+						n := holding.Add(1)
+						for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+						}
+						if _, dup := slots.LoadOrStore(lock.Key(), w); dup {
+							t.Errorf("slot %s held twice", lock.Key())
+						}
+						time.Sleep(2 * time.Millisecond) // the work
+						slots.Delete(lock.Key())
+						holding.Add(-1)
+						if err := lock.Release(t.Context()); err != nil {
+							t.Error(err)
+						}
+					}
+				})
+			}
+			wg.Wait()
+			if m := most.Load(); m > int32(size) || m < 1 {
+				t.Fatalf("%d holders at once, size %d", m, size)
+			}
+			t.Logf("size %d: at most %d holders at once", size, most.Load())
+		})
+	}
+}
+
+// A full semaphore refuses with ErrNotObtained (contention, not outage);
+// each permit is its own slot key.
+func TestSemaphoreTryObtainFull(t *testing.T) {
+	c := newCluster(t, 3)
+	sem := c.locker(t).Semaphore("full", 2)
+	a, err := sem.TryObtain(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := sem.TryObtain(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Key() == b.Key() || !strings.HasPrefix(a.Key(), "redlock:sem:full:") {
+		t.Fatalf("permits on %q and %q", a.Key(), b.Key())
+	}
+	_, err = sem.TryObtain(t.Context())
+	if !errors.Is(err, redlock.ErrNotObtained) || errors.Is(err, redlock.ErrNoQuorum) {
+		t.Fatalf("third TryObtain: %v; want ErrNotObtained", err)
+	}
+}
+
+// A release wakes a waiter at once, long before its retry timer.
+func TestSemaphoreReleaseWakesWaiter(t *testing.T) {
+	c := newCluster(t, 3)
+	l := c.locker(t)
+	held := mustPermit(t, l.Semaphore("wake", 1))
+	got := make(chan error, 1)
+	start := time.Now()
+	go func() {
+		lock, err := l.Semaphore("wake", 1).Obtain(boundedCtx(t), redlock.WithRetry(redlock.LinearBackoff(time.Minute)))
+		if err == nil {
+			err = lock.Release(context.Background())
+		}
+		got <- err
+	}()
+	time.Sleep(200 * time.Millisecond) // let the waiter find the semaphore full
+	if err := held.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("waiter got the permit after %v", d)
+	}
+}
+
+// A holder that never releases frees its slot at its TTL, and the
+// semaphore's keys expire with it.
+func TestSemaphoreHolderExpires(t *testing.T) {
+	c := newCluster(t, 3)
+	sem := c.locker(t, redlock.WithNodeTimeout(100*time.Millisecond)).Semaphore("dead", 1)
+	const ttl = 500 * time.Millisecond
+	dead := mustPermit(t, sem, redlock.WithTTL(ttl))
+	start := time.Now()
+	lock, err := sem.Obtain(boundedCtx(t), semRetry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d < ttl/2 {
+		t.Fatalf("obtained after %v, before the dead holder's TTL %v", d, ttl)
+	}
+	if lock.Key() != dead.Key() {
+		t.Fatalf("size 1 gave slots %q and %q", dead.Key(), lock.Key())
+	}
+	for i, cl := range c.clients {
+		for _, key := range []string{lock.Key(), "redlock:sem:dead:size"} {
+			if p := cl.PTTL(t.Context(), key).Val(); p <= 0 || p > 11*time.Second {
+				t.Errorf("node %d: %s PTTL %v; want it to expire with the permit", i, key, p)
+			}
+		}
+	}
+}
+
+// A second Release is ErrReleased and adds no permit.
+func TestSemaphoreDoubleRelease(t *testing.T) {
+	c := newCluster(t, 3)
+	sem := c.locker(t).Semaphore("twice", 1)
+	a := mustPermit(t, sem)
+	if err := a.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Release(t.Context()); !errors.Is(err, redlock.ErrReleased) {
+		t.Fatalf("second Release: %v; want ErrReleased", err)
+	}
+	mustPermit(t, sem)
+	if _, err := sem.TryObtain(t.Context()); !errors.Is(err, redlock.ErrNotObtained) {
+		t.Fatalf("TryObtain after a double release: %v; want ErrNotObtained", err)
+	}
+}
+
+// Users that disagree on the size get ErrInvalid, never a larger
+// semaphore; bad names, sizes and options are ErrInvalid too.
+func TestSemaphoreInvalid(t *testing.T) {
+	c := newCluster(t, 3)
+	l := c.locker(t)
+	mustPermit(t, l.Semaphore("sized", 2))
+	for _, size := range []int{1, 3} {
+		if _, err := l.Semaphore("sized", size).Obtain(boundedCtx(t)); !errors.Is(err, redlock.ErrInvalid) {
+			t.Errorf("size %d over size 2: %v; want ErrInvalid", size, err)
+		}
+	}
+	bad := []struct {
+		name string
+		size int
+		opts []redlock.LockOption
+	}{
+		{"", 1, nil}, {"redlock:x", 1, nil}, {"s", 0, nil}, {"s", -1, nil},
+		{"s", redlock.MaxSemaphoreSize + 1, nil}, {"s", 2, []redlock.LockOption{redlock.WithToken("t")}},
+	}
+	for _, b := range bad {
+		if _, err := l.Semaphore(b.name, b.size).TryObtain(t.Context(), b.opts...); !errors.Is(err, redlock.ErrInvalid) {
+			t.Errorf("Semaphore(%q, %d): %v; want ErrInvalid", b.name, b.size, err)
+		}
+	}
+}
+
+// A permit is a Lock: Extend lengthens the slot and the size key with it,
+// TTL reads it, KeepAlive keeps it; its fence grows per slot.
+func TestSemaphorePermitIsALock(t *testing.T) {
+	c := newCluster(t, 3)
+	l := c.locker(t)
+	sem := l.Semaphore("lock", 1)
+	a := mustPermit(t, sem, redlock.WithFencing())
+	if err := a.Extend(t.Context(), 20*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if ttl, err := a.TTL(t.Context()); err != nil || ttl < 15*time.Second {
+		t.Fatalf("TTL after Extend: %v, %v", ttl, err)
+	}
+	for i, cl := range c.clients {
+		if p := cl.PTTL(t.Context(), "redlock:sem:lock:size").Val(); p < 15*time.Second {
+			t.Errorf("node %d: size key PTTL %v after Extend to 20s", i, p)
+		}
+	}
+	held, stop := a.KeepAlive(t.Context())
+	if held.Err() != nil {
+		t.Fatal(context.Cause(held))
+	}
+	stop()
+	if err := a.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	b := mustPermit(t, sem, redlock.WithFencing())
+	if a.Fence() == 0 || b.Fence() <= a.Fence() || a.Key() != b.Key() {
+		t.Fatalf("fences %d then %d on %q, %q", a.Fence(), b.Fence(), a.Key(), b.Key())
+	}
+}
+
+// One node of three down: permits still come; two down: ErrNoQuorum.
+func TestSemaphoreOutage(t *testing.T) {
+	c := newCluster(t, 3)
+	sem := c.locker(t, redlock.WithNodeTimeout(200*time.Millisecond)).Semaphore("outage", 2)
+	if err := c.servers[2].Kill(); err != nil {
+		t.Fatal(err)
+	}
+	mustPermit(t, sem)
+	mustPermit(t, sem)
+	if _, err := sem.TryObtain(t.Context()); !errors.Is(err, redlock.ErrNotObtained) {
+		t.Fatalf("full with a node down: %v; want ErrNotObtained", err)
+	}
+	if err := c.servers[1].Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_, err := c.locker(t).Semaphore("outage2", 2).TryObtain(t.Context())
+	if !errors.Is(err, redlock.ErrNoQuorum) || errors.Is(err, redlock.ErrNotObtained) {
+		t.Fatalf("two nodes down: %v; want ErrNoQuorum", err)
+	}
+}
+
+// A single node runs the same code.
+func TestSemaphoreSingleNode(t *testing.T) {
+	c := newCluster(t, 1)
+	sem := c.locker(t).Semaphore("one", 2)
+	a, b := mustPermit(t, sem), mustPermit(t, sem)
+	if _, err := sem.TryObtain(t.Context()); !errors.Is(err, redlock.ErrNotObtained) {
+		t.Fatalf("full: %v", err)
+	}
+	if err := a.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	mustPermit(t, sem)
+	if err := b.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mustPermit(t *testing.T, sem *redlock.Semaphore, opts ...redlock.LockOption) *redlock.Lock {
+	t.Helper()
+	lock, err := sem.TryObtain(t.Context(), opts...)
+	if err != nil {
+		t.Fatalf("TryObtain: %v", err)
+	}
+	return lock
+}
