@@ -23,7 +23,7 @@ func TestSemaphoreNeverMoreThanSize(t *testing.T) {
 		t.Run(fmt.Sprint("size", size), func(t *testing.T) {
 			c := newCluster(t, 3)
 			lockers := []*redlock.Locker{c.locker(t), c.locker(t)}
-			workers, rounds := 2*size+4, 4
+			workers, rounds := 2*size+6, 15
 			var (
 				holding, most atomic.Int32
 				wg            sync.WaitGroup
