@@ -21,25 +21,23 @@ import (
 // differs from a lock on one key is the kind alone (slotKind): its plan,
 // its round's decision (decideSlot) and its permits' kind (permitKind).
 
-// MaxSemaphoreSize bounds a semaphore's size: each attempt sends every
-// slot to every node in one script, which blocks the node while it runs.
+// MaxSemaphoreSize bounds a semaphore's size (an attempt sends all slots).
 const MaxSemaphoreSize = 1000
 
 // semPrefix starts a semaphore's keys: its slots (semPrefix + name + ":"
 // + index) and its size key (semPrefix + name + ":size").
 const semPrefix = ReservedPrefix + "sem:"
 
-// Semaphore is a counting semaphore of size permits over the Locker's
-// nodes; make one with Locker.Semaphore. Safe for concurrent use.
+// Semaphore is a counting semaphore over the nodes (docs/safety.md#semaphores).
+// Safe for concurrent use.
 type Semaphore struct {
 	l    *Locker
 	kind lockKind
 }
 
-// Semaphore returns the semaphore name with size permits. Name follows the
-// rules of a lock key; size is 1 to MaxSemaphoreSize. A bad name or size,
-// or a size that differs from the one its live permits were taken with,
-// makes Obtain and TryObtain fail with ErrInvalid.
+// Semaphore returns the semaphore name (a lock key) of size permits, 1 to
+// MaxSemaphoreSize; a bad one, or a size other than its live permits', is
+// an ErrInvalid of Obtain and TryObtain.
 func (l *Locker) Semaphore(name string, size int) *Semaphore {
 	s := &Semaphore{l: l, kind: slotKind}
 	s.kind.line = func([]string) string { return semPrefix + name }
@@ -59,11 +57,9 @@ func (l *Locker) Semaphore(name string, size int) *Semaphore {
 	return s
 }
 
-// Obtain takes a permit, waiting as Locker.Obtain does (woken by any
-// permit's release) until it succeeds, the retry strategy gives up, or ctx
-// ends; errors as Locker.Obtain's. The permit is a Lock on one slot key
-// (Key): Release, Extend, TTL and KeepAlive act on it, and its Fence, with
-// WithFencing, grows per slot. WithToken is an ErrInvalid.
+// Obtain takes a permit, waiting and failing as Locker.Obtain (woken by any
+// permit's release). The permit is a Lock on one slot (Key), its Fence
+// growing per slot; WithToken is an ErrInvalid.
 func (s *Semaphore) Obtain(ctx context.Context, opts ...LockOption) (*Lock, error) {
 	return s.l.acquireKind(ctx, &s.kind, opts, false)
 }
