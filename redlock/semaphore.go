@@ -133,6 +133,11 @@ func newSlotPlan(name string, size int, cfg *config) acquirePlan {
 	return acquirePlan{token: strings.TrimSuffix(prefix, "\x00"), holder: holder{prefix: prefix, hold: "1"}, keys: keys, lockKeys: keys[3 : 3+size], args: args}
 }
 
+// exclusive reports whether a lock got from the waiter's line keeps the rest
+// of the line waiting (heldHere): not a semaphore's permit, as others may
+// be free.
+func (w *waiter) exclusive() bool { return w.inLine() && w.a.kind.permit == nil }
+
 // slotOf splits a granting reply's value into the position of its slot in
 // the plan's rotation and its fence.
 func slotOf(v int64, fenced bool) (pos int, fence int64) {

@@ -130,12 +130,22 @@ func TestSemaphoreHolderExpires(t *testing.T) {
 	if lock.Key() != dead.Key() {
 		t.Fatalf("size 1 gave slots %q and %q", dead.Key(), lock.Key())
 	}
+	// Where the permit is held (a majority; the last node may still hold
+	// the dead permit's key for a moment), both keys expire.
+	holding := 0
 	for i, cl := range c.clients {
+		if !strings.HasPrefix(c.value(t, i, lock.Key()), lock.Token()) {
+			continue
+		}
+		holding++
 		for _, key := range []string{lock.Key(), "redlock:sem:dead:size"} {
 			if p := cl.PTTL(t.Context(), key).Val(); p <= 0 || p > 11*time.Second {
 				t.Errorf("node %d: %s PTTL %v; want it to expire with the permit", i, key, p)
 			}
 		}
+	}
+	if holding < 2 {
+		t.Fatalf("permit held on %d nodes", holding)
 	}
 }
 
@@ -259,4 +269,38 @@ func mustPermit(t *testing.T, sem *redlock.Semaphore, opts ...redlock.LockOption
 		t.Fatalf("TryObtain: %v", err)
 	}
 	return lock
+}
+
+// Goroutines of one Locker that wait for permits each get one as permits
+// come free: one's permit does not make the next wait for its release.
+func TestSemaphoreOneLockerFillsPermits(t *testing.T) {
+	c := newCluster(t, 3)
+	sem, other := c.locker(t).Semaphore("fill", 2), c.locker(t).Semaphore("fill", 2)
+	held := []*redlock.Lock{mustPermit(t, other), mustPermit(t, other)}
+	got := make(chan *redlock.Lock, len(held))
+	for range held {
+		go func() {
+			lock, err := sem.Obtain(boundedCtx(t), redlock.WithRetry(redlock.LinearBackoff(time.Minute)))
+			if err != nil {
+				t.Error(err)
+			}
+			got <- lock
+		}()
+	}
+	time.Sleep(200 * time.Millisecond) // let both find the semaphore full
+	for i, p := range held {
+		start := time.Now()
+		if err := p.Release(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		// The waiter that got the first permit still holds it.
+		lock := <-got
+		if lock == nil {
+			t.FailNow()
+		}
+		defer lock.Release(context.Background())
+		if d := time.Since(start); d > 3*time.Second {
+			t.Fatalf("waiter %d had a permit %v after its release; the TTL is 10s", i, d)
+		}
+	}
 }
