@@ -89,8 +89,9 @@ func TestSemaphoreTryObtainFull(t *testing.T) {
 // A release wakes a waiter at once, long before its retry timer.
 func TestSemaphoreReleaseWakesWaiter(t *testing.T) {
 	c := newCluster(t, 3)
+	// Another Locker holds it: only the nodes' announcement can wake us.
+	held := mustPermit(t, c.locker(t).Semaphore("wake", 1))
 	l := c.locker(t)
-	held := mustPermit(t, l.Semaphore("wake", 1))
 	got := make(chan error, 1)
 	start := time.Now()
 	go func() {
@@ -301,6 +302,43 @@ func TestSemaphoreOneLockerFillsPermits(t *testing.T) {
 		defer lock.Release(context.Background())
 		if d := time.Since(start); d > 3*time.Second {
 			t.Fatalf("waiter %d had a permit %v after its release; the TTL is 10s", i, d)
+		}
+	}
+}
+
+// The restart guard applies to every slot: after two of three nodes were
+// flushed, a semaphore of size 1 held on them is not handed out again
+// while its permit is valid.
+func TestSemaphoreRestartGuard(t *testing.T) {
+	c := newCluster(t, 3)
+	a, b := c.locker(t, guardOpts...), c.locker(t, guardOpts...)
+	if err := a.Bootstrap(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	lock := mustPermit(t, a.Semaphore("guarded", 1))
+	for _, cl := range c.clients[:2] {
+		if err := cl.FlushAll(t.Context()).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := b.Semaphore("guarded", 1).TryObtain(t.Context())
+	secondClientKeptOut(t, lock, err, "two of three nodes were flushed")
+}
+
+// Lock-delay: a permit's slot lives its TTL plus the delay on the servers,
+// and its size key as long.
+func TestSemaphoreLockDelay(t *testing.T) {
+	c := newCluster(t, 3)
+	const ttl, delay = 2 * time.Second, 20 * time.Second
+	lock := mustPermit(t, c.locker(t).Semaphore("delayed", 1), redlock.WithTTL(ttl), redlock.WithLockDelay(delay))
+	if !poll(t, 10*time.Second, func() bool { return c.holders(t, lock.Key(), lock.Token()) == 3 }) {
+		t.Fatalf("permit not on every node: %q", c.values(t, lock.Key()))
+	}
+	for i, cl := range c.clients {
+		for _, key := range []string{lock.Key(), "redlock:sem:delayed:size"} {
+			if p := cl.PTTL(t.Context(), key).Val(); p < delay {
+				t.Errorf("node %d: %s PTTL %v; want at least the lock-delay %v", i, key, p, delay)
+			}
 		}
 	}
 }
