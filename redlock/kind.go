@@ -9,7 +9,8 @@ import (
 	"github.com/quorumlock/redlock/redlock/internal/scripts"
 )
 
-// lockKind is what tells a lock on one key from a lock on several: the
+// lockKind is what tells a lock on one key from a lock on several, or from
+// a semaphore's permit (semaphore.go): the
 // scripts its acquisition and its Lock run, and their arguments. It is
 // chosen once, when the acquisition is made (newAcquisition), and the Lock
 // keeps it; everything else (the retry loop, the waiter, the line, the

@@ -342,3 +342,58 @@ func TestSemaphoreLockDelay(t *testing.T) {
 		}
 	}
 }
+
+// occupy makes node i hold the given slots of semaphore name for another
+// owner, for a minute.
+func (c *cluster) occupy(t *testing.T, name string, i int, slots ...int) {
+	t.Helper()
+	for _, s := range slots {
+		key := fmt.Sprintf("redlock:sem:%s:%d", name, s)
+		if err := c.clients[i].Set(t.Context(), key, "foreign\x001\x00", time.Minute).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// Nodes in different states grant different slots: the attempt holds the
+// slot a majority granted and undoes its grants of the other; with no
+// majority for any slot it fails as contention and leaves nothing behind.
+func TestSemaphoreSplitVotes(t *testing.T) {
+	c := newCluster(t, 3)
+	l := c.locker(t)
+	// Size 2: node 0 has only slot 1 free, node 1 only slot 0, node 2 both.
+	c.occupy(t, "split2", 0, 0)
+	c.occupy(t, "split2", 1, 1)
+	lock := mustPermit(t, l.Semaphore("split2", 2))
+	other := "redlock:sem:split2:0"
+	if lock.Key() == other {
+		other = "redlock:sem:split2:1"
+	}
+	if c.holders(t, lock.Key(), lock.Token()) < 2 {
+		t.Fatalf("%s held on %q", lock.Key(), c.values(t, lock.Key()))
+	}
+	if !poll(t, 10*time.Second, func() bool { return c.holders(t, other, lock.Token()) == 0 }) {
+		t.Fatalf("the grant of %s was not undone: %q", other, c.values(t, other))
+	}
+
+	// Size 3: each node has one free slot, a different one on each: no
+	// slot has a majority, whatever the rotation.
+	c.occupy(t, "split3", 0, 0, 1)
+	c.occupy(t, "split3", 1, 1, 2)
+	c.occupy(t, "split3", 2, 0, 2)
+	_, err := l.Semaphore("split3", 3).TryObtain(t.Context())
+	if !errors.Is(err, redlock.ErrNotObtained) || errors.Is(err, redlock.ErrNoQuorum) {
+		t.Fatalf("split 1-1-1: %v; want ErrNotObtained", err)
+	}
+	free := map[int]string{0: "redlock:sem:split3:2", 1: "redlock:sem:split3:0", 2: "redlock:sem:split3:1"}
+	if !poll(t, 10*time.Second, func() bool {
+		for i, key := range free {
+			if c.value(t, i, key) != "" {
+				return false
+			}
+		}
+		return true
+	}) {
+		t.Fatal("a failed split attempt left a grant behind")
+	}
+}
