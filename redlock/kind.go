@@ -9,12 +9,12 @@ import (
 	"github.com/quorumlock/redlock/redlock/internal/scripts"
 )
 
-// lockKind is what tells a lock on one key from a lock on several, or from
-// a semaphore's permit (semaphore.go): the
-// scripts its acquisition and its Lock run, and their arguments. It is
-// chosen once, when the acquisition is made (newAcquisition), and the Lock
-// keeps it; everything else (the retry loop, the waiter, the line, the
-// wake-ups, the classification of failures) is the same for both.
+// lockKind is what tells a lock on one key from a lock on several, or a
+// semaphore's permit (semaphore.go): the scripts its acquisition and its
+// Lock run, and their arguments. It is chosen once, when the acquisition is
+// made (newAcquisition, acquireKind), and the Lock keeps it; everything
+// else (the retry loop, the waiter, the line, the wake-ups, the
+// classification of failures) is the same for all.
 type lockKind struct {
 	// acquire is the acquire script, plan its keys and arguments for one
 	// attempt (with a fresh token, or the caller's).
