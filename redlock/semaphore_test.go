@@ -397,3 +397,34 @@ func TestSemaphoreSplitVotes(t *testing.T) {
 		t.Fatal("a failed split attempt left a grant behind")
 	}
 }
+
+// KeepAlive keeps a permit, and its semaphore's size key, past the TTL:
+// the Do-like use of a permit.
+func TestSemaphoreKeepAlive(t *testing.T) {
+	c := newCluster(t, 3)
+	const ttl = time.Second
+	sem := c.locker(t, redlock.WithNodeTimeout(100*time.Millisecond)).Semaphore("kept", 1)
+	lock := mustPermit(t, sem, redlock.WithTTL(ttl))
+	held, stop := lock.KeepAlive(t.Context())
+	defer stop()
+	time.Sleep(3 * ttl) // the time the permit would have expired in, thrice
+	if err := context.Cause(held); err != nil || !lock.Valid() {
+		t.Fatalf("permit lost under KeepAlive: %v", err)
+	}
+	if _, err := sem.TryObtain(t.Context()); !errors.Is(err, redlock.ErrNotObtained) {
+		t.Fatalf("TryObtain while kept: %v; want ErrNotObtained", err)
+	}
+	kept := 0
+	for _, cl := range c.clients {
+		if cl.PTTL(t.Context(), "redlock:sem:kept:size").Val() > 0 {
+			kept++
+		}
+	}
+	if kept < 2 {
+		t.Fatalf("size key alive on %d nodes after 3 TTLs of KeepAlive", kept)
+	}
+	stop()
+	if err := lock.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+}
