@@ -18,6 +18,8 @@ type granting struct {
 	start    time.Time
 	validity time.Duration
 	late     *settle
+	// reason, if set, fails the round whatever its votes (decide).
+	reason error
 }
 
 // attempt is one quorum round of the acquire script, plus, with fencing,
@@ -46,7 +48,7 @@ func (a *acquisition) attempt(ctx context.Context) (*Lock, error) {
 
 	p := a.kind.plan(a.keys, cfg)
 	g := granting{late: l.settler(a.kind, &p, cfg.nodeTimeout), start: cfg.clock.Now()}
-	g.res = runRound(ctx, l, round[int64]{
+	rd := round[int64]{
 		timeout: cfg.nodeTimeout,
 		// A refusal still to come may tell contention from outage.
 		classify: true,
@@ -61,7 +63,16 @@ func (a *acquisition) attempt(ctx context.Context) (*Lock, error) {
 		// A node that answers after the decision may have set the key (or
 		// may have, if its reply was lost): see settle.
 		late: func(r quorum.Reply[int64], _ bool) { g.late.arrived(r) },
-	})
+	}
+	if a.kind.decide != nil {
+		// Grants of different slots: wait for one slot's majority.
+		rd.waitAll = true
+		rd.decided = func(r *quorum.Result[int64]) bool { return slotDecided(r, l.need, cfg.fencing) }
+	}
+	g.res = runRound(ctx, l, rd)
+	if a.kind.decide != nil {
+		a.kind.decide(a, &p, &g)
+	}
 	return a.conclude(ctx, &p, &g, false)
 }
 
@@ -94,7 +105,7 @@ func (a *acquisition) conclude(ctx context.Context, p *acquirePlan, g *granting,
 	l, cfg := a.l, &a.cfg
 	var (
 		fence    uint64
-		reason   error
+		reason   = g.reason
 		validity = g.validity
 		rest     *fenceWrite // the fence write-back that stragglers may need
 	)
@@ -114,10 +125,14 @@ func (a *acquisition) conclude(ctx context.Context, p *acquirePlan, g *granting,
 	// majority that came too late does (ErrNoQuorum), and is undone.
 	if g.res.OK && reason == nil && cfg.clock.Now().Before(g.start.Add(validity)) {
 		g.late.succeed(rest)
+		kind, key := a.kind, a.name
+		if kind.permit != nil {
+			kind, key = kind.permit, p.lockKeys[0]
+		}
 		return &Lock{
 			locker: l,
-			kind:   a.kind,
-			key:    a.name,
+			kind:   kind,
+			key:    key,
 			keys:   p.lockKeys,
 			token:  p.token,
 			holder: p.holder,
@@ -196,7 +211,7 @@ func (a *acquisition) writeBackFence(ctx context.Context, p *acquirePlan, g *gra
 			agree++
 		}
 	}
-	fw := &fenceWrite{key: a.keys[0], holder: p.holder, fence: fence, lifetimeMs: serverMillis(cfg.fenceLifetime())}
+	fw := &fenceWrite{key: p.lockKeys[0], holder: p.holder, fence: fence, lifetimeMs: serverMillis(cfg.fenceLifetime())}
 	if agree >= l.need && !cfg.confirmFence {
 		// The rest get the fence in the background (it helps a node that
 		// later rejoins a majority, and gives a node that grants after the

@@ -5,14 +5,16 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/quorumlock/redlock/quorum"
 	"github.com/quorumlock/redlock/redlock/internal/scripts"
 )
 
-// lockKind is what tells a lock on one key from a lock on several: the
-// scripts its acquisition and its Lock run, and their arguments. It is
-// chosen once, when the acquisition is made (newAcquisition), and the Lock
-// keeps it; everything else (the retry loop, the waiter, the line, the
-// wake-ups, the classification of failures) is the same for both.
+// lockKind is what tells a lock on one key from a lock on several, or a
+// semaphore's permit (semaphore.go): the scripts its acquisition and its
+// Lock run, and their arguments. It is chosen once, when the acquisition is
+// made (newAcquisition, acquireKind), and the Lock keeps it; everything
+// else (the retry loop, the waiter, the line, the wake-ups, the
+// classification of failures) is the same for all.
 type lockKind struct {
 	// acquire is the acquire script, plan its keys and arguments for one
 	// attempt (with a fresh token, or the caller's).
@@ -31,6 +33,15 @@ type lockKind struct {
 	line func(keys []string) string
 	// check rejects a call's options that the kind cannot have (nil: none).
 	check func(cfg *config) error
+	// A semaphore's kinds (semaphore.go). decide, if set, turns the round
+	// of votes for slots into the round of one lock (its round then waits
+	// for a slot's majority); stray says what a won round's straggler
+	// needs; permit is the kind of the Lock it gives. alone makes
+	// KeepAlive extend the Lock alone, never batched.
+	decide func(a *acquisition, p *acquirePlan, g *granting)
+	stray  func(p *acquirePlan, r quorum.Reply[int64]) (scriptCall, bool)
+	permit *lockKind
+	alone  bool
 }
 
 // scriptCall is one script and the keys and arguments it is called with.

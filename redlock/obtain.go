@@ -36,9 +36,25 @@ func (l *Locker) TryObtain(ctx context.Context, key string, opts ...LockOption) 
 // caller no longer changes), with retries or exactly one attempt (once).
 func (l *Locker) acquire(ctx context.Context, keys []string, opts []LockOption, once bool) (lock *Lock, err error) {
 	a := l.newAcquisition(keys)
+	return a.run(ctx, checkKeys(keys), opts, once)
+}
+
+// acquireKind is the acquisition of a lock of kind kd whose keys its plan
+// makes (a semaphore's permit): its name, line and wake-ups are the
+// kind's line of no keys.
+func (l *Locker) acquireKind(ctx context.Context, kd *lockKind, opts []LockOption, once bool) (*Lock, error) {
+	a := &acquisition{l: l, kind: kd}
+	a.name = kd.line(nil)
+	a.line, a.keys = a.name, []string{a.name}
+	return a.run(ctx, nil, opts, once)
+}
+
+// run is the acquisition a, whose keys' check gave bad.
+func (a *acquisition) run(ctx context.Context, bad error, opts []LockOption, once bool) (lock *Lock, err error) {
+	l := a.l
 	ctx, a.tr = l.cfg.obs.begin(ctx, OpObtain, a.name)
 	defer func() { a.tr.obtained(ctx, lock, err) }()
-	err = checkKeys(keys)
+	err = bad
 	if err == nil {
 		a.cfg, err = l.options(opts)
 	}

@@ -22,6 +22,9 @@ type settle struct {
 	// undo takes the acquisition's hold off a straggler that granted.
 	undo    scriptCall
 	timeout time.Duration
+	// stray, if set, is what a straggler of a won round needs (a lock
+	// kind's stray).
+	stray func(quorum.Reply[int64]) (scriptCall, bool)
 
 	mu     sync.Mutex
 	done   bool
@@ -50,7 +53,11 @@ func (fw *fenceWrite) call(nonce string, keepMs int64) scriptCall {
 // settler returns the settle of an acquisition of plan p, of a lock of
 // kind kd, whose node calls have timeout.
 func (l *Locker) settler(kd *lockKind, p *acquirePlan, timeout time.Duration) *settle {
-	return &settle{l: l, undo: kd.undo(p.lockKeys, p.holder, false), timeout: timeout}
+	s := &settle{l: l, undo: kd.undo(p.lockKeys, p.holder, false), timeout: timeout}
+	if kd.stray != nil {
+		s.stray = func(r quorum.Reply[int64]) (scriptCall, bool) { return kd.stray(p, r) }
+	}
+	return s
 }
 
 // arrived is a straggler's reply (an acquire round's Late). It is called
@@ -103,6 +110,10 @@ func (s *settle) act(r quorum.Reply[int64], failed bool, rest *fenceWrite) {
 	case failed:
 		if mustUndo(r.Vote) {
 			s.l.sendOn(r.Node, s.timeout, s.undo)
+		}
+	case s.stray != nil:
+		if c, ok := s.stray(r); ok {
+			s.l.sendOn(r.Node, s.timeout, c)
 		}
 	case rest != nil && !answered(r, rest.fence):
 		s.l.sendOn(r.Node, s.timeout, rest.call("", 0))

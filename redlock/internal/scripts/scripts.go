@@ -138,6 +138,18 @@ var (
 		"--[[pttl.lua]]", pttlSrc,
 	).Replace(multiTmpl))
 
+	// acquire_slot.lua takes one permit of a semaphore: the first free of
+	// its slots, each tried with acquire.lua, pasted into it.
+	//go:embed acquire_slot.lua
+	acquireSlotTmpl string
+	AcquireSlot     = newScript(strings.Replace(acquireSlotTmpl, "--[[acquire.lua]]", acquireSrc, 1))
+
+	// extend_slot.lua extends a semaphore's permit and its size key:
+	// extend.lua pasted into it.
+	//go:embed extend_slot.lua
+	extendSlotTmpl string
+	ExtendSlot     = newScript(onceSrc + strings.Replace(extendSlotTmpl, "--[[extend.lua]]", extendSrc, 1))
+
 	// announce.lua tells a key's waiters that its holder changed (a won
 	// Campaign).
 	//go:embed announce.lua
