@@ -67,20 +67,15 @@ func (c *config) checkKeepAlive() error {
 }
 
 // KeepAlive extends the lock in the background until stop is called or ctx
-// ends (when a third of the TTL has passed, sharing rounds with the
-// Locker's other kept locks), and returns a context derived from ctx that
-// is cancelled with a cause matching ErrLockLost (context.Cause) as soon as
-// the lock is lost: the nodes say it is not ours, or no extension reached a
-// majority by the node timeout plus TTL/20 (at least 5 ms) before Until.
-// The loss is final (docs/safety.md#the-work-is-told-before-the-lock-runs-out).
-//
-// The returned context is cancelled already, and nothing is kept, when the
-// lock's validity is too short for that warning (ErrLockLost and
-// ErrLockExpired: do not start the work), when its TTL leaves no room for
-// one extension (ErrInvalid), or when the lock is released (ErrReleased) or
-// the Locker closed (ErrLockLost and ErrClosed); Release and Close end it
-// so as they begin. stop ends the extension and waits for its round in
-// flight; it does not release the lock, and may be called more than once.
+// ends, and returns a context derived from ctx that is cancelled, with a
+// cause matching ErrLockLost, as soon as the lock is lost: the nodes say it
+// is not ours, or no extension reached a majority by the node timeout plus
+// TTL/20 before Until (docs/safety.md#the-work-is-told-before-the-lock-runs-out).
+// The context is cancelled already, and nothing kept, when the validity is
+// too short for that warning (ErrLockExpired too), the TTL leaves no room
+// to extend (ErrInvalid), the lock is released (ErrReleased) or the Locker
+// closed (ErrClosed). stop ends the extension and waits for its round in
+// flight, without releasing; it may be called more than once.
 func (k *Lock) KeepAlive(ctx context.Context) (held context.Context, stop context.CancelFunc) {
 	held, cancel := context.WithCancelCause(ctx)
 	if err := k.cfg.checkKeepAlive(); err != nil {
@@ -98,17 +93,13 @@ func (k *Lock) KeepAlive(ctx context.Context) (held context.Context, stop contex
 	}
 }
 
-// Do obtains the lock on key (waiting as Obtain does), runs fn with a
-// context derived from ctx while KeepAlive keeps the lock, and releases it
-// when fn returns or panics (the panic then goes on). ctx bounds the wait and
-// the work alike.
-//
-// It returns Obtain's error when the lock is not obtained (fn does not
-// run); an error matching ErrLockLost, joined with fn's, when the lock is
-// lost while fn runs (fn's context is cancelled first, as KeepAlive says);
-// ErrInvalid, asking no node, when the TTL leaves no room to extend; and
-// otherwise fn's error joined with Release's. fn never starts on a lock
-// lost already (docs/safety.md#the-work-is-told-before-the-lock-runs-out).
+// Do obtains the lock on key as Obtain does, runs fn with a context derived
+// from ctx while KeepAlive keeps the lock, and releases it when fn returns
+// or panics (the panic goes on). It returns Obtain's error (fn does not
+// run), ErrInvalid for a TTL too short to extend, an error matching
+// ErrLockLost joined with fn's when the lock is lost (fn's context is
+// cancelled first; lost before fn starts, fn never runs), or else fn's
+// error joined with Release's.
 func (l *Locker) Do(ctx context.Context, key string, fn func(ctx context.Context) error, opts ...LockOption) (err error) {
 	if fn == nil {
 		return invalid("nil fn")

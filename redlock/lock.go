@@ -97,17 +97,12 @@ func (k *Lock) markLost(err error) {
 	k.mu.Unlock()
 }
 
-// Release takes this Lock's hold off the key on every node
-// (compare-and-delete; the last hold deletes the key) and wakes the key's
-// waiters, or hands the lock to a waiting goroutine of the same Locker in
-// the same round. Its calls go out even when ctx has ended, and it waits
-// for them, at most until the lock's validity ends. The lock is no longer
-// Valid afterwards, and KeepAlive's contexts end with ErrReleased.
-//
-// It returns nil when a majority released; otherwise an error matching
-// ErrLockNotHeld (with ErrLockExpired or ErrLockLost) or ErrNoQuorum. A Lock
-// releases at most once: later calls return ErrReleased without asking the
-// servers.
+// Release takes this Lock's hold off the key on every node (the last hold
+// deletes it) and wakes its waiters, or hands the lock to a waiting
+// goroutine of the same Locker; its calls go out even when ctx has ended.
+// It returns nil when a majority released, else an error matching
+// ErrLockNotHeld (ErrLockExpired, ErrLockLost) or ErrNoQuorum. A Lock
+// releases once: later calls return ErrReleased, asking no server.
 func (k *Lock) Release(ctx context.Context) error {
 	return k.release(ctx, "release", 0)
 }
@@ -169,16 +164,12 @@ func (k *Lock) releaseLinger() time.Duration {
 	return until.Sub(k.cfg.clock.Now()) - k.cfg.nodeTimeout
 }
 
-// Extend makes the keys live at least ttl more (rounded up to the
-// millisecond; plus WithLockDelay's delay) on every node where this Lock's
-// hold is on them, never shorter, and succeeds when a majority did within
-// the new validity; Until then moves to the deadline ttl gives from the
-// call's start. A bad ttl is an ErrInvalid that asks no server.
-//
-// On failure Until is unchanged. ErrLockExpired or ErrLockLost (matching
-// ErrLockNotHeld) mean the lock is lost for good: Valid turns false and
-// later Extends return the same error at once. ErrNoQuorum leaves the lock
-// valid until Until. After a release it returns ErrReleased.
+// Extend makes the keys live at least ttl more (plus WithLockDelay's delay)
+// where this Lock's hold is on them, never shorter, and succeeds when a
+// majority did within the new validity; Until then moves to ttl from the
+// call's start. On failure Until is unchanged: ErrLockExpired or ErrLockLost
+// are final (Valid turns false), ErrNoQuorum is not; ErrReleased after a
+// release, ErrInvalid for a bad ttl.
 func (k *Lock) Extend(ctx context.Context, ttl time.Duration) (err error) {
 	ctx, tr := k.cfg.obs.begin(ctx, OpExtend, k.key)
 	defer func() { tr.done(ctx, err) }()

@@ -6,20 +6,16 @@ import (
 	"strings"
 )
 
-// Obtain acquires the lock on key, retrying per the retry strategy
-// (WithRetry; DefaultRetry) until it succeeds, the strategy gives up, or ctx
-// ends. While another owner holds the key it sleeps until a node announces
-// the release or its timer fires; goroutines of one Locker that want the
-// same key take turns, and a Release of one hands the key to the next
-// (docs/internals.md). The key must be non-empty, at most MaxKeyLen bytes,
-// and not start with ReservedPrefix.
+// Obtain acquires the lock on key, retrying per WithRetry (DefaultRetry)
+// until it succeeds, the strategy gives up, or ctx ends; between attempts it
+// sleeps until a release is announced or its timer fires, and goroutines of
+// one Locker take turns (docs/internals.md#how-a-round-works). The key must
+// be non-empty, at most MaxKeyLen bytes, and not start with ReservedPrefix.
 //
-// On failure it returns no lock, leaves no key of its own on any node, and
-// an error matching ErrNotObtained (contention), ErrNoQuorum (outage) or
-// ErrMisconfigured (nodes refuse our commands for good), told from the
-// nodes' answers and detailed per node in a *QuorumError, joined with
-// ctx.Err() when ctx ended; ErrInvalid, asking no node, for a bad key or
-// option; only ctx.Err() when ctx had ended before the call.
+// On failure it leaves no key of its own and returns an error matching
+// ErrNotObtained (contention), ErrNoQuorum (outage) or ErrMisconfigured, told
+// from the nodes' answers and detailed in a *QuorumError, with ctx.Err()
+// joined when ctx ended; ErrInvalid, asking no node, for bad input.
 func (l *Locker) Obtain(ctx context.Context, key string, opts ...LockOption) (*Lock, error) {
 	return l.acquire(ctx, []string{key}, opts, false)
 }
