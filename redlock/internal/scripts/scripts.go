@@ -26,6 +26,9 @@ type Script struct {
 	// script does: a node that has the library gets FCALL Fn instead of
 	// EVALSHA, the same keys and arguments.
 	Fn string
+	// guarded is the variant for a call with the restart guard on (see
+	// Guarded); nil: the script itself.
+	guarded *Script
 }
 
 // newScript pastes holds.lua where src asks for it and drops the comment
@@ -182,7 +185,8 @@ func newLibrary() (lib string, acquire, acquireMulti, handoff *Script) {
 	sum := sha1.Sum([]byte(src))
 	name := "redlock_" + hex.EncodeToString(sum[:6])
 	variant := func(s *Script, fn string) *Script {
-		return &Script{Script: s.Script, Src: s.Src, SHA: s.SHA, Fn: name + "_" + fn}
+		s.guarded = &Script{Script: s.Script, Src: s.Src, SHA: s.SHA, Fn: name + "_" + fn}
+		return s.guarded
 	}
 	lib = "#!lua name=" + name + "\n" + strings.ReplaceAll(src, "--[[name]]", name)
 	return lib, variant(Acquire, "acquire"), variant(AcquireMulti, "acquire_multi"), variant(Handoff, "handoff")
@@ -191,16 +195,8 @@ func newLibrary() (lib string, acquire, acquireMulti, handoff *Script) {
 // Guarded returns s's guarded variant when guard is true and s has one
 // (AcquireGuarded for Acquire, say), else s.
 func (s *Script) Guarded(guard bool) *Script {
-	if !guard {
-		return s
-	}
-	switch s {
-	case Acquire:
-		return AcquireGuarded
-	case AcquireMulti:
-		return AcquireMultiGuarded
-	case Handoff:
-		return HandoffGuarded
+	if guard && s.guarded != nil {
+		return s.guarded
 	}
 	return s
 }
