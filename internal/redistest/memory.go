@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -30,11 +31,14 @@ func (s *Server) Dir() string { return s.opts.Dir }
 // the current ones, and starts the server again, which reloads them. The
 // server then has forgotten every write since the checkpoint, as after a
 // power loss with appendfsync everysec or an older snapshot. Redis writes an
-// acknowledged write to its files (the page cache) before it replies, so the
-// copy holds every write acknowledged before CheckpointT. Failures end the
-// test.
+// acknowledged write to its files (the page cache) before it replies, except
+// that appendfsync everysec postpones the write (up to two seconds) while a
+// background fsync is slow; so CheckpointT first waits until the server's
+// AOF buffer is empty and no rewrite runs, and the copy then holds every
+// write acknowledged before CheckpointT. Failures end the test.
 func (s *Server) CheckpointT(t testing.TB) (crash func()) {
 	t.Helper()
+	s.awaitAOFWrittenT(t)
 	saved := t.TempDir()
 	if err := copyTree(s.opts.Dir, saved); err != nil {
 		t.Fatalf("checkpoint of redis-server %s: %v", s.Addr, err)
@@ -205,4 +209,41 @@ func infoField(ctx context.Context, c *redis.Client, field string) (int64, error
 		return 0, err
 	}
 	return strconv.ParseInt(s, 10, 64)
+}
+
+// awaitAOFWrittenT waits, up to ten seconds, until the server has written
+// its AOF buffer to its files and no AOF rewrite is under way (a server
+// without AOF passes at once).
+func (s *Server) awaitAOFWrittenT(t testing.TB) {
+	t.Helper()
+	c := newClient(s.Addr)
+	defer func() { _ = c.Close() }()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		info, err := c.Info(context.Background(), "persistence").Result()
+		if err != nil {
+			t.Fatalf("INFO persistence of redis-server %s: %v", s.Addr, err)
+		}
+		if aofWritten(info) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("redis-server %s did not write its AOF buffer within 10s: %s", s.Addr, info)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// aofWritten reports whether INFO persistence says the AOF buffer is
+// written and no rewrite runs or waits (a field the server leaves out
+// counts as such).
+func aofWritten(info string) bool {
+	want := map[string]string{"aof_buffer_length": "0", "aof_rewrite_in_progress": "0", "aof_rewrite_scheduled": "0"}
+	for _, line := range strings.Split(info, "\n") {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if w, in := want[k]; ok && in && v != w {
+			return false
+		}
+	}
+	return true
 }
