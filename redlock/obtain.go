@@ -32,7 +32,7 @@ func (l *Locker) TryObtain(ctx context.Context, key string, opts ...LockOption) 
 // caller no longer changes), with retries or exactly one attempt (once).
 func (l *Locker) acquire(ctx context.Context, keys []string, opts []LockOption, once bool) (lock *Lock, err error) {
 	a := l.newAcquisition(keys)
-	return a.run(ctx, checkKeys(keys), opts, once)
+	return a.perform(ctx, checkKeys(keys), opts, once)
 }
 
 // acquireKind is the acquisition of a lock of kind kd whose keys its plan
@@ -42,11 +42,11 @@ func (l *Locker) acquireKind(ctx context.Context, kd *lockKind, opts []LockOptio
 	a := &acquisition{l: l, kind: kd}
 	a.name = kd.line(nil)
 	a.line, a.keys = a.name, []string{a.name}
-	return a.run(ctx, nil, opts, once)
+	return a.perform(ctx, nil, opts, once)
 }
 
-// run is the acquisition a, whose keys' check gave bad.
-func (a *acquisition) run(ctx context.Context, bad error, opts []LockOption, once bool) (lock *Lock, err error) {
+// perform is the acquisition a, whose keys' check gave bad.
+func (a *acquisition) perform(ctx context.Context, bad error, opts []LockOption, once bool) (lock *Lock, err error) {
 	l := a.l
 	ctx, a.tr = l.cfg.obs.begin(ctx, OpObtain, a.name)
 	defer func() { a.tr.obtained(ctx, lock, err) }()
