@@ -57,6 +57,17 @@ func TestOneVotePerServerPerCall(t *testing.T) {
 	t.Run("acquire", func(t *testing.T) {
 		const key = "moved-acquire"
 		held := mustObtain(t, other, key)
+		// The acquisition is decided at a majority; node 0's grant may
+		// still be on its way (a loaded machine) and would land after the
+		// DEL: wait for it first.
+		if err := eventually(t, 5*time.Second, func() error {
+			if n, err := c.clients[0].Exists(t.Context(), key).Result(); err != nil || n != 1 {
+				return errors.Join(err, errors.New("node 0 has not granted yet"))
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
 		if err := c.clients[0].Del(t.Context(), key).Err(); err != nil {
 			t.Fatal(err)
 		}
