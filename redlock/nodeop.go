@@ -29,8 +29,8 @@ type nodeCall struct {
 	decode decodeFunc
 }
 
-func newNodeCall(timeout time.Duration, c scriptCall, decode decodeFunc) *nodeCall {
-	return &nodeCall{timeout: timeout, script: c.script, keys: c.keys, cmd: conn.EvalSha(c.script, c.keys, c.args), decode: decode}
+func newNodeCall(timeout time.Duration, c scriptCall, decode decodeFunc) nodeCall {
+	return nodeCall{timeout: timeout, script: c.script, keys: c.keys, cmd: conn.EvalSha(c.script, c.keys, c.args), decode: decode}
 }
 
 // voteOp is one node's share of a nodeCall: the pipe's call, and how its
@@ -46,7 +46,7 @@ var votePool = sync.Pool{New: func() any { return new(voteOp) }}
 
 // send queues sc's call on node i; reply receives the node's vote once.
 // inline lets the caller send it itself (see conn.Pipe.Start).
-func (sc *nodeCall) send(n *node, i int, reply func(int, quorum.Vote, int64, error), inline bool) {
+func (sc nodeCall) send(n *node, i int, reply func(int, quorum.Vote, int64, error), inline bool) {
 	o := votePool.Get().(*voteOp)
 	*o = voteOp{
 		call:   conn.Call{Timeout: sc.timeout, Script: sc.script, Keys: sc.keys, Cmd: sc.cmd},

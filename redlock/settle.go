@@ -19,8 +19,10 @@ import (
 // reads the fence back there.
 type settle struct {
 	l *Locker
-	// undo takes the acquisition's hold off a straggler that granted.
-	undo    scriptCall
+	// kind and plan make the undo that takes the acquisition's hold off a
+	// straggler that granted (built only when one is needed).
+	kind    *lockKind
+	plan    *acquirePlan
 	timeout time.Duration
 	// stray, if set, is what a straggler of a won round needs (a lock
 	// kind's stray).
@@ -53,7 +55,7 @@ func (fw *fenceWrite) call(nonce string, keepMs int64) scriptCall {
 // settler returns the settle of an acquisition of plan p, of a lock of
 // kind kd, whose node calls have timeout.
 func (l *Locker) settler(kd *lockKind, p *acquirePlan, timeout time.Duration) *settle {
-	s := &settle{l: l, undo: kd.undo(p.lockKeys, p.holder, false), timeout: timeout}
+	s := &settle{l: l, kind: kd, plan: p, timeout: timeout}
 	if kd.stray != nil {
 		s.stray = func(r quorum.Reply[int64]) (scriptCall, bool) { return kd.stray(p, r) }
 	}
@@ -109,7 +111,7 @@ func (s *settle) act(r quorum.Reply[int64], failed bool, rest *fenceWrite) {
 	switch {
 	case failed:
 		if mustUndo(r.Vote) {
-			s.l.sendOn(r.Node, s.timeout, s.undo)
+			s.l.sendOn(r.Node, s.timeout, s.kind.undo(s.plan.lockKeys, s.plan.holder, false))
 		}
 	case s.stray != nil:
 		if c, ok := s.stray(r); ok {
