@@ -199,9 +199,14 @@ func TestRestartGuardFunctionLostBehindProxy(t *testing.T) {
 		cl := s.NewClient()
 		_, failed, _ := cmdStat(t, cl, "fcall")
 		evals, _, _ := cmdStat(t, cl, "eval")
+		errs, _ := cl.Info(t.Context(), "errorstats").Result()
 		_ = cl.Close()
-		if failed == 0 || evals == 0 {
-			t.Errorf("node %d: %v failed FCALLs and %v EVALs, want the function missing and the script sent", i, failed, evals)
+		// Usually the function is missing and the script goes instead; but
+		// a connection opened to the new server meanwhile (a reconnect) may
+		// have loaded the library first, and the function then abstains
+		// itself. Either way every FCALL failed.
+		if failed == 0 || evals == 0 && !strings.Contains(errs, "errorstat_ABSTAIN") {
+			t.Errorf("node %d: %v failed FCALLs, %v EVALs, errors %q: want the function missing and the script sent, or the function abstaining", i, failed, evals, errs)
 		}
 		if libs := libraries(t, s); libs != 1 {
 			t.Errorf("node %d has %d function libraries, want the guard's loaded again", i, libs)
