@@ -42,8 +42,8 @@ func rawClient(t *testing.T, addr string, mod func(*redis.Options)) *redis.Clien
 // A node that cannot be used says why, in the QuorumError's node detail and
 // in its text, rather than "node timeout": a refused dial, a password that
 // is missing or wrong, a host that does not resolve, a TLS handshake with a
-// server that does not speak TLS (which hangs until the deadline, so its
-// error arrives after the round gave up on the node).
+// server that does not speak TLS (which hangs until the client's
+// DialTimeout: until then the node is said to be still connecting).
 func TestErrorNamesNodeCause(t *testing.T) {
 	plain := redistest.StartT(t, 1, redistest.Options{})[0]
 	guarded := redistest.StartT(t, 1, redistest.Options{Args: []string{"--requirepass", "s3cret-pw"}})[0]
@@ -62,11 +62,25 @@ func TestErrorNamesNodeCause(t *testing.T) {
 		{"noauth", rawClient(t, guarded.Addr, nil), "authentication required (no password given for this node)", "NOAUTH", false},
 		{"wrongpass", rawClient(t, guarded.Addr, func(o *redis.Options) { o.Password = "not-the-password" }), "authentication failed (wrong user name or password)", "WRONGPASS", false},
 		{"dns", rawClient(t, "no-such-host.invalid:6379", nil), "lookup no-such-host.invalid", "lookup no-such-host.invalid", false},
-		{"tls", rawClient(t, plain.Addr, func(o *redis.Options) { o.TLSConfig = &tls.Config{InsecureSkipVerify: true} }), "TLS handshake with " + plain.Addr, "TLS handshake with " + plain.Addr, true},
+		{"tls", rawClient(t, plain.Addr, func(o *redis.Options) { o.TLSConfig, o.DialTimeout = &tls.Config{InsecureSkipVerify: true}, time.Second }), "TLS handshake with " + plain.Addr, "TLS handshake with " + plain.Addr, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l := newLocker(t, []*redis.Client{tc.client}, redlock.WithNodeTimeout(300*time.Millisecond), redlock.WithRetry(redlock.NoRetry()))
 			_, err := l.TryObtain(t.Context(), "cause")
+			if tc.timeout {
+				// The handshake hangs: the set-up takes the client's
+				// DialTimeout, and until then the node is said to be
+				// still connecting. Then its cause is known.
+				if err == nil || !strings.Contains(err.Error(), "a new connection is still being set up after 300ms") {
+					t.Fatalf("first attempt: %v; want the set-up still under way", err)
+				}
+				for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline) && !strings.Contains(err.Error(), tc.want); {
+					time.Sleep(100 * time.Millisecond)
+					if _, err = l.TryObtain(t.Context(), "cause"); err == nil {
+						t.Fatal("TryObtain succeeded through a TLS handshake with a plain port")
+					}
+				}
+			}
 			// A refused password is no outage: no retry mends it.
 			want := redlock.ErrNoQuorum
 			if tc.node == "NOAUTH" || tc.node == "WRONGPASS" {

@@ -125,6 +125,12 @@ func (l *Locker) Close() error {
 	l.gates.pokeAll()
 	// The notifier first: once closed it starts no more work on bg.
 	l.notify.close()
+	// Connections being set up stop now (they may take the client's
+	// DialTimeout): the calls queued behind them fail or go out within
+	// their node timeout.
+	for _, n := range l.nodes {
+		n.pipe.EndSetUps()
+	}
 	l.bg.Wait()
 	// Every queued call has been answered (each holds a count on bg).
 	for _, n := range l.nodes {

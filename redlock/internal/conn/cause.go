@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 	"unicode"
 
 	"github.com/redis/go-redis/v9"
@@ -40,13 +41,40 @@ func SingleLine(s string) string {
 type lastCause struct {
 	mu  sync.Mutex
 	err error
+	gen uint64 // counts notes
 }
 
 // note records err as the node's cause; nil clears it (a connection opened).
 func (c *lastCause) note(err error) {
 	c.mu.Lock()
 	c.err = err
+	c.gen++
 	c.mu.Unlock()
+}
+
+// slowSetUp makes a set-up that begins now the node's cause once it has
+// taken d, unless its outcome (or anything else) is noted first: a round
+// that times out on the node meanwhile then says that a connection is
+// still being set up. stop cancels it.
+func (c *lastCause) slowSetUp(d time.Duration) (stop func() bool) {
+	c.mu.Lock()
+	gen := c.gen
+	c.mu.Unlock()
+	return time.AfterFunc(d, func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.gen == gen {
+			c.err = &setUpUnderWay{after: d}
+		}
+	}).Stop
+}
+
+// setUpUnderWay is the cause of a node whose new connection (dial, TLS
+// handshake, set-up) is still under way after the node timeout.
+type setUpUnderWay struct{ after time.Duration }
+
+func (e *setUpUnderWay) Error() string {
+	return "a new connection is still being set up after " + e.after.String() + " (it may take the client's DialTimeout)"
 }
 
 // get is the recorded cause, or nil.
@@ -62,6 +90,10 @@ func (c *lastCause) get() error {
 type timeoutError struct{ cause error }
 
 func (e *timeoutError) Error() string {
+	var slow *setUpUnderWay
+	if errors.As(e.cause, &slow) {
+		return "no reply within the node timeout; " + slow.Error()
+	}
 	return "no reply within the node timeout; the last connection attempt failed: " + SingleLine(e.cause.Error())
 }
 

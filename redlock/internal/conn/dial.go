@@ -2,6 +2,7 @@ package conn
 
 import (
 	"context"
+	"errors"
 	"net"
 	"slices"
 	"sync"
@@ -62,14 +63,18 @@ func (s *spares) dialer(dial dialFunc) dialFunc {
 }
 
 // connect gives the worker a new connection: it dials the node within ctx's
-// deadline (the batch's node timeout), then sets the connection up on that
-// socket (see open). On failure the worker has no connection and the error
-// is the batch's; a failed dial is the node's last cause, and its line goes
-// where go-redis's lines about the node's connections go (see Route).
+// deadline, then sets the connection up on that socket (see open). On
+// failure the worker has no connection and the error is the batch's; a
+// failed dial is the node's last cause, and its line goes where go-redis's
+// lines about the node's connections go (see Route). Close ends a set-up
+// at once (see setups), unless it began after Close did.
 func (w *worker) connect(ctx context.Context) error {
 	p := w.p
 	if err := p.ident.refusedErr(); err != nil {
 		return err // no dial: the node is out of every vote for good
+	}
+	if !p.setups.closing() {
+		ctx = setupCtx{Context: ctx, done: p.setups.done}
 	}
 	c, err := p.dial(ctx, p.network, p.addr)
 	if err != nil {
@@ -81,5 +86,85 @@ func (w *worker) connect(ctx context.Context) error {
 		return err
 	}
 	defer p.spares.offer(c)()
+	if _, ok := ctx.(setupCtx); ok {
+		if !p.setups.add(c) {
+			return errSetUpEnded
+		}
+		defer p.setups.remove(c)
+	}
 	return w.open(ctx)
+}
+
+// errSetUpEnded fails a batch whose connection's set-up Close ended.
+var errSetUpEnded = errors.New("redlock: the connection's set-up was ended by Close")
+
+// setups are the sockets of the connections being set up. A set-up may take
+// the client's DialTimeout (see send), and Close must not wait that long:
+// it ends them all at once, and the dials under way.
+type setups struct {
+	mu     sync.Mutex
+	conns  map[net.Conn]struct{}
+	done   chan struct{} // closed by end
+	closed bool
+}
+
+// add notes c as being set up; it reports false (and closes c) once end
+// was called.
+func (s *setups) add(c net.Conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		_ = c.Close() // never used: nothing to report
+		return false
+	}
+	if s.conns == nil {
+		s.conns = make(map[net.Conn]struct{})
+	}
+	s.conns[c] = struct{}{}
+	return true
+}
+
+// remove notes that c's set-up is over.
+func (s *setups) remove(c net.Conn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.conns, c)
+}
+
+// closing reports whether end was called.
+func (s *setups) closing() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
+// end stops every dial and set-up under way: their sockets are closed.
+func (s *setups) end() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
+	s.closed = true
+	close(s.done)
+	for c := range s.conns {
+		_ = c.Close() // the set-up fails on it; nothing else to report
+	}
+}
+
+// setupCtx is a set-up's context: the worker's, ended early by Close.
+type setupCtx struct {
+	context.Context
+	done <-chan struct{}
+}
+
+func (c setupCtx) Done() <-chan struct{} { return c.done }
+
+func (c setupCtx) Err() error {
+	select {
+	case <-c.done:
+		return context.Canceled
+	default:
+		return c.Context.Err()
+	}
 }

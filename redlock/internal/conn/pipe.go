@@ -127,6 +127,11 @@ type Pipe struct {
 	// functions is whether new connections load the restart guard's
 	// function library (see UseFunctions).
 	functions atomic.Bool
+	// setup bounds a new connection's dial and set-up: the caller's
+	// DialTimeout, or the node timeout if that is longer (see send);
+	// setups are those under way, which Close ends.
+	setup  time.Duration
+	setups setups
 }
 
 // UseFunctions makes every connection opened from now on load the restart
@@ -145,7 +150,8 @@ func NewPipe(c *redis.Client, timeout time.Duration, route *Route, ident *Identi
 	// nothing we do changes the caller's client, and none of its settings
 	// can make a script run twice or a wait outlast the node timeout.
 	cmd, sub := ClientOptions(c.Options(), timeout)
-	p := &Pipe{route: route, ident: ident, network: cmd.Network, addr: cmd.Addr}
+	p := &Pipe{route: route, ident: ident, network: cmd.Network, addr: cmd.Addr, setup: max(c.Options().DialTimeout, timeout)}
+	p.setups.done = make(chan struct{})
 	p.dial = p.dialed.note(routeDial(cmd.Dialer, route))
 	cmd.Dialer, sub.Dialer = p.spares.dialer(p.dial), routeDial(sub.Dialer, route)
 	p.own, p.sub = redis.NewClient(cmd), redis.NewClient(sub)
@@ -159,9 +165,16 @@ func NewPipe(c *redis.Client, timeout time.Duration, route *Route, ident *Identi
 	return p
 }
 
+// EndSetUps ends the dials and set-ups of new connections under way, which
+// may take the client's DialTimeout; from then on a set-up is bounded by
+// its batch's node timeout. Close calls it; a caller that waits for queued
+// calls to be answered before Close calls it first. Safe for concurrent use.
+func (p *Pipe) EndSetUps() { p.setups.end() }
+
 // Close stops the workers once the queues have drained. No call may be
 // started after Close.
 func (p *Pipe) Close() {
+	p.EndSetUps()
 	for i := range p.queues {
 		close(p.queues[i].ch)
 	}

@@ -118,7 +118,19 @@ func (w *worker) send(batch []*Call) []*redis.Cmd {
 	if w.conn == nil {
 		// Nothing is sent on a connection before its server is known: a
 		// node's vote never counts before its identity has been checked.
-		if err := w.connect(ctx); err != nil {
+		// The dial and set-up (a TLS handshake, the scripts' loading) may
+		// take longer than the node timeout, which is sized for one call:
+		// they get the client's DialTimeout, so that a node far away
+		// connects once and votes from then on, instead of failing every
+		// attempt at the node timeout. The batch's rounds decide on their
+		// own timers meanwhile; its calls go out late, as any queued call.
+		if !w.p.setups.closing() {
+			w.ctx.deadline = now.Add(max(timeout, w.p.setup))
+		}
+		stop := w.p.cause.slowSetUp(timeout)
+		err := w.connect(ctx)
+		stop()
+		if err != nil {
 			cmds := make([]*redis.Cmd, len(batch))
 			for i := range batch {
 				cmds[i] = redis.NewCmd(ctx)
@@ -126,10 +138,7 @@ func (w *worker) send(batch []*Call) []*redis.Cmd {
 			}
 			return cmds
 		}
-		// The batch gets a node timeout of its own after the set-up round
-		// trip: a slow node whose dial and set-up just fit would otherwise
-		// fail every first batch, drop the connection and never recover.
-		// The rounds decide on their own timers, so no caller waits longer.
+		// The batch gets a node timeout of its own after the set-up.
 		w.ctx.deadline = time.Now().Add(timeout)
 	}
 	cmds := make([]*redis.Cmd, len(batch))
