@@ -93,6 +93,9 @@ func TestReentryNeverShortensHold(t *testing.T) {
 			key := fmt.Sprint("r", i)
 			outer := mustObtain(t, l, key) // 10s TTL
 			t.Cleanup(func() { _ = outer.Release(t.Context()) })
+			// Every node's PTTL is checked below: wait for the last
+			// node's grant, which the majority did not wait for.
+			c.heldEverywhere(t, key, outer.Token())
 			tt.inner(t, other, outer)
 			requireHeldUntil(t, c, key, outer)
 			if !outer.Valid() {
