@@ -163,6 +163,33 @@ func TestACLRuleIsEnough(t *testing.T) {
 	if err := multi.Release(ctx); err != nil {
 		t.Fatalf("Release multi: %v", err)
 	}
+	// A read-write lock: a reader's lease and its index, a writer's
+	// look at them, a semaphore's permit.
+	rw := l.RWMutex("rw")
+	r, err := rw.TryRLock(ctx)
+	if err != nil {
+		t.Fatalf("TryRLock: %v", err)
+	}
+	if err := r.Extend(ctx, 5*time.Second); err != nil {
+		t.Fatalf("Extend a lease: %v", err)
+	}
+	if err := r.Release(ctx); err != nil {
+		t.Fatalf("Release a lease: %v", err)
+	}
+	w, err := rw.TryLock(ctx)
+	if err != nil {
+		t.Fatalf("TryLock: %v", err)
+	}
+	if err := w.Release(ctx); err != nil {
+		t.Fatalf("Release the writer: %v", err)
+	}
+	p, err := l.Semaphore("sem", 2).TryObtain(ctx)
+	if err != nil {
+		t.Fatalf("Semaphore TryObtain: %v", err)
+	}
+	if err := p.Release(ctx); err != nil {
+		t.Fatalf("Release a permit: %v", err)
+	}
 	mustObtain(t, l, "forced")
 	if err := l.ForceRelease(ctx, "forced"); err != nil {
 		t.Fatalf("ForceRelease: %v", err)

@@ -16,9 +16,9 @@
 //	}
 //	defer lock.Release(context.WithoutCancel(ctx))
 //
-// Built on the same locks: leader election (Campaign, Leader, Observe) and
-// multi-key locks (ObtainMulti). Keys that start with ReservedPrefix are the
-// library's own, and every call that takes a key rejects them.
+// Built on the same locks: leader election (Campaign, Leader, Observe),
+// multi-key locks (ObtainMulti), Semaphore and RWMutex. Keys that start
+// with ReservedPrefix are the library's own; calls reject them.
 //
 // # Goroutines
 //
@@ -26,7 +26,7 @@
 // list and the code in step; docs/internals.md#goroutines tells more):
 //
 //   - Node workers: New starts two per node, each with a connection of the
-//     Locker's own; Close stops them last and waits for them.
+//     Locker's own (a timer notes a slow set-up); Close waits for them.
 //   - Release listeners: one per node for the whole Locker, started by the
 //     first wait, and one per node for each subscribe or unsubscribe call;
 //     Close ends them and waits.
@@ -42,7 +42,5 @@
 // outlives a call (stragglers' replies, undos, handoffs) is counted on the
 // Locker's background group, which Close waits for.
 //
-// docs/safety.md says what a lock guarantees and under which assumptions,
-// docs/internals.md how it works, docs/observability.md what an Observer
-// (WithObserver) sees.
+// Guarantees: docs/safety.md; how it works: docs/internals.md.
 package redlock

@@ -23,7 +23,7 @@ func TestDocGoroutines(t *testing.T) {
 	doc := string(src)
 	// The section runs from its heading to the paragraph after it that
 	// points to the docs.
-	start, end := strings.Index(doc, "// # Goroutines"), strings.Index(doc, "// docs/safety.md says")
+	start, end := strings.Index(doc, "// # Goroutines"), strings.Index(doc, "// Guarantees: docs/safety.md")
 	if start < 0 || end < start {
 		t.Fatal("doc.go has no Goroutines section")
 	}

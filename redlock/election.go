@@ -15,8 +15,7 @@ import (
 // as it leads, with fencing on: the lock's fence is the leader's term. Its
 // guarantees are the lock's (docs/safety.md#leader-election).
 
-// ObservePoll is how often Observe asks the nodes when no notification
-// comes.
+// ObservePoll is how often Observe asks the nodes unless notified.
 const ObservePoll = time.Second
 
 // observePoll is ObservePoll but in tests.

@@ -20,25 +20,21 @@ var (
 	ErrNotObtained = errors.New("redlock: not obtained")
 	// ErrNoQuorum: a majority of nodes could not be reached in time: an outage.
 	ErrNoQuorum = errors.New("redlock: no quorum")
-	// ErrLockNotHeld: Release, Extend or TTL found the lock not ours on a
-	// majority. It is matched by its reasons, the three errors below.
+	// ErrLockNotHeld: not ours on a majority; matched by the three below.
 	ErrLockNotHeld = errors.New("redlock: lock not held")
 	// ErrLockExpired: our keys are gone, and nobody else holds the key.
 	ErrLockExpired error = &notHeldError{"redlock: lock not held: expired"}
 	// ErrLockLost: another owner holds the lock now.
 	ErrLockLost error = &notHeldError{"redlock: lock not held: taken by another owner"}
-	// ErrReleased: the Lock was released already (a handle releases once);
-	// a second release, Extend and TTL fail with it, asking no node.
+	// ErrReleased: the Lock was released already; no node is asked.
 	ErrReleased error = &notHeldError{"redlock: lock not held: released"}
-	// ErrInvalid is matched by every error about bad input (keys, options,
-	// clients, two nodes that reach one server); no retry mends it.
+	// ErrInvalid: bad input (keys, options, clients, two nodes that reach
+	// one server); no retry mends it.
 	ErrInvalid = errors.New("redlock: invalid argument")
 	// ErrClosed is returned by operations on a Locker after Close.
 	ErrClosed = errors.New("redlock: locker closed")
-	// ErrMisconfigured: nodes that refuse the library's commands for good
-	// (a wrong password, a missing ACL permission, an unknown command) keep
-	// a majority out of reach; Obtain and Do give up at once, whatever
-	// their context. It matches neither ErrNoQuorum nor ErrNotObtained.
+	// ErrMisconfigured: nodes refuse the library's commands for good (a
+	// password, an ACL) and keep a majority out of reach; no retry mends it.
 	ErrMisconfigured = errors.New("redlock: misconfigured: nodes refuse the library's commands")
 )
 

@@ -62,7 +62,9 @@ func TestErrorNamesNodeCause(t *testing.T) {
 		{"noauth", rawClient(t, guarded.Addr, nil), "authentication required (no password given for this node)", "NOAUTH", false},
 		{"wrongpass", rawClient(t, guarded.Addr, func(o *redis.Options) { o.Password = "not-the-password" }), "authentication failed (wrong user name or password)", "WRONGPASS", false},
 		{"dns", rawClient(t, "no-such-host.invalid:6379", nil), "lookup no-such-host.invalid", "lookup no-such-host.invalid", false},
-		{"tls", rawClient(t, plain.Addr, func(o *redis.Options) { o.TLSConfig, o.DialTimeout = &tls.Config{InsecureSkipVerify: true}, time.Second }), "TLS handshake with " + plain.Addr, "TLS handshake with " + plain.Addr, true},
+		{"tls", rawClient(t, plain.Addr, func(o *redis.Options) {
+			o.TLSConfig, o.DialTimeout = &tls.Config{InsecureSkipVerify: true}, time.Second
+		}), "TLS handshake with " + plain.Addr, "TLS handshake with " + plain.Addr, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l := newLocker(t, []*redis.Client{tc.client}, redlock.WithNodeTimeout(300*time.Millisecond), redlock.WithRetry(redlock.NoRetry()))

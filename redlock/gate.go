@@ -69,7 +69,10 @@ func (g *gates) claim(key string) (o *offer, fair bool) {
 	switch {
 	case ln == nil:
 		return nil, false
-	case ln.offer == nil:
+	case ln.offer == nil || !ln.offer.a.kind.handoff:
+		// None waits, or its kind takes no handoff (a reader's or a
+		// writer's of a read-write lock, behind a lock on its key): it
+		// is poked instead (released).
 		ln.streak = 0
 		return nil, false
 	case ln.streak >= maxHandoffs:

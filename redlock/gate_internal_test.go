@@ -19,7 +19,7 @@ func TestClaimLimitsHandoffStreak(t *testing.T) {
 	}
 	for round := range 2 {
 		for i := range maxHandoffs {
-			o := &offer{}
+			o := &offer{a: &acquisition{kind: &oneKey}}
 			g.post("k", o)
 			if got, fair := g.claim("k"); got != o || fair {
 				t.Fatalf("round %d, handoff %d: claim = %v, %v; want the offer", round, i, got, fair)
@@ -28,7 +28,7 @@ func TestClaimLimitsHandoffStreak(t *testing.T) {
 				t.Fatal("withdraw succeeded after the offer was claimed")
 			}
 		}
-		o := &offer{}
+		o := &offer{a: &acquisition{kind: &oneKey}}
 		g.post("k", o)
 		if got, fair := g.claim("k"); got != nil || !fair {
 			t.Fatalf("round %d: claim after %d handoffs = %v, %v; want nil, fair", round, maxHandoffs, got, fair)
@@ -36,5 +36,12 @@ func TestClaimLimitsHandoffStreak(t *testing.T) {
 		if !g.withdraw("k", o) {
 			t.Fatal("an unclaimed offer could not be withdrawn")
 		}
+	}
+	// The offer of a kind without handoffs (a read-write lock's, behind a
+	// lock on its key) is never claimed: it is poked.
+	o := &offer{a: &acquisition{kind: &lockKind{}}}
+	g.post("k", o)
+	if got, fair := g.claim("k"); got != nil || fair {
+		t.Fatalf("claim of an offer that takes no handoff = %v, %v; want nil, false", got, fair)
 	}
 }

@@ -42,6 +42,9 @@ type lockKind struct {
 	stray  func(p *acquirePlan, r quorum.Reply[int64]) (scriptCall, bool)
 	permit *lockKind
 	alone  bool
+	// shared says that a lock of the kind leaves others of its line free
+	// (a permit, a reader's lease): the line does not wait for it.
+	shared bool
 }
 
 // scriptCall is one script and the keys and arguments it is called with.
@@ -119,10 +122,15 @@ func newPlan(keys []string, cfg *config) acquirePlan {
 	}
 	key := keys[0]
 	all := []string{key, fenceKey(key), guardMarker, guardQuarantine}
+	return acquirePlan{token: token, holder: h, keys: all, lockKeys: all[:1], args: acquireArgs(value, h, cfg)}
+}
+
+// acquireArgs are acquire.lua's six arguments for value and holder h,
+// then more (the arguments of a script that pastes acquire.lua in).
+func acquireArgs(value string, h holder, cfg *config, more ...any) []any {
 	fenced := "0"
 	if cfg.fencing {
 		fenced = "1"
 	}
-	args := []any{value, serverMillis(cfg.serverTTL()), h.prefix, fenced, serverMillis(cfg.guard), serverMillis(cfg.fenceLifetime())}
-	return acquirePlan{token: token, holder: h, keys: all, lockKeys: all[:1], args: args}
+	return append([]any{value, serverMillis(cfg.serverTTL()), h.prefix, fenced, serverMillis(cfg.guard), serverMillis(cfg.fenceLifetime())}, more...)
 }

@@ -22,9 +22,7 @@ import (
 // Release, Extend or TTL that acts on all its keys on each node (multi.lua).
 // What differs from a lock on one key is its kind, manyKeys, alone.
 
-// MaxMultiKeys bounds the keys of one multi-key lock: each attempt sends
-// all of them to every node in one script, which blocks the node while it
-// runs.
+// MaxMultiKeys bounds a multi-key lock's keys (one script takes them all).
 const MaxMultiKeys = 64
 
 // Keys returns the lock's keys: the one key of a lock from Obtain, every key

@@ -5,15 +5,10 @@ import (
 	"time"
 )
 
-// Observer sees what a Locker does, for metrics, traces or logs: each
-// operation with its outcome and latency, each sleep of Obtain, each loss
-// KeepAlive signals, and each node's answer (docs/observability.md). Give
-// it to New with WithObserver; redlockotel is one for OpenTelemetry.
-//
-// Its methods run synchronously on the lock's path, many at once: it must
-// be safe for concurrent use, must not block, and must not call the Locker.
-// Embed NopObserver to implement only some methods. Without an Observer no
-// event is built and no clock is read.
+// Observer sees what a Locker does (docs/observability.md); redlockotel is
+// one for OpenTelemetry. Its methods run on the lock's path, many at once:
+// safe for concurrent use, never blocking, never calling the Locker. Embed
+// NopObserver to implement only some.
 type Observer interface {
 	// OpStart begins an operation, in the caller's goroutine; the context
 	// it returns (ctx, or one with values added: a span) goes to its events.
@@ -50,10 +45,8 @@ func (NopObserver) Lost(context.Context, LossEvent) {}
 // Op names an operation that an Observer sees.
 type Op string
 
-// The operations an Observer sees. ObtainMulti's key is its keys joined
-// by commas; OpTTL and OpHandoff (a Release handing the lock to a waiting
-// goroutine of the same Locker, its outcome the waiter's) have node events
-// only.
+// The operations an Observer sees (ObtainMulti's key: its keys joined by
+// commas); OpTTL and OpHandoff have node events only.
 const (
 	OpObtain       Op = "obtain"        // Obtain, TryObtain, ObtainMulti, TryObtainMulti, Do's acquisition
 	OpRelease      Op = "release"       // Release, ReleaseAfter, Do's release

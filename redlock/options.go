@@ -148,13 +148,10 @@ func WithToken(token string) LockOption {
 func WithFencing() LockOption { return lockOption(func(c *config) { c.fencing = true }) }
 
 // WithRestartGuard keeps a node that may have forgotten the locks it
-// granted (restarted, flushed, reloaded older data, promoted from replica,
-// evicted keys) out of every vote until maxTTL has passed, when every lock
-// it granted has expired; a node that may evict keys is refused, and a
-// fresh cluster abstains until Locker.Bootstrap seeds it. maxTTL must be at
-// least every TTL plus lock-delay, and every ReleaseAfter cooldown, used
-// with the Locker. Needs Redis 7.0. Assumptions and cost:
-// docs/safety.md#restart-guard. Default off.
+// granted out of every vote until maxTTL, at least every TTL plus
+// lock-delay and ReleaseAfter cooldown used, has passed; a fresh cluster
+// abstains until Locker.Bootstrap. Needs Redis 7.0; default off
+// (docs/safety.md#restart-guard).
 func WithRestartGuard(maxTTL time.Duration) Option {
 	return lockerOption(func(c *config) {
 		c.guard = maxTTL

@@ -43,10 +43,7 @@ func RedisLogger(next Logger) Logger {
 }
 
 // WithRedisLogger sends go-redis's lines about the Locker's own connections
-// to l instead of dropping them, under a RedisLogger; the line of a node's
-// failed dial reaches l with or without one. It is for New and
-// NewFromURLs only (a call given it fails with ErrInvalid); a nil l keeps
-// the default: dropped.
+// to l (nil: dropped, the default) instead of dropping them.
 func WithRedisLogger(l Logger) Option {
 	return lockerOption(func(c *config) { c.redisLog = &conn.Route{To: l} })
 }

@@ -79,6 +79,7 @@ var slotKind = lockKind{
 	decide:  decideSlot,
 	stray:   straySlot,
 	permit:  &permitKind,
+	shared:  true,
 }
 
 // undoSlots takes an attempt's hold h off the slot keys (it announces
@@ -134,9 +135,9 @@ func newSlotPlan(name string, size int, cfg *config) acquirePlan {
 }
 
 // exclusive reports whether a lock got from the waiter's line keeps the rest
-// of the line waiting (heldHere): not a semaphore's permit, as others may
-// be free.
-func (w *waiter) exclusive() bool { return w.inLine() && w.a.kind.permit == nil }
+// of the line waiting (heldHere): not a shared kind's (a permit, a lease),
+// as others may be free.
+func (w *waiter) exclusive() bool { return w.inLine() && !w.a.kind.shared }
 
 // slotOf splits a granting reply's value into the position of its slot in
 // the plan's rotation and its fence.

@@ -48,7 +48,7 @@ type fenceWrite struct {
 // call is the write-back's script call, for a round that counts its
 // answers with nonce (callNonce; "" for none) kept keepMs.
 func (fw *fenceWrite) call(nonce string, keepMs int64) scriptCall {
-	keys := []string{fw.key, fenceKey(fw.key)}
+	keys := []string{fw.key, counterOf(fw.key)}
 	return scriptCall{scripts.Fence, keys, fenceArgs(fw.fence, fw.lifetimeMs, fw.holder, nonce, keepMs)}
 }
 

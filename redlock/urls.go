@@ -25,12 +25,9 @@ func (e *URLError) Error() string { return "node URL " + e.URL + ": " + e.Err.Er
 // Unwrap returns ErrInvalid and Err.
 func (e *URLError) Unwrap() []error { return []error{ErrInvalid, e.Err} }
 
-// ParseURL parses a node URL (URLForm, spaces around it ignored) into
-// client options for lock use: ContextTimeoutEnabled, MaxRetries -1. The
-// user name and password must be percent-encoded; the query takes
-// redis.ParseURL's options. On failure (an unknown option, no host, a
-// #fragment, a bad database or scheme) it returns a *URLError, matching
-// ErrInvalid and never showing the password (docs/cli.md#nodes).
+// ParseURL parses a node URL (URLForm; docs/cli.md#nodes) into client
+// options for lock use. On failure it returns a *URLError, matching
+// ErrInvalid and never showing the password.
 func ParseURL(raw string) (*redis.Options, error) {
 	raw = strings.TrimSpace(raw)
 	o, err := parseURL(raw)

@@ -153,6 +153,19 @@ var (
 	extendSlotTmpl string
 	ExtendSlot     = newScript(onceSrc + strings.Replace(extendSlotTmpl, "--[[extend.lua]]", extendSrc, 1))
 
+	// rw_read.lua, rw_write.lua and rw_release.lua take a reader's lease,
+	// take a read-write lock's writer key, and release a reader's lease:
+	// acquire.lua or release.lua pasted into each.
+	//go:embed rw_read.lua
+	rwReadTmpl string
+	RWRead     = newScript(strings.Replace(rwReadTmpl, "--[[acquire.lua]]", acquireSrc, 1))
+	//go:embed rw_write.lua
+	rwWriteTmpl string
+	RWWrite     = newScript(strings.Replace(rwWriteTmpl, "--[[acquire.lua]]", acquireSrc, 1))
+	//go:embed rw_release.lua
+	rwReleaseTmpl string
+	RWRelease     = newScript(strings.Replace(rwReleaseTmpl, "--[[release.lua]]", releaseSrc, 1))
+
 	// announce.lua tells a key's waiters that its holder changed (a won
 	// Campaign).
 	//go:embed announce.lua

@@ -1,0 +1,156 @@
+package redlock
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/quorumlock/redlock/redlock/internal/scripts"
+)
+
+// Read-write locks (docs/safety.md#read-write-locks). The writer holds the
+// lock key name itself; each reader holds a lease of its own, a lock key
+// with its token in its name, listed in the lock's index of leases. On
+// every node, a reader's lease is refused while the writer key (or a
+// waiting writer's mark) exists, and the writer key while a lease exists,
+// each in one script: at any moment a node holds leases or the writer key,
+// never both. A reader and a writer that both hold a majority share a node
+// where both keys would live at once, so the mutex's proof carries over
+// as it is. What differs from a lock on one key is the kind alone.
+
+// rwPrefix starts a read-write lock's own keys: its leases (rwPrefix +
+// name + ":r:" + token), its index of leases (":readers") and the waiting
+// writer's mark (":wait").
+const rwPrefix = ReservedPrefix + "rw:"
+
+// RWMutex is a read-write lock (docs/safety.md#read-write-locks). Its
+// writer holds the key name itself. Safe for concurrent use.
+type RWMutex struct {
+	l                     *Locker
+	read, write, tryWrite lockKind
+}
+
+// RWMutex returns the read-write lock on name, a lock key; a bad one is
+// an ErrInvalid of its calls.
+func (l *Locker) RWMutex(name string) *RWMutex {
+	m := &RWMutex{l: l}
+	line := func([]string) string { return name }
+	check := func(cfg *config) error { return checkKey(name) }
+	m.read = lockKind{
+		acquire: scripts.RWRead,
+		plan:    func(_ []string, cfg *config) acquirePlan { return newReadPlan(name, cfg) },
+		release: readLease.release,
+		line:    line,
+		permit:  &readLease,
+		shared:  true,
+		check: func(cfg *config) error {
+			if cfg.tokenSet {
+				return invalid("WithToken takes a lock key: a reader's lease is never a re-entry")
+			}
+			return check(cfg)
+		},
+	}
+	m.write = lockKind{
+		acquire: scripts.RWWrite,
+		plan:    func(_ []string, cfg *config) acquirePlan { return newWritePlan(name, true, cfg) },
+		release: oneKey.release,
+		line:    line,
+		permit:  &oneKey,
+		check:   check,
+	}
+	m.tryWrite = m.write
+	m.tryWrite.plan = func(_ []string, cfg *config) acquirePlan { return newWritePlan(name, false, cfg) }
+	return m
+}
+
+// RLock takes a reader's lease, a Lock of its own, waiting and failing as
+// Locker.Obtain; WithToken is an ErrInvalid.
+func (m *RWMutex) RLock(ctx context.Context, opts ...LockOption) (*Lock, error) {
+	return m.l.acquireKind(ctx, &m.read, opts, false)
+}
+
+// TryRLock makes exactly one attempt at RLock.
+func (m *RWMutex) TryRLock(ctx context.Context, opts ...LockOption) (*Lock, error) {
+	return m.l.acquireKind(ctx, &m.read, opts, true)
+}
+
+// Lock takes the writer's lock, waiting and failing as Locker.Obtain; while
+// it waits for readers to leave, new readers wait too.
+func (m *RWMutex) Lock(ctx context.Context, opts ...LockOption) (*Lock, error) {
+	return m.l.acquireKind(ctx, &m.write, opts, false)
+}
+
+// TryLock makes exactly one attempt at Lock.
+func (m *RWMutex) TryLock(ctx context.Context, opts ...LockOption) (*Lock, error) {
+	return m.l.acquireKind(ctx, &m.tryWrite, opts, true)
+}
+
+// readLease is the kind of a reader's lease: its release and extension
+// keep the index of leases alive as long as the lease (so it is extended
+// alone, never batched), and wake the read-write lock's waiters.
+var readLease = lockKind{
+	release: func(keys []string, h holder, announce bool, cooldownMs int64) scriptCall {
+		channel := ""
+		if announce {
+			channel = releaseChannel(rwName(keys[0]))
+		}
+		return scriptCall{scripts.RWRelease, []string{keys[0], rwIndex(keys[0])}, releaseArgs(h, channel, cooldownMs)}
+	},
+	extend: func(keys []string, h holder, ttlMs int64, timeout time.Duration) scriptCall {
+		return scriptCall{scripts.ExtendSlot, []string{keys[0], rwIndex(keys[0])}, extendArgs(h, ttlMs, timeout)}
+	},
+	pttl:   oneKey.pttl,
+	line:   func(keys []string) string { return rwName(keys[0]) },
+	alone:  true,
+	shared: true,
+}
+
+// newReadPlan is an attempt at a reader's lease of name: a fresh token,
+// which names the lease.
+func newReadPlan(name string, cfg *config) acquirePlan {
+	token := uuid.NewString()
+	value := token + "\x001\x00" + cfg.metadata
+	h := holder{prefix: value[:len(token)+1], hold: "1"}
+	rw := rwPrefix + name
+	keys := []string{rw + ":r:" + token, fenceKey(name), guardMarker, guardQuarantine, name, rw + ":wait", rw + ":readers"}
+	return acquirePlan{token: token, holder: h, keys: keys, lockKeys: keys[:1], args: acquireArgs(value, h, cfg)}
+}
+
+// markMargin, and two node timeouts, is how long a waiting writer's mark
+// outlives the readers' leases it waits for: time for the writer to come
+// back when the last one goes (rw_write.lua).
+const markMargin = 500 * time.Millisecond
+
+// newWritePlan is an attempt at the writer key name, a waiting writer's
+// (mark) or a single attempt's.
+func newWritePlan(name string, mark bool, cfg *config) acquirePlan {
+	p := newPlan([]string{name}, cfg)
+	rw := rwPrefix + name
+	p.keys = []string{name, fenceKey(name), guardMarker, guardQuarantine, rw + ":readers", rw + ":wait"}
+	p.lockKeys = p.keys[:1]
+	var margin time.Duration
+	if mark {
+		margin = markMargin + 2*cfg.nodeTimeout
+	}
+	p.args = acquireArgs(p.args[0].(string), p.holder, cfg, serverMillis(margin))
+	return p
+}
+
+// rwName is the read-write lock's name (its writer key) of a lease key;
+// rwIndex is its index of leases.
+func rwName(lease string) string {
+	return lease[len(rwPrefix):strings.LastIndex(lease, ":r:")]
+}
+
+func rwIndex(lease string) string { return lease[:strings.LastIndex(lease, ":r:")] + ":readers" }
+
+// counterOf is the fencing counter of lock key: a reader's lease counts on
+// its writer key's, so that fences order readers and writers.
+func counterOf(key string) string {
+	if strings.HasPrefix(key, rwPrefix) && strings.Contains(key, ":r:") {
+		return fenceKey(rwName(key))
+	}
+	return fenceKey(key)
+}
