@@ -192,3 +192,64 @@ func ExampleLock_Fence() {
 	// b writes: <nil>
 	// a writes: true
 }
+
+// At most two of many workers run at once: each takes one of two permits.
+func ExampleLocker_Semaphore() {
+	locker, done := exampleLocker()
+	defer done()
+	ctx := context.Background()
+	pool := locker.Semaphore("example:pool", 2)
+
+	a, err := pool.TryObtain(ctx)
+	if err != nil {
+		panic(err)
+	}
+	b, err := pool.TryObtain(ctx)
+	if err != nil {
+		panic(err)
+	}
+	_, err = pool.TryObtain(ctx)
+	fmt.Println("third permit:", errors.Is(err, redlock.ErrNotObtained))
+	for _, p := range []*redlock.Lock{a, b} {
+		if err := p.Release(ctx); err != nil {
+			panic(err)
+		}
+	}
+	// Output: third permit: true
+}
+
+// Readers share a read-write lock; the writer waits for them, and keeps
+// new readers out while it waits.
+func ExampleLocker_RWMutex() {
+	locker, done := exampleLocker()
+	defer done()
+	ctx := context.Background()
+	catalog := locker.RWMutex("example:catalog")
+
+	r1, err := catalog.RLock(ctx)
+	if err != nil {
+		panic(err)
+	}
+	r2, err := catalog.RLock(ctx)
+	if err != nil {
+		panic(err)
+	}
+	_, err = catalog.TryLock(ctx)
+	fmt.Println("writer beside readers:", errors.Is(err, redlock.ErrNotObtained))
+	for _, r := range []*redlock.Lock{r1, r2} {
+		if err := r.Release(ctx); err != nil {
+			panic(err)
+		}
+	}
+	w, err := catalog.Lock(ctx, redlock.WithFencing())
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("writer in, fenced:", w.Fence() > 0)
+	if err := w.Release(ctx); err != nil {
+		panic(err)
+	}
+	// Output:
+	// writer beside readers: true
+	// writer in, fenced: true
+}

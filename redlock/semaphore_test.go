@@ -428,3 +428,46 @@ func TestSemaphoreKeepAlive(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Permit takers on two Lockers while a random minority of the five nodes
+// is paused and resumed: a semaphore of two never has three holders.
+func TestSemaphoreUnderPauses(t *testing.T) {
+	c := newCluster(t, 5)
+	opts := []redlock.Option{redlock.WithNodeTimeout(150 * time.Millisecond), redlock.WithTTL(time.Second)}
+	lockers := []*redlock.Locker{c.locker(t, opts...), c.locker(t, opts...)}
+	ctx, cancel := context.WithTimeout(t.Context(), 8*time.Second)
+	defer cancel()
+	stop := c.pauseMinorities(t, ctx, 2)
+	var (
+		holding, most, taken atomic.Int32
+		wg                   sync.WaitGroup
+	)
+	for w := range 6 {
+		sem := lockers[w%2].Semaphore("paused", 2)
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				lock, err := sem.Obtain(ctx, semRetry)
+				if err != nil {
+					continue // an outage or the end: the pauses cause both
+				}
+				n := holding.Add(1)
+				for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+				}
+				taken.Add(1)
+				time.Sleep(time.Duration(1+w%3) * time.Millisecond)
+				holding.Add(-1)
+				// A failed release leaves the permit to its TTL: safe.
+				_ = lock.Release(context.Background())
+			}
+		})
+	}
+	wg.Wait()
+	stop()
+	if m := most.Load(); m > 2 {
+		t.Fatalf("%d holders of a semaphore of 2 at once", m)
+	}
+	if taken.Load() == 0 {
+		t.Fatal("no permit was taken: the test tested nothing")
+	}
+	t.Logf("%d permits taken, at most %d at once", taken.Load(), most.Load())
+}
