@@ -27,6 +27,11 @@ type lockFlags struct {
 	verbose      bool
 	conflictCode int
 	outageCode   int
+	// shared and slots (run's) make the lock a reader's lease of the
+	// read-write lock KEY, or a permit of the semaphore KEY of slots; a
+	// plain lock is the read-write lock's writer (see taker).
+	shared bool
+	slots  int
 }
 
 // register defines the flags; ends says when the lock is let go ("COMMAND
@@ -74,6 +79,10 @@ func (f *lockFlags) check(a *app, fs *flagSet) (code int, ok bool) {
 		// Checked before the lock is taken: the library would refuse the
 		// cooldown only at the end, after the work is done.
 		msg = fmt.Sprintf("--cooldown %v is above --restart-guard %v: a node that lost its memory would vote again before the cooldown ends", f.cooldown, f.restartGuard)
+	case f.shared && f.slots != 0:
+		msg = "--shared and --slots exclude each other"
+	case f.slots < 0 || f.slots > redlock.MaxSemaphoreSize:
+		msg = fmt.Sprintf("--slots %d is not between 1 and %d", f.slots, redlock.MaxSemaphoreSize)
 	case f.conflictCode < 0 || f.conflictCode > 255:
 		msg = fmt.Sprintf("--conflict-exit-code %d is not between 0 and 255", f.conflictCode)
 	case f.outageCode < 0 || f.outageCode > 255:
@@ -187,7 +196,8 @@ func (a *app) obtain(ctx, waitCtx context.Context, cancel context.CancelFunc, c 
 // made whatever --wait: it is not waiting, and each of its node calls is
 // bounded by --node-timeout.
 func (a *app) tryThenWait(ctx, waitCtx context.Context, c *command, l *redlock.Locker, key string, f *lockFlags) (*redlock.Lock, error) {
-	lock, err := l.TryObtain(ctx, key)
+	try, wait := f.taker(l, key)
+	lock, err := try(ctx)
 	if err == nil || !f.wait.waits() || waitCtx.Err() != nil ||
 		!errors.Is(err, redlock.ErrNotObtained) && !errors.Is(err, redlock.ErrNoQuorum) {
 		return lock, err
@@ -199,7 +209,7 @@ func (a *app) tryThenWait(ctx, waitCtx context.Context, c *command, l *redlock.L
 		}
 		a.errorf(c, "waiting %s for %q: %s", how, key, errMsg(err))
 	}
-	waited, werr := l.Obtain(waitCtx, key)
+	waited, werr := wait(waitCtx)
 	if werr != nil && waitCtx.Err() != nil && ctx.Err() == nil &&
 		!errors.Is(werr, redlock.ErrNotObtained) && !errors.Is(werr, redlock.ErrNoQuorum) {
 		// --wait ran out before the wait asked any node again (a loaded
@@ -207,6 +217,24 @@ func (a *app) tryThenWait(ctx, waitCtx context.Context, c *command, l *redlock.L
 		return nil, err
 	}
 	return waited, werr
+}
+
+// taker returns how the flags take the lock on key, once (try) or waiting
+// (wait): a reader's lease of the read-write lock key (--shared), a permit
+// of the semaphore key (--slots), or else the read-write lock's writer,
+// which holds key itself, as a plain lock on key would, and also waits for
+// the readers.
+func (f *lockFlags) taker(l *redlock.Locker, key string) (try, wait func(context.Context, ...redlock.LockOption) (*redlock.Lock, error)) {
+	switch {
+	case f.slots > 0:
+		s := l.Semaphore(key, f.slots)
+		return s.TryObtain, s.Obtain
+	case f.shared:
+		m := l.RWMutex(key)
+		return m.TryRLock, m.RLock
+	}
+	m := l.RWMutex(key)
+	return m.TryLock, m.Lock
 }
 
 // holder describes who holds the busy lock key, from its metadata, as far
@@ -233,7 +261,7 @@ func (a *app) holder(l *redlock.Locker, key string) string {
 		n++
 	}
 	if held == nil {
-		return "held by another owner"
+		return "held by another owner (readers of --shared, or permits of --slots, are not named)"
 	}
 	who := "an owner without metadata"
 	if held.Metadata != "" {

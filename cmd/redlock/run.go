@@ -31,6 +31,10 @@ extended while it runs (every third of --ttl), and release it when COMMAND
 ends: flock(1) across machines. By default (-n) redlock tries once and exits
 with 75 (-E) when another owner holds the lock, naming the holder's
 metadata; -w waits up to a duration ("-w 10" is ten seconds) or forever.
+With --shared (-s) it takes a reader's share of KEY, as flock -s: readers
+run side by side, and a plain run of KEY (the writer) runs alone, ahead of
+readers that come after it; with --slots N, one of N permits of the
+semaphore KEY: at most N such commands run at once.
 When a majority of nodes cannot be reached it exits with 69
 (--outage-exit-code) and says why, also when --wait ran out during the
 outage, and also with --quiet: an outage is never silent.
@@ -92,6 +96,10 @@ func defineRun(fs *flagSet) action {
 	f := &runFlags{}
 	f.lockFlags.register(fs, "COMMAND ends")
 	fs.BoolVar(&f.fencing, "fencing", false, "get a fencing token, passed to COMMAND in $"+envFence)
+	fs.BoolVar(&f.shared, "shared", false, "take a reader's share of KEY, as flock -s: readers run side by side,\n"+
+		"and a plain run of KEY (its writer) runs alone")
+	fs.alias("s", "shared")
+	fs.IntVar(&f.slots, "slots", 0, "take one of N permits of the semaphore KEY: at most N run at once")
 	registerGrace(fs, &f.grace, &f.unsafeGrace, "a lost lock")
 	fs.BoolVar(&f.passNodes, "pass-nodes", false, "leave $"+envNodes+" in COMMAND's environment (it is removed:\nit may hold passwords)")
 	return func(a *app, fs *flagSet, args []string) int { return a.run(fs, f, args) }
