@@ -36,6 +36,12 @@ func (w *Workload) loopWorkload(ctx context.Context, i int, rng *rand.Rand, lock
 			w.shareToken(ctx, i, rng, locker, w.keys[rng.IntN(len(w.keys))])
 		case workloadReacquire:
 			w.reacquire(ctx, i, rng, locker, w.keys[rng.IntN(len(w.keys))])
+		case workloadSemaphore:
+			// Every client on one semaphore: three holders of two need
+			// many contenders.
+			w.holdShared(ctx, i, rng, locker, w.keys[0])
+		case workloadRWLock:
+			w.holdShared(ctx, i, rng, locker, w.keys[rng.IntN(len(w.keys))])
 		default:
 			w.rec.AddFailure("workload", fmt.Errorf("no workload %q", w.cfg.Workload), time.Now())
 			return

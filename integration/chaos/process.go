@@ -65,6 +65,8 @@ type event struct {
 	Fence   uint64 `json:",omitempty"`
 	Hidden  bool   `json:",omitempty"` // the fence is hidden (Do)
 	Segment int    `json:",omitempty"`
+	Shared  bool   `json:",omitempty"` // a reader's hold
+	Slots   int    `json:",omitempty"` // a semaphore's permit
 	Start   int64  `json:",omitempty"` // Unix ns
 	End     int64  `json:",omitempty"`
 	Op      string `json:",omitempty"`
@@ -126,7 +128,7 @@ func (r *pipeRecorder) send(e event) {
 
 func (r *pipeRecorder) AddHold(h checker.Hold) {
 	r.send(event{T: "hold", Key: h.Key, Token: h.Token, Fence: h.Fence, Hidden: h.FenceHidden, Segment: h.Segment,
-		Start: h.Start.UnixNano(), End: h.End.UnixNano()})
+		Shared: h.Shared, Slots: h.Slots, Start: h.Start.UnixNano(), End: h.End.UnixNano()})
 }
 
 func (r *pipeRecorder) AddFailure(op string, err error, at time.Time) {
@@ -223,7 +225,7 @@ func (p *clientProcess) run(ctx context.Context, h *checker.History, res *checke
 		switch e.T {
 		case "hold":
 			h.AddHold(checker.Hold{Client: p.id, Key: e.Key, Token: e.Token, Fence: e.Fence, FenceHidden: e.Hidden, Segment: e.Segment,
-				Start: time.Unix(0, e.Start), End: time.Unix(0, e.End)})
+				Shared: e.Shared, Slots: e.Slots, Start: time.Unix(0, e.Start), End: time.Unix(0, e.End)})
 		case "fail":
 			h.AddFailureKind(e.Op, checker.Kind(e.Kind), time.Unix(0, e.Start))
 		case "anomaly":

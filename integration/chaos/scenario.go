@@ -174,6 +174,17 @@ var Scenarios = []Scenario{
 	{Name: "multi-key", Guard: true, Asserted: true, Workload: workloadMulti, Unfenced: true, Sample: true, Faults: []string{
 		"kill", "restart", "pause-short", "pause-long", "client-stop",
 	}},
+	// A semaphore of two and a read-write lock under the nemesis of the
+	// mixed scenarios: never three permits at once, never a reader beside
+	// a writer or two writers, writers' fences in order (the checker's
+	// Slots and Shared holds). Their effects are not checked: a permit or
+	// a reader protects no single-writer resource.
+	{Name: "semaphore", Guard: true, Asserted: true, Workload: workloadSemaphore, NoEffects: true, Sample: true, Faults: []string{
+		"kill", "restart", "pause-short", "pause-long", "blackhole", "drop-replies", "latency", "reset", "client-stop",
+	}},
+	{Name: "rwlock", Guard: true, Asserted: true, Workload: workloadRWLock, NoEffects: true, Sample: true, Faults: []string{
+		"kill", "restart", "pause-short", "pause-long", "blackhole", "drop-replies", "latency", "reset", "client-stop",
+	}},
 
 	// A proxy moves one client's open connections to one node onto
 	// another node's server: one server answers for two of that client's

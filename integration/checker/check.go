@@ -188,7 +188,9 @@ func Check(h *History) Report {
 }
 
 // overlaps returns every pair of intervals of different locks on one key
-// that share some time. Intervals that only touch do not overlap.
+// that share some time, but two readers' (Shared); and, for a semaphore's
+// permits (Slots), every permit that began while Slots others were held.
+// Intervals that only touch do not overlap.
 func overlaps(key string, holds []Hold, t0 time.Time) []Violation {
 	holds = slices.DeleteFunc(slices.Clone(holds), Hold.Empty)
 	slices.SortFunc(holds, func(a, b Hold) int { return a.Start.Compare(b.Start) })
@@ -196,8 +198,16 @@ func overlaps(key string, holds []Hold, t0 time.Time) []Violation {
 	var active []Hold
 	for _, h := range holds {
 		active = slices.DeleteFunc(active, func(a Hold) bool { return !a.End.After(h.Start) })
+		permits := 0
 		for _, a := range active {
-			if a.Token != h.Token {
+			switch {
+			case a.Token == h.Token, a.Shared && h.Shared:
+			case a.Slots > 0 && h.Slots > 0:
+				if permits++; permits == h.Slots {
+					// h is one more than the semaphore has.
+					out = append(out, Violation{Key: key, A: a, B: h, t0: t0})
+				}
+			default:
 				out = append(out, Violation{Key: key, A: a, B: h, t0: t0})
 			}
 		}
@@ -218,7 +228,9 @@ func checkFences(f *Fencing, key string, holds []Hold, t0 time.Time) {
 		}
 		// A hold whose fence the client could not see (Do hides the
 		// lock) takes no part.
-		if h.Segment == 0 && !h.Empty() && !h.FenceHidden {
+		// Readers' fences are not ordered among themselves, and a
+		// semaphore's grow per slot: only exclusive holds are ordered.
+		if h.Segment == 0 && !h.Empty() && !h.FenceHidden && !h.Shared && h.Slots == 0 {
 			locks = append(locks, h)
 		}
 	}

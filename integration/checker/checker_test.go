@@ -414,3 +414,36 @@ func TestWaitAcquisitions(t *testing.T) {
 		t.Fatalf("got %v, want context.Canceled", err)
 	}
 }
+
+// Readers overlap each other but never a writer; a semaphore's permits
+// overlap up to its size.
+func TestSharedAndSlots(t *testing.T) {
+	t0 := time.Now()
+	at := func(a, b int) (time.Time, time.Time) {
+		return t0.Add(time.Duration(a) * time.Millisecond), t0.Add(time.Duration(b) * time.Millisecond)
+	}
+	hold := func(tok string, a, b int, shared bool, slots int) checker.Hold {
+		s, e := at(a, b)
+		return checker.Hold{Key: "k", Token: tok, Start: s, End: e, Shared: shared, Slots: slots}
+	}
+	for _, tc := range []struct {
+		name  string
+		holds []checker.Hold
+		want  int
+	}{
+		{"readers overlap", []checker.Hold{hold("r1", 0, 10, true, 0), hold("r2", 5, 15, true, 0)}, 0},
+		{"reader beside writer", []checker.Hold{hold("r1", 0, 10, true, 0), hold("w", 5, 15, false, 0)}, 1},
+		{"writer then reader", []checker.Hold{hold("w", 0, 10, false, 0), hold("r1", 10, 15, true, 0)}, 0},
+		{"two permits of two", []checker.Hold{hold("a", 0, 10, false, 2), hold("b", 5, 15, false, 2)}, 0},
+		{"three permits of two", []checker.Hold{hold("a", 0, 10, false, 2), hold("b", 5, 15, false, 2), hold("c", 6, 8, false, 2)}, 1},
+		{"three permits of two, in turn", []checker.Hold{hold("a", 0, 10, false, 2), hold("b", 5, 15, false, 2), hold("c", 10, 12, false, 2)}, 0},
+	} {
+		h := checker.NewHistory(t0)
+		for _, x := range tc.holds {
+			h.AddHold(x)
+		}
+		if got := len(checker.Check(h).Violations); got != tc.want {
+			t.Errorf("%s: %d violations, want %d", tc.name, got, tc.want)
+		}
+	}
+}

@@ -33,7 +33,13 @@ type Hold struct {
 	// FenceHidden says the client could not see the lock's fence (Do
 	// does not show the lock): the fence checks leave the hold out.
 	FenceHidden bool
-	Segment     int
+	// Shared marks a reader's hold of a read-write lock (Key is the lock's
+	// name): readers may overlap one another, never a writer. Slots, above
+	// 0, marks a permit of a semaphore of that many (Key is its name): at
+	// most Slots permits may overlap.
+	Shared  bool
+	Slots   int
+	Segment int
 	// Start is when Obtain (or, for a later segment, Extend) returned.
 	Start time.Time
 	// End is the earlier of the Release call and the lock's Until.
