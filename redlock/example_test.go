@@ -193,31 +193,6 @@ func ExampleLock_Fence() {
 	// a writes: true
 }
 
-// At most two of many workers run at once: each takes one of two permits.
-func ExampleLocker_Semaphore() {
-	locker, done := exampleLocker()
-	defer done()
-	ctx := context.Background()
-	pool := locker.Semaphore("example:pool", 2)
-
-	a, err := pool.TryObtain(ctx)
-	if err != nil {
-		panic(err)
-	}
-	b, err := pool.TryObtain(ctx)
-	if err != nil {
-		panic(err)
-	}
-	_, err = pool.TryObtain(ctx)
-	fmt.Println("third permit:", errors.Is(err, redlock.ErrNotObtained))
-	for _, p := range []*redlock.Lock{a, b} {
-		if err := p.Release(ctx); err != nil {
-			panic(err)
-		}
-	}
-	// Output: third permit: true
-}
-
 // Readers share a read-write lock; the writer waits for them, and keeps
 // new readers out while it waits.
 func ExampleLocker_RWMutex() {

@@ -99,17 +99,7 @@ type acquirePlan struct {
 
 // newPlan is the plan of an attempt on keys[0], the one key of the lock.
 func newPlan(keys []string, cfg *config) acquirePlan {
-	token, hold := cfg.token, "1"
-	if token == "" {
-		// A fresh token per attempt: a straggler's clean-up from a failed
-		// attempt can then never delete the key of a later one, and the
-		// token alone tells this attempt's hold apart.
-		token = uuid.NewString()
-	} else {
-		// The caller's token may hold the key already, for another Lock:
-		// this attempt's hold needs an id of its own.
-		hold = newHoldID()
-	}
+	token, hold := planToken(cfg)
 	// The value starts with the prefix: one string for both.
 	value := token + "\x00" + hold + "\x00" + cfg.metadata
 	h := holder{prefix: value[:len(token)+1], hold: hold}
@@ -123,6 +113,19 @@ func newPlan(keys []string, cfg *config) acquirePlan {
 	key := keys[0]
 	all := []string{key, fenceKey(key), guardMarker, guardQuarantine}
 	return acquirePlan{token: token, holder: h, keys: all, lockKeys: all[:1], args: acquireArgs(value, h, cfg)}
+}
+
+// planToken is an attempt's token and hold id.
+func planToken(cfg *config) (token, hold string) {
+	if cfg.token == "" {
+		// A fresh token per attempt: a straggler's clean-up from a failed
+		// attempt can then never delete the key of a later one, and the
+		// token alone tells this attempt's hold apart.
+		return uuid.NewString(), "1"
+	}
+	// The caller's token may hold the key already, for another Lock: this
+	// attempt's hold needs an id of its own.
+	return cfg.token, newHoldID()
 }
 
 // acquireArgs are acquire.lua's six arguments for value and holder h,

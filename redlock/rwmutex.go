@@ -110,12 +110,11 @@ var readLease = lockKind{
 // newReadPlan is an attempt at a reader's lease of name: a fresh token,
 // which names the lease.
 func newReadPlan(name string, cfg *config) acquirePlan {
-	token := uuid.NewString()
-	value := token + "\x001\x00" + cfg.metadata
-	h := holder{prefix: value[:len(token)+1], hold: "1"}
 	rw := rwPrefix + name
-	keys := []string{rw + ":r:" + token, fenceKey(name), guardMarker, guardQuarantine, name, rw + ":wait", rw + ":readers"}
-	return acquirePlan{token: token, holder: h, keys: keys, lockKeys: keys[:1], args: acquireArgs(value, h, cfg)}
+	p := fullPlan(uuid.NewString(), "1", cfg)
+	p.keys = []string{rw + ":r:" + p.token, fenceKey(name), guardMarker, guardQuarantine, name, rw + ":wait", rw + ":readers"}
+	p.lockKeys = p.keys[:1]
+	return p
 }
 
 // markMargin, and two node timeouts, is how long a waiting writer's mark
@@ -126,16 +125,24 @@ const markMargin = 500 * time.Millisecond
 // newWritePlan is an attempt at the writer key name, a waiting writer's
 // (mark) or a single attempt's.
 func newWritePlan(name string, mark bool, cfg *config) acquirePlan {
-	p := newPlan([]string{name}, cfg)
-	rw := rwPrefix + name
-	p.keys = []string{name, fenceKey(name), guardMarker, guardQuarantine, rw + ":readers", rw + ":wait"}
-	p.lockKeys = p.keys[:1]
+	token, hold := planToken(cfg)
 	var margin time.Duration
 	if mark {
 		margin = markMargin + 2*cfg.nodeTimeout
 	}
-	p.args = acquireArgs(p.args[0].(string), p.holder, cfg, serverMillis(margin))
+	rw := rwPrefix + name
+	p := fullPlan(token, hold, cfg, serverMillis(margin))
+	p.keys = []string{name, fenceKey(name), guardMarker, guardQuarantine, rw + ":readers", rw + ":wait"}
+	p.lockKeys = p.keys[:1]
 	return p
+}
+
+// fullPlan is a plan's token, holder and arguments: acquire.lua's six for
+// token and hold, then more; the caller adds the keys.
+func fullPlan(token, hold string, cfg *config, more ...any) acquirePlan {
+	value := token + "\x00" + hold + "\x00" + cfg.metadata
+	h := holder{prefix: value[:len(token)+1], hold: hold}
+	return acquirePlan{token: token, holder: h, args: acquireArgs(value, h, cfg, more...)}
 }
 
 // rwName is the read-write lock's name (its writer key) of a lease key;

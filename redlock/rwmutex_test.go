@@ -55,9 +55,16 @@ func TestRWMutexReadersShareWriterExcludes(t *testing.T) {
 
 func mustRLock(t *testing.T, rw *redlock.RWMutex, opts ...redlock.LockOption) *redlock.Lock {
 	t.Helper()
-	lock, err := rw.TryRLock(t.Context(), opts...)
+	return mustTake(t, "TryRLock", rw.TryRLock, opts...)
+}
+
+// mustTake makes one attempt with try, named what, and fails the test
+// unless it got the lock.
+func mustTake(t *testing.T, what string, try func(context.Context, ...redlock.LockOption) (*redlock.Lock, error), opts ...redlock.LockOption) *redlock.Lock {
+	t.Helper()
+	lock, err := try(t.Context(), opts...)
 	if err != nil {
-		t.Fatalf("TryRLock: %v", err)
+		t.Fatalf("%s: %v", what, err)
 	}
 	return lock
 }

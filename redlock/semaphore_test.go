@@ -265,11 +265,7 @@ func TestSemaphoreSingleNode(t *testing.T) {
 
 func mustPermit(t *testing.T, sem *redlock.Semaphore, opts ...redlock.LockOption) *redlock.Lock {
 	t.Helper()
-	lock, err := sem.TryObtain(t.Context(), opts...)
-	if err != nil {
-		t.Fatalf("TryObtain: %v", err)
-	}
-	return lock
+	return mustTake(t, "TryObtain", sem.TryObtain, opts...)
 }
 
 // Goroutines of one Locker that wait for permits each get one as permits
