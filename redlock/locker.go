@@ -123,14 +123,14 @@ func (l *Locker) Close() error {
 	l.ext.endAll()
 	// Waiters sleeping until a local holder lets go learn of the close now.
 	l.gates.pokeAll()
-	// The notifier first: once closed it starts no more work on bg.
-	l.notify.close()
 	// Connections being set up stop now (they may take the client's
 	// DialTimeout): the calls queued behind them fail or go out within
-	// their node timeout.
+	// their node timeout, and the subscriptions can close at once.
 	for _, n := range l.nodes {
 		n.pipe.EndSetUps()
 	}
+	// Then the notifier: once closed it starts no more work on bg.
+	l.notify.close()
 	l.bg.Wait()
 	// Every queued call has been answered (each holds a count on bg).
 	for _, n := range l.nodes {

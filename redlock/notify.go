@@ -28,12 +28,15 @@ type notifier struct {
 	mu      sync.Mutex
 	subs    []*redis.PubSub
 	waiters map[string]map[chan struct{}]struct{}
-	closed  bool
-	wg      sync.WaitGroup
+	// active holds, for each key with waiters, the nodes that confirmed
+	// its subscription.
+	active map[string]map[int]bool
+	closed bool
+	wg     sync.WaitGroup
 }
 
 func newNotifier(nodes []node, bg *sync.WaitGroup) *notifier {
-	return &notifier{nodes: nodes, bg: bg, subs: make([]*redis.PubSub, len(nodes)), waiters: map[string]map[chan struct{}]struct{}{}}
+	return &notifier{nodes: nodes, bg: bg, subs: make([]*redis.PubSub, len(nodes)), waiters: map[string]map[chan struct{}]struct{}{}, active: map[string]map[int]bool{}}
 }
 
 // wait registers a waiter for key and makes sure the key's channel is
@@ -76,6 +79,7 @@ func (n *notifier) leave(ctx context.Context, key string, ch chan struct{}, time
 	last := len(set) == 0
 	if last {
 		delete(n.waiters, key)
+		delete(n.active, key)
 	}
 	closed := n.closed
 	n.mu.Unlock()
@@ -111,15 +115,46 @@ func (n *notifier) sub(i int) *redis.PubSub {
 	}
 	ps := n.nodes[i].pipe.Sub().Subscribe(context.Background())
 	n.subs[i] = ps
-	msgs := ps.Channel()
+	msgs := ps.ChannelWithSubscriptions()
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()
 		for m := range msgs {
-			n.wake(strings.TrimPrefix(m.Channel, releaseChannel("")))
+			switch m := m.(type) {
+			case *redis.Message:
+				n.wake(keyOf(m.Channel))
+			case *redis.Subscription:
+				n.confirmed(i, keyOf(m.Channel), m.Kind == "subscribe")
+			}
 		}
 	}()
 	return ps
+}
+
+// keyOf is the key of a release channel.
+func keyOf(channel string) string { return strings.TrimPrefix(channel, releaseChannel("")) }
+
+// confirmed notes that node i confirmed key's subscription (on) or its
+// end, and wakes key's waiters when releases may have gone unannounced
+// (see notifier).
+func (n *notifier) confirmed(i int, key string, on bool) {
+	n.mu.Lock()
+	nodes := n.active[key]
+	if !on || n.waiters[key] == nil {
+		delete(nodes, i)
+		n.mu.Unlock()
+		return
+	}
+	if nodes == nil {
+		nodes = map[int]bool{}
+		n.active[key] = nodes
+	}
+	again, first := nodes[i], len(nodes) == 0
+	nodes[i] = true
+	n.mu.Unlock()
+	if again || first {
+		n.wake(key)
+	}
 }
 
 func (n *notifier) wake(key string) {

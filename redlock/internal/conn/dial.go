@@ -168,3 +168,40 @@ func (c setupCtx) Err() error {
 		return c.Context.Err()
 	}
 }
+
+// subDialer is the dialer of the subscription client (see Pipe.Sub). Its
+// connections get the same budget as the workers' (setup): go-redis dials
+// and sets them up on its own, with no deadline of ours, so a budget of the
+// node timeout would never let a slow node's subscription come up. It
+// holds the subscription's lock meanwhile, which Close needs, so Close
+// ends these too: EndSetUps ends the dial, and closes the sockets this
+// dialer made that are still open.
+func (p *Pipe) subDialer(dial dialFunc) dialFunc {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if p.setups.closing() {
+			return nil, errSetUpEnded
+		}
+		ctx, cancel := context.WithTimeout(setupCtx{Context: ctx, done: p.setups.done}, p.setup)
+		defer cancel()
+		c, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		if !p.setups.add(c) {
+			return nil, errSetUpEnded
+		}
+		return &subConn{Conn: c, s: &p.setups}, nil
+	}
+}
+
+// subConn is a socket of the subscription client, kept in the set-ups
+// until it closes.
+type subConn struct {
+	net.Conn
+	s *setups
+}
+
+func (c *subConn) Close() error {
+	c.s.remove(c.Conn)
+	return c.Conn.Close()
+}

@@ -153,7 +153,9 @@ func NewPipe(c *redis.Client, timeout time.Duration, route *Route, ident *Identi
 	p := &Pipe{route: route, ident: ident, network: cmd.Network, addr: cmd.Addr, setup: max(c.Options().DialTimeout, timeout)}
 	p.setups.done = make(chan struct{})
 	p.dial = p.dialed.note(routeDial(cmd.Dialer, route))
-	cmd.Dialer, sub.Dialer = p.spares.dialer(p.dial), routeDial(sub.Dialer, route)
+	cmd.Dialer, sub.Dialer = p.spares.dialer(p.dial), p.subDialer(routeDial(sub.Dialer, route))
+	// The subscription's set-up (its HELLO) may take as long as its dial.
+	sub.ReadTimeout = p.setup
 	p.own, p.sub = redis.NewClient(cmd), redis.NewClient(sub)
 	p.wg.Add(WorkersPerNode)
 	for i := range p.queues {
