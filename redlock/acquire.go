@@ -20,6 +20,9 @@ type granting struct {
 	late     *settle
 	// reason, if set, fails the round whatever its votes (decide).
 	reason error
+	// granted is how many nodes granted within the round (a slot round's
+	// grants of any slot).
+	granted int
 }
 
 // attempt is one quorum round of the acquire script, plus, with fencing,
@@ -52,7 +55,7 @@ func (a *acquisition) attempt(ctx context.Context) (*Lock, error) {
 		timeout: cfg.nodeTimeout,
 		// A refusal still to come may tell contention from outage.
 		classify: true,
-		start:    l.observeNodes(OpObtain, a.name, l.sender(cfg.nodeTimeout, a.kind.acquire.Guarded(cfg.guard > 0), p.keys, p.args, decodeAcquire, nil)),
+		start:    l.observeNodes(OpObtain, a.name, l.sender(cfg.nodeTimeout, scriptCall{script: a.kind.acquire.Guarded(cfg.guard > 0), keys: p.keys, args: p.args}, decodeAcquire, nil)),
 		// Validity is taken when the majority is in: that is the moment
 		// the lock is granted, and the TTL has been running since the
 		// first request reached a server.
@@ -70,6 +73,7 @@ func (a *acquisition) attempt(ctx context.Context) (*Lock, error) {
 		rd.decided = func(r *quorum.Result[int64]) bool { return slotDecided(r, l.need, cfg.fencing) }
 	}
 	g.res = runRound(ctx, l, rd)
+	g.granted = g.res.Yes
 	if a.kind.decide != nil {
 		a.kind.decide(a, &p, &g)
 	}
@@ -167,7 +171,9 @@ func (a *acquisition) conclude(ctx context.Context, p *acquirePlan, g *granting,
 		// leave any validity: an outage, not contention.
 		reason = ErrNoQuorum
 	}
-	return nil, l.roundError("obtain", a.name, &g.res, acquireOutcome, reason)
+	qe := l.roundError("obtain", a.name, &g.res, acquireOutcome, reason)
+	qe.split = g.granted > 0
+	return nil, qe
 }
 
 // writeBackFence takes the highest fence among the granting nodes of g
@@ -238,7 +244,7 @@ func (a *acquisition) writeBackFence(ctx context.Context, p *acquirePlan, g *gra
 			if acq.Replies[i].Vote == quorum.Yes {
 				decode = decodeDone
 			}
-			nc := nodeCall{timeout: cfg.nodeTimeout, script: c.script, keys: c.keys, cmd: cmd, decode: decode}
+			nc := nodeCall{timeout: cfg.nodeTimeout, script: c.script, keys: c.keys, queue: c.queue, cmd: cmd, decode: decode}
 			nc.send(&l.nodes[i], i, reply, l.sendsInline())
 		},
 	})

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -41,24 +42,35 @@ type NodeStatus struct {
 	confirmed uint64
 }
 
-// Inspect asks every node what it holds for key. It returns the status even
-// when nodes fail, with an error matching ErrNoQuorum when fewer than a
-// majority answered, or ErrInvalid when two nodes reach one server. A key
-// that Obtain would reject is ErrInvalid, with no status, asking no node.
+// Inspect asks every node what it holds for key, and returns the status
+// even with ErrNoQuorum (under a majority answered) or ErrInvalid (two nodes
+// reach one server); a bad key is an ErrInvalid with no status, asking none.
 func (l *Locker) Inspect(ctx context.Context, key string) (*Status, error) {
 	if err := checkKey(key); err != nil {
 		return nil, err
 	}
+	st, _, err := l.inspect(ctx, key, "")
+	return st, err
+}
+
+// inspect is Inspect of any lock key, a permit's or a lease's too, with
+// its fencing counter (counterOf). With an index of leases, it also
+// returns the leases any node lists in it.
+func (l *Locker) inspect(ctx context.Context, key, index string) (*Status, []string, error) {
 	release, err := l.guard()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer release()
 	st := &Status{Key: key, Nodes: make([]NodeStatus, len(l.nodes))}
-	keys := []string{key, fenceKey(key)}
+	keys := []string{key, counterOf(key)}
+	if index != "" {
+		keys = append(keys, index)
+	}
 	var (
-		mu    sync.Mutex
-		final bool // set once the round is decided: a straggler's answer is dropped
+		mu     sync.Mutex
+		final  bool // set once the round is decided: a straggler's answer is dropped
+		leases = map[string]bool{}
 	)
 	timeout := l.cfg.nodeTimeout
 	// One answer per server (callNonce): a server reached through two node
@@ -72,10 +84,13 @@ func (l *Locker) Inspect(ctx context.Context, key string) (*Status, error) {
 		waitAll: true,
 		start: func(_ context.Context, i int, reply func(int, quorum.Vote, int64, error)) {
 			l.nodes[i].sendRaw(timeout, scripts.Inspect, keys, cmd, func(got *redis.Cmd) {
-				ns := inspectReply(l.nodes[i].addr, got)
+				ns, listed := inspectReply(l.nodes[i].addr, got)
 				mu.Lock()
 				if !final {
 					st.Nodes[i] = ns
+					for _, k := range listed {
+						leases[k] = true
+					}
 				}
 				mu.Unlock()
 				reply(i, quorum.Yes, 0, nil)
@@ -85,6 +100,7 @@ func (l *Locker) Inspect(ctx context.Context, key string) (*Status, error) {
 	mu.Lock()
 	final = true
 	mu.Unlock()
+	listed := slices.Sorted(maps.Keys(leases))
 	answered, votes, refused := 0, map[string]int{}, false
 	for i := range st.Nodes {
 		n := &st.Nodes[i]
@@ -115,9 +131,9 @@ func (l *Locker) Inspect(ctx context.Context, key string) (*Status, error) {
 			}
 			nodes = append(nodes, NodeResult{Addr: n.Addr, Outcome: o, Err: n.Err})
 		}
-		return st, withContext(ctx, newQuorumError("inspect", key, l.need, nodes, ErrNoQuorum))
+		return st, listed, withContext(ctx, newQuorumError("inspect", key, l.need, nodes, ErrNoQuorum))
 	}
-	return st, nil
+	return st, listed, nil
 }
 
 // ForceRelease deletes key's lock on every node, whoever holds it, and
@@ -138,7 +154,7 @@ func (l *Locker) ForceRelease(ctx context.Context, key string) (err error) {
 		need:    len(l.nodes), // ask every node; success below needs a majority
 		timeout: timeout,
 		waitAll: true,
-		start:   l.observeNodes(OpForceRelease, key, l.sender(timeout, scripts.Force, []string{key}, []any{releaseChannel(key)}, decodeDone, nil)),
+		start:   l.observeNodes(OpForceRelease, key, l.sender(timeout, scriptCall{script: scripts.Force, keys: []string{key}, args: []any{releaseChannel(key)}}, decodeDone, nil)),
 	})
 	if err != nil {
 		return err
@@ -174,7 +190,7 @@ func (l *Locker) Bootstrap(ctx context.Context, opts ...BootstrapOption) error {
 		need:    len(l.nodes),
 		timeout: timeout,
 		waitAll: true,
-		start:   l.sender(timeout, scripts.Bootstrap, keys, args, decodeBootstrap, nil),
+		start:   l.sender(timeout, scriptCall{script: scripts.Bootstrap, keys: keys, args: args}, decodeBootstrap, nil),
 	})
 	if err != nil {
 		return err

@@ -37,6 +37,7 @@
 //     goroutine of its own holding the Locker's guard, which Close waits for.
 //   - Observe runs one goroutine per call, which ends with its ctx or at its
 //     first look after Close.
+//   - Inspect of a Semaphore or RWMutex: one per key, 16 at once, waited for.
 //
 // Rounds start none: node calls go through the workers, and work that
 // outlives a call (stragglers' replies, undos, handoffs) is counted on the

@@ -74,7 +74,7 @@ func (l *Locker) announce(name string) {
 	defer release()
 	keys, args := []string{name}, []any{releaseChannel(name)}
 	timeout := l.cfg.nodeTimeout
-	send := l.sender(timeout, scripts.Announce, keys, args, decodeAny, nil)
+	send := l.sender(timeout, scriptCall{script: scripts.Announce, keys: keys, args: args}, decodeAny, nil)
 	for i := range l.nodes {
 		l.bg.Add(1)
 		send(context.Background(), i, func(int, quorum.Vote, int64, error) { l.bg.Done() })

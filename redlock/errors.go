@@ -28,13 +28,11 @@ var (
 	ErrLockLost error = &notHeldError{"redlock: lock not held: taken by another owner"}
 	// ErrReleased: the Lock was released already; no node is asked.
 	ErrReleased error = &notHeldError{"redlock: lock not held: released"}
-	// ErrInvalid: bad input (keys, options, clients, two nodes that reach
-	// one server); no retry mends it.
+	// ErrInvalid: bad input (keys, options, clients, nodes on one server).
 	ErrInvalid = errors.New("redlock: invalid argument")
 	// ErrClosed is returned by operations on a Locker after Close.
 	ErrClosed = errors.New("redlock: locker closed")
-	// ErrMisconfigured: nodes refuse the library's commands for good (a
-	// password, an ACL) and keep a majority out of reach; no retry mends it.
+	// ErrMisconfigured: nodes refuse our commands for good (password, ACL).
 	ErrMisconfigured = errors.New("redlock: misconfigured: nodes refuse the library's commands")
 )
 
@@ -104,6 +102,9 @@ type QuorumError struct {
 	Nodes []NodeResult // one per node, in the clients' order; empty when no node was asked
 
 	reason error
+	// split is set on a failed acquisition that some node granted: the
+	// key was free there (a release on its way, say).
+	split bool
 }
 
 // newQuorumError is the error of a round that failed for reason (one of

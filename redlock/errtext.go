@@ -148,7 +148,7 @@ func (l *Locker) withHolders(ctx context.Context, key string, err error) error {
 				return
 			}
 			l.nodes[i].sendRaw(timeout, scripts.Inspect, keys, cmd, func(got *redis.Cmd) {
-				ns := inspectReply("", got)
+				ns, _ := inspectReply("", got)
 				mu.Lock()
 				meta[i] = ns.Metadata
 				mu.Unlock()

@@ -83,3 +83,7 @@ func WithClock(c clock.Clock) LockOption { return withClock(c) }
 // MultiLineLen reports how many goroutines of l wait in line for the set
 // of keys (tests only).
 func MultiLineLen(l *Locker, keys []string) int { return LineLen(l, multiLine(keys)) }
+
+// SameQueue reports whether calls whose first keys are a and b go to the
+// same queue of a node (tests only).
+func SameQueue(a, b string) bool { return conn.QueueOf(a) == conn.QueueOf(b) }

@@ -101,7 +101,7 @@ func (k *Lock) releaseRound(ctx context.Context, cooldownMs int64) (quorum.Resul
 	return k.locker.call(ctx, round[int64]{
 		timeout: timeout,
 		linger:  k.releaseLinger(),
-		start:   k.locker.observeNodes(OpRelease, k.key, k.locker.sender(timeout, c.script, c.keys, c.args, decodeCompare, started)),
+		start:   k.locker.observeNodes(OpRelease, k.key, k.locker.sender(timeout, c, decodeCompare, started)),
 	})
 }
 

@@ -52,6 +52,9 @@ type scriptCall struct {
 	script *scripts.Script
 	keys   []string
 	args   []any
+	// queue, when set, is the key that chooses the node's queue instead
+	// of keys[0] (see conn.Call.Queue).
+	queue string
 }
 
 // undo is the call that takes an attempt's own hold h off keys again. An
@@ -73,13 +76,13 @@ var oneKey = lockKind{
 		if announce {
 			channel = releaseChannel(keys[0])
 		}
-		return scriptCall{scripts.Release, keys, releaseArgs(h, channel, cooldownMs)}
+		return scriptCall{script: scripts.Release, keys: keys, args: releaseArgs(h, channel, cooldownMs)}
 	},
 	extend: func(keys []string, h holder, ttlMs int64, timeout time.Duration) scriptCall {
-		return scriptCall{scripts.Extend, keys, extendArgs(h, ttlMs, timeout)}
+		return scriptCall{script: scripts.Extend, keys: keys, args: extendArgs(h, ttlMs, timeout)}
 	},
 	pttl: func(keys []string, h holder, timeout time.Duration) scriptCall {
-		return scriptCall{scripts.PTTL, keys, pttlArgs(h, timeout)}
+		return scriptCall{script: scripts.PTTL, keys: keys, args: pttlArgs(h, timeout)}
 	},
 	handoff: true,
 	holders: true,

@@ -47,8 +47,7 @@ type Lock struct {
 // joined by commas, as messages name it (Keys lists them).
 func (k *Lock) Key() string { return k.key }
 
-// Token returns the owner token stored on the nodes. Passing it to
-// WithToken reclaims the lock.
+// Token is the owner token on the nodes (WithToken reclaims the lock).
 func (k *Lock) Token() string { return k.token }
 
 // Metadata returns the metadata given with WithMetadata.
@@ -108,10 +107,9 @@ func (k *Lock) Release(ctx context.Context) error {
 }
 
 // ReleaseAfter is Release that keeps the key for hold (rounded up to the
-// millisecond), so that nobody obtains it meanwhile: a cooldown. Waiters are
-// not woken early; another Lock with the same token keeps its hold. A
-// negative hold, or one above WithRestartGuard's maximum TTL, is an
-// ErrInvalid that leaves the lock held.
+// ms): a cooldown, in which nobody obtains it and waiters sleep on; another
+// Lock with the same token keeps its hold. A negative hold, or one above
+// WithRestartGuard's maximum TTL, is an ErrInvalid that leaves it held.
 func (k *Lock) ReleaseAfter(ctx context.Context, hold time.Duration) error {
 	if hold < 0 {
 		return invalid("ReleaseAfter hold %v is negative", hold)
@@ -194,7 +192,7 @@ func (k *Lock) Extend(ctx context.Context, ttl time.Duration) (err error) {
 	start := cfg.clock.Now()
 	res, err := k.locker.call(ctx, round[int64]{
 		timeout: cfg.nodeTimeout,
-		start:   k.locker.observeNodes(OpExtend, k.key, k.locker.sender(cfg.nodeTimeout, c.script, c.keys, c.args, decodeCompare, nil)),
+		start:   k.locker.observeNodes(OpExtend, k.key, k.locker.sender(cfg.nodeTimeout, c, decodeCompare, nil)),
 		accept: func(*quorum.Result[int64]) bool {
 			validity = clock.Validity(ttl, cfg.clock.Since(start), cfg.driftFactor)
 			return validity > 0
@@ -220,11 +218,9 @@ func (k *Lock) Extend(ctx context.Context, ttl time.Duration) (err error) {
 	return err
 }
 
-// TTL asks the servers how long the lock has left: the longest time a
-// majority of nodes hold this Lock's key for, without drift margin or
-// lock-delay (use Until for the safe deadline). It fails with
-// ErrLockNotHeld when the hold is not on a majority, ErrNoQuorum on an
-// outage, and ErrReleased after a release.
+// TTL is how long a majority of nodes still hold this Lock's key (no drift
+// margin or lock-delay: see Until). It fails with ErrLockNotHeld off a
+// majority, ErrNoQuorum on an outage, ErrReleased after a release.
 func (k *Lock) TTL(ctx context.Context) (time.Duration, error) {
 	if k.released() {
 		return 0, k.releasedErr("ttl")
@@ -237,7 +233,7 @@ func (k *Lock) TTL(ctx context.Context) (time.Duration, error) {
 	res, err := k.locker.call(ctx, round[int64]{
 		timeout: timeout,
 		waitAll: true,
-		start:   k.locker.observeNodes(OpTTL, k.key, k.locker.sender(timeout, c.script, c.keys, c.args, decodePTTL, nil)),
+		start:   k.locker.observeNodes(OpTTL, k.key, k.locker.sender(timeout, c, decodePTTL, nil)),
 	})
 	if err != nil {
 		return 0, err

@@ -47,13 +47,13 @@ var manyKeys = lockKind{
 		if announce {
 			prefix = releasePrefix
 		}
-		return scriptCall{scripts.Multi, keys, []any{"release", h.prefix, prefix, cooldownMs, h.hold, "", 0}}
+		return scriptCall{script: scripts.Multi, keys: keys, args: []any{"release", h.prefix, prefix, cooldownMs, h.hold, "", 0}}
 	},
 	extend: func(keys []string, h holder, ttlMs int64, timeout time.Duration) scriptCall {
-		return scriptCall{scripts.Multi, keys, append([]any{"extend"}, extendArgs(h, ttlMs, timeout)...)}
+		return scriptCall{script: scripts.Multi, keys: keys, args: append([]any{"extend"}, extendArgs(h, ttlMs, timeout)...)}
 	},
 	pttl: func(keys []string, h holder, timeout time.Duration) scriptCall {
-		return scriptCall{scripts.Multi, keys, append([]any{"pttl"}, pttlArgs(h, timeout)...)}
+		return scriptCall{script: scripts.Multi, keys: keys, args: append([]any{"pttl"}, pttlArgs(h, timeout)...)}
 	},
 	line:  multiLine,
 	check: multiOptions,

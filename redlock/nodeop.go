@@ -24,13 +24,14 @@ type nodeCall struct {
 	timeout time.Duration
 	script  *scripts.Script
 	keys    []string
+	queue   string
 	cmd     []any
 	// decode turns a node's integer reply into its vote.
 	decode decodeFunc
 }
 
 func newNodeCall(timeout time.Duration, c scriptCall, decode decodeFunc) nodeCall {
-	return nodeCall{timeout: timeout, script: c.script, keys: c.keys, cmd: conn.EvalSha(c.script, c.keys, c.args), decode: decode}
+	return nodeCall{timeout: timeout, script: c.script, keys: c.keys, queue: c.queue, cmd: conn.EvalSha(c.script, c.keys, c.args), decode: decode}
 }
 
 // voteOp is one node's share of a nodeCall: the pipe's call, and how its
@@ -49,7 +50,7 @@ var votePool = sync.Pool{New: func() any { return new(voteOp) }}
 func (sc nodeCall) send(n *node, i int, reply func(int, quorum.Vote, int64, error), inline bool) {
 	o := votePool.Get().(*voteOp)
 	*o = voteOp{
-		call:   conn.Call{Timeout: sc.timeout, Script: sc.script, Keys: sc.keys, Cmd: sc.cmd},
+		call:   conn.Call{Timeout: sc.timeout, Script: sc.script, Keys: sc.keys, Queue: sc.queue, Cmd: sc.cmd},
 		node:   i,
 		decode: sc.decode,
 		reply:  reply,

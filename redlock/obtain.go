@@ -11,7 +11,6 @@ import (
 // sleeps until a release is announced or its timer fires, and goroutines of
 // one Locker take turns (docs/internals.md#how-a-round-works). The key must
 // be non-empty, at most MaxKeyLen bytes, and not start with ReservedPrefix.
-//
 // On failure it leaves no key of its own and returns an error matching
 // ErrNotObtained (contention), ErrNoQuorum (outage) or ErrMisconfigured, told
 // from the nodes' answers and detailed in a *QuorumError, with ctx.Err()

@@ -121,8 +121,7 @@ func WithNodeTimeout(d time.Duration) LockOption {
 	return lockOption(func(c *config) { c.nodeTimeout = d })
 }
 
-// WithRetry sets how Obtain waits between attempts. Default DefaultRetry.
-// TryObtain ignores it.
+// WithRetry sets how Obtain (not TryObtain) waits between attempts.
 func WithRetry(s RetryStrategy) LockOption { return lockOption(func(c *config) { c.retry = s }) }
 
 // WithMetadata attaches a string to the lock, stored with it on every node
@@ -162,11 +161,10 @@ func WithRestartGuard(maxTTL time.Duration) Option {
 }
 
 // WithLockDelay keeps a lock's key on the servers for d after its TTL, so a
-// lock that ends without a release (a dead or paused holder) is granted to
-// nobody for d after it expires, as Chubby's lock-delay; Release deletes the
-// key at once. Validity (Until, Valid) still comes from the TTL alone. d
-// must not be negative, and with WithRestartGuard the TTL plus d must not
-// exceed its maximum TTL (docs/safety.md#lock-delay). Default 0 (off).
+// lock that ends unreleased (a dead or paused holder) goes to nobody for d
+// after it expires (Chubby's lock-delay); Release deletes it at once. Until
+// and Valid still use the TTL. d ≥ 0, and with WithRestartGuard TTL+d must
+// not exceed its maximum TTL (docs/safety.md#lock-delay). Default 0 (off).
 func WithLockDelay(d time.Duration) LockOption {
 	return lockOption(func(c *config) { c.lockDelay = d })
 }

@@ -188,24 +188,32 @@ func decodeBootstrap(n int64, err error) (quorum.Vote, int64, error) {
 }
 
 // inspectReply reads an inspect reply: the key's value, its PTTL and the
-// fencing counter.
-func inspectReply(addr string, cmd *redis.Cmd) NodeStatus {
-	ns := NodeStatus{Addr: addr}
+// fencing counter, and the leases listed in the index it was given.
+func inspectReply(addr string, cmd *redis.Cmd) (ns NodeStatus, leases []string) {
+	ns = NodeStatus{Addr: addr}
 	vals, err := cmd.Slice()
 	if err != nil {
 		ns.Err = err
-		return ns
+		return ns, nil
 	}
-	if len(vals) != 3 {
+	if len(vals) != 3 && len(vals) != 4 {
 		ns.Err = errors.New("redlock: unexpected inspect reply")
-		return ns
+		return ns, nil
+	}
+	if len(vals) == 4 {
+		listed, _ := vals[3].([]any)
+		for _, k := range listed {
+			if k, ok := k.(string); ok {
+				leases = append(leases, k)
+			}
+		}
 	}
 	if f, ok := vals[2].(int64); ok && f > 0 {
 		ns.Fence = uint64(f)
 	}
 	v, ok := vals[0].(string)
 	if !ok {
-		return ns // no key
+		return ns, leases // no key
 	}
 	pttl, _ := vals[1].(int64)
 	ns.Held, ns.TTL = true, time.Duration(pttl)*time.Millisecond
@@ -226,7 +234,7 @@ func inspectReply(addr string, cmd *redis.Cmd) NodeStatus {
 			}
 		}
 	}
-	return ns
+	return ns, leases
 }
 
 // handoffArgs are the handoff script's arguments: the release's (announced

@@ -1,8 +1,6 @@
 package redlock
 
 import (
-	"github.com/quorumlock/redlock/redlock/internal/scripts"
-
 	"context"
 	"time"
 
@@ -105,8 +103,8 @@ func (l *Locker) call(ctx context.Context, rd round[int64]) (quorum.Result[int64
 // sender returns a round's start that sends script s with keys and args to
 // each node through its pipe, the command line built once for all nodes;
 // started, if set, is called once the call is queued on every node.
-func (l *Locker) sender(timeout time.Duration, s *scripts.Script, keys []string, args []any, decode decodeFunc, started func()) startFunc[int64] {
-	sc := newNodeCall(timeout, scriptCall{s, keys, args}, decode)
+func (l *Locker) sender(timeout time.Duration, c scriptCall, decode decodeFunc, started func()) startFunc[int64] {
+	sc := newNodeCall(timeout, c, decode)
 	last := len(l.nodes) - 1
 	inline := l.sendsInline()
 	return func(_ context.Context, i int, reply func(int, quorum.Vote, int64, error)) {
@@ -122,7 +120,7 @@ func (l *Locker) sender(timeout time.Duration, s *scripts.Script, keys []string,
 // up to timeout. It undoes our own writes, so it runs even when ctx has
 // ended.
 func (l *Locker) undoAll(ctx context.Context, timeout time.Duration, undo scriptCall, which func(int) bool) {
-	send := l.sender(timeout, undo.script, undo.keys, undo.args, decodeAny, nil)
+	send := l.sender(timeout, undo, decodeAny, nil)
 	runRound(context.WithoutCancel(ctx), l, round[int64]{
 		need:    len(l.nodes),
 		timeout: timeout,

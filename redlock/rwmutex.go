@@ -29,13 +29,14 @@ const rwPrefix = ReservedPrefix + "rw:"
 // writer holds the key name itself. Safe for concurrent use.
 type RWMutex struct {
 	l                     *Locker
+	name                  string
 	read, write, tryWrite lockKind
 }
 
 // RWMutex returns the read-write lock on name, a lock key; a bad one is
 // an ErrInvalid of its calls.
 func (l *Locker) RWMutex(name string) *RWMutex {
-	m := &RWMutex{l: l}
+	m := &RWMutex{l: l, name: name}
 	line := func([]string) string { return name }
 	check := func(cfg *config) error { return checkKey(name) }
 	m.read = lockKind{
@@ -96,10 +97,10 @@ var readLease = lockKind{
 		if announce {
 			channel = releaseChannel(rwName(keys[0]))
 		}
-		return scriptCall{scripts.RWRelease, []string{keys[0], rwIndex(keys[0])}, releaseArgs(h, channel, cooldownMs)}
+		return scriptCall{script: scripts.RWRelease, keys: []string{keys[0], rwIndex(keys[0])}, args: releaseArgs(h, channel, cooldownMs)}
 	},
 	extend: func(keys []string, h holder, ttlMs int64, timeout time.Duration) scriptCall {
-		return scriptCall{scripts.ExtendSlot, []string{keys[0], rwIndex(keys[0])}, extendArgs(h, ttlMs, timeout)}
+		return scriptCall{script: scripts.ExtendSlot, keys: []string{keys[0], rwIndex(keys[0])}, args: extendArgs(h, ttlMs, timeout)}
 	},
 	pttl:   oneKey.pttl,
 	line:   func(keys []string) string { return rwName(keys[0]) },

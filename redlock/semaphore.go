@@ -33,13 +33,15 @@ const semPrefix = ReservedPrefix + "sem:"
 type Semaphore struct {
 	l    *Locker
 	kind lockKind
+	name string
+	size int
 }
 
 // Semaphore returns the semaphore name (a lock key) of size permits, 1 to
-// MaxSemaphoreSize; a bad one, or a size other than its live permits', is
-// an ErrInvalid of Obtain and TryObtain.
+// MaxSemaphoreSize; a bad one, or another size than its live permits', is
+// an ErrInvalid of its calls.
 func (l *Locker) Semaphore(name string, size int) *Semaphore {
-	s := &Semaphore{l: l, kind: slotKind}
+	s := &Semaphore{l: l, kind: slotKind, name: name, size: size}
 	s.kind.line = func([]string) string { return semPrefix + name }
 	s.kind.plan = func(_ []string, cfg *config) acquirePlan { return newSlotPlan(name, size, cfg) }
 	s.kind.check = func(cfg *config) error {
@@ -85,7 +87,17 @@ var slotKind = lockKind{
 // undoSlots takes an attempt's hold h off the slot keys (it announces
 // nothing: no permit was held).
 func undoSlots(keys []string, h holder, _ bool, cooldownMs int64) scriptCall {
-	return scriptCall{scripts.Multi, keys, []any{"release", h.prefix, "", cooldownMs, h.hold, "", 0}}
+	return onSemQueue(scriptCall{script: scripts.Multi, keys: keys, args: []any{"release", h.prefix, "", cooldownMs, h.hold, "", 0}})
+}
+
+// onSemQueue sends c, a call on slot keys, on the queue of the attempts
+// (their first key is the size key): an attempt's undo of a slot then
+// reaches each node before the next attempt, which it would otherwise find
+// refused by that very grant, and a permit's release before the same
+// Locker's next attempt.
+func onSemQueue(c scriptCall) scriptCall {
+	c.queue = semOf(c.keys[0]) + ":size"
+	return c
 }
 
 // permitKind is the kind of a permit: a lock on one slot key whose release
@@ -97,10 +109,10 @@ var permitKind = lockKind{
 		if announce {
 			channel = releaseChannel(semOf(keys[0]))
 		}
-		return scriptCall{scripts.Release, keys, releaseArgs(h, channel, cooldownMs)}
+		return onSemQueue(scriptCall{script: scripts.Release, keys: keys, args: releaseArgs(h, channel, cooldownMs)})
 	},
 	extend: func(keys []string, h holder, ttlMs int64, timeout time.Duration) scriptCall {
-		return scriptCall{scripts.ExtendSlot, []string{keys[0], semOf(keys[0]) + ":size"}, extendArgs(h, ttlMs, timeout)}
+		return onSemQueue(scriptCall{script: scripts.ExtendSlot, keys: []string{keys[0], semOf(keys[0]) + ":size"}, args: extendArgs(h, ttlMs, timeout)})
 	},
 	pttl:  oneKey.pttl,
 	line:  func(keys []string) string { return semOf(keys[0]) },
@@ -200,7 +212,7 @@ func decideSlot(a *acquisition, p *acquirePlan, g *granting) {
 			r.Value = fence
 			continue
 		}
-		l.sendOn(i, a.cfg.nodeTimeout, oneKey.release(p.lockKeys[pos:pos+1], p.holder, false, 0))
+		l.sendOn(i, a.cfg.nodeTimeout, onSemQueue(oneKey.release(p.lockKeys[pos:pos+1], p.holder, false, 0)))
 		r.Vote, r.Value = quorum.No, 0
 		g.res.Yes--
 		g.res.No++
@@ -221,7 +233,7 @@ func straySlot(p *acquirePlan, r quorum.Reply[int64]) (scriptCall, bool) {
 	case quorum.Yes:
 		pos, _ := slotOf(r.Value, fenced)
 		if slots[pos] != won {
-			return oneKey.release(slots[pos:pos+1], p.holder, false, 0), true
+			return onSemQueue(oneKey.release(slots[pos:pos+1], p.holder, false, 0)), true
 		}
 	case quorum.Failed:
 		others := make([]string, 0, len(slots))

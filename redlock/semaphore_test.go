@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -466,4 +467,203 @@ func TestSemaphoreUnderPauses(t *testing.T) {
 		t.Fatal("no permit was taken: the test tested nothing")
 	}
 	t.Logf("%d permits taken, at most %d at once", taken.Load(), most.Load())
+}
+
+// A waiter gets a permit soon after a release that reaches the nodes one
+// at a time, each announcing it, while the queues of the slot keys are busy
+// on every node. It used to sleep until the holder's expiry: each wake-up's
+// attempt found the nodes that had released refusing it with the grant of
+// its previous attempt, whose undo had not landed (it went on the slot key's
+// busy queue, and the attempts on the size key's, so they overtook it; a
+// straggler's undo is sent only when its reply comes). The 10 s wake-ups of
+// TestSemaphoreOneLockerFillsPermits under load were this. Now the undos
+// go on the attempts' queue, and an attempt that some node granted is
+// retried within two node timeouts.
+func TestSemaphoreReleaseNodeByNodeWakesWaiter(t *testing.T) {
+	c := newCluster(t, 3)
+	name := ""
+	for i := 0; name == ""; i++ {
+		// One whose slot key and size key go to different queues.
+		n := fmt.Sprintf("bynode-%d", i)
+		if !redlock.SameQueue(redlock.ReservedPrefix+"sem:"+n+":0", redlock.ReservedPrefix+"sem:"+n+":size") {
+			name = n
+		}
+	}
+	held := mustPermit(t, c.locker(t).Semaphore(name, 1))
+	slot, channel := held.Key(), redlock.ReservedPrefix+"released:"+redlock.ReservedPrefix+"sem:"+name
+	c.heldEverywhere(t, slot, held.Token())
+	grants := make(chan struct{}, 100)
+	l := c.locker(t, redlock.WithObserver(answersOf{node: 0, outcome: redlock.OutcomeOK, ch: grants}))
+	got := make(chan error, 1)
+	go func() {
+		p, err := l.Semaphore(name, 1).Obtain(boundedCtx(t), redlock.WithRetry(redlock.LinearBackoff(time.Minute)))
+		if err == nil {
+			err = p.Release(context.Background())
+		}
+		got <- err
+	}()
+	if !poll(t, 10*time.Second, func() bool {
+		return !slices.ContainsFunc(c.subscribers(t, redlock.ReservedPrefix+"sem:"+name), func(n int64) bool { return n != 1 })
+	}) {
+		t.Fatal("the waiter never subscribed everywhere")
+	}
+	for i := range c.clients {
+		letGo := sync.OnceFunc(redlock.HoldQueue(l, i, slot))
+		t.Cleanup(letGo)
+		defer letGo()
+	}
+	var released time.Time
+	for i, cl := range c.clients {
+		// The release reaches node i, which announces it.
+		if err := cl.Del(t.Context(), slot).Err(); err != nil {
+			t.Fatal(err)
+		}
+		released = time.Now()
+		if err := cl.Publish(t.Context(), channel, "").Err(); err != nil {
+			t.Fatal(err)
+		}
+		// The waiter's attempt finds the slot free on node 0 alone, and
+		// takes it there.
+		if i == 0 {
+			select {
+			case <-grants:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the waiter did not try node 0")
+			}
+		}
+	}
+	waiterGotSoon(t, got, released)
+}
+
+// waiterGotSoon fails the test unless the waiter's outcome, got, comes
+// without error within 5s of released (the holder's TTL is 10s).
+func waiterGotSoon(t *testing.T, got <-chan error, released time.Time) {
+	t.Helper()
+	select {
+	case err := <-got:
+		if d := time.Since(released); d > 5*time.Second || err != nil {
+			t.Fatalf("the waiter got the permit %v after the last release (the TTL is 10s); error %v", d, err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("the waiter never got the permit")
+	}
+}
+
+// A waiter whose attempt some node granted (a release on its way) tries
+// again within two node timeouts, even if no announcement wakes it: they
+// may all have come already, each waking an attempt that the nodes still
+// to release refused. It used to sleep until the holder's expiry.
+func TestSemaphoreSplitAttemptRetriesSoon(t *testing.T) {
+	c := newCluster(t, 3)
+	name := "split"
+	size := redlock.ReservedPrefix + "sem:" + name + ":size"
+	held := mustPermit(t, c.locker(t).Semaphore(name, 1))
+	slot := held.Key()
+	c.heldEverywhere(t, slot, held.Token())
+	grants, refusals := make(chan struct{}, 100), make(chan struct{}, 100)
+	l := c.locker(t, redlock.WithObserver(observers{
+		answersOf{node: 0, outcome: redlock.OutcomeOK, ch: grants},
+		answersOf{node: 1, outcome: redlock.OutcomeHeldByOther, ch: refusals},
+	}))
+	got := make(chan error, 1)
+	go func() {
+		p, err := l.Semaphore(name, 1).Obtain(boundedCtx(t), redlock.WithRetry(redlock.LinearBackoff(time.Minute)))
+		if err == nil {
+			err = p.Release(context.Background())
+		}
+		got <- err
+	}()
+	if !poll(t, 10*time.Second, func() bool {
+		return !slices.ContainsFunc(c.subscribers(t, redlock.ReservedPrefix+"sem:"+name), func(n int64) bool { return n != 1 })
+	}) {
+		t.Fatal("the waiter never subscribed everywhere")
+	}
+	for len(refusals) > 0 {
+		<-refusals // the first attempts'
+	}
+	// Nodes 1 and 2 answer the next attempt late, so that node 0's grant
+	// is counted in its round.
+	var letGo []func()
+	for i := 1; i < 3; i++ {
+		f := sync.OnceFunc(redlock.HoldQueue(l, i, size))
+		t.Cleanup(f)
+		letGo = append(letGo, f)
+	}
+	// The release reaches node 0, which announces it.
+	if err := c.clients[0].Del(t.Context(), slot).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.clients[0].Publish(t.Context(), redlock.ReservedPrefix+"released:"+redlock.ReservedPrefix+"sem:"+name, "").Err(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-grants:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the waiter did not try node 0")
+	}
+	for _, f := range letGo {
+		f()
+	}
+	select {
+	case <-refusals:
+	case <-time.After(10 * time.Second):
+		t.Fatal("node 1 never refused the attempt that node 0 granted")
+	}
+	// Then node 1, whose announcement is lost.
+	if err := c.clients[1].Del(t.Context(), slot).Err(); err != nil {
+		t.Fatal(err)
+	}
+	waiterGotSoon(t, got, time.Now())
+}
+
+// answersOf is an Observer that signals ch at each answer of node to an
+// acquisition with outcome.
+type answersOf struct {
+	redlock.NopObserver
+	node    int
+	outcome redlock.Outcome
+	ch      chan<- struct{}
+}
+
+func (g answersOf) NodeDone(_ context.Context, e redlock.NodeEvent) {
+	if e.Op == redlock.OpObtain && e.Node == g.node && e.Outcome == g.outcome {
+		select {
+		case g.ch <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// observers is an Observer made of several.
+type observers []redlock.Observer
+
+func (os observers) OpStart(ctx context.Context, op redlock.Op, key string) context.Context {
+	for _, o := range os {
+		ctx = o.OpStart(ctx, op, key)
+	}
+	return ctx
+}
+
+func (os observers) OpDone(ctx context.Context, e redlock.OpEvent) {
+	for _, o := range os {
+		o.OpDone(ctx, e)
+	}
+}
+
+func (os observers) Waited(ctx context.Context, e redlock.WaitEvent) {
+	for _, o := range os {
+		o.Waited(ctx, e)
+	}
+}
+
+func (os observers) NodeDone(ctx context.Context, e redlock.NodeEvent) {
+	for _, o := range os {
+		o.NodeDone(ctx, e)
+	}
+}
+
+func (os observers) Lost(ctx context.Context, e redlock.LossEvent) {
+	for _, o := range os {
+		o.Lost(ctx, e)
+	}
 }

@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"github.com/quorumlock/redlock/redlock/internal/scripts"
+	"strings"
 
 	"sync"
 	"time"
@@ -49,7 +50,12 @@ type fenceWrite struct {
 // answers with nonce (callNonce; "" for none) kept keepMs.
 func (fw *fenceWrite) call(nonce string, keepMs int64) scriptCall {
 	keys := []string{fw.key, counterOf(fw.key)}
-	return scriptCall{scripts.Fence, keys, fenceArgs(fw.fence, fw.lifetimeMs, fw.holder, nonce, keepMs)}
+	c := scriptCall{script: scripts.Fence, keys: keys, args: fenceArgs(fw.fence, fw.lifetimeMs, fw.holder, nonce, keepMs)}
+	if strings.HasPrefix(fw.key, semPrefix) {
+		// Behind the permit's acquisition, which went on the size key's.
+		c = onSemQueue(c)
+	}
+	return c
 }
 
 // settler returns the settle of an acquisition of plan p, of a lock of

@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"slices"
 	"time"
 
@@ -231,6 +232,9 @@ func (w *waiter) afterFailure(ctx context.Context, seq Sequence, err, last error
 		// No point sleeping past the moment enough keys expire.
 		wait = min(wait, free+time.Millisecond)
 	}
+	if qe.split {
+		wait = min(wait, w.afterSplit())
+	}
 	now := false
 	if !w.queued {
 		joined, jerr := w.join(ctx)
@@ -247,6 +251,20 @@ func (w *waiter) afterFailure(ctx context.Context, seq Sequence, err, last error
 		return 0, retryNow, err
 	}
 	return wait, sleepFirst, err
+}
+
+// afterSplit is the longest sleep after an attempt that some node granted:
+// the key was free there, most likely a release on its way to the other
+// nodes, whose announcements should wake us. But they may all wake us too
+// early: each attempt then finds the nodes that released refusing it with
+// the grant of our previous attempt, whose undo has not landed yet (a
+// straggler's is sent only when its reply comes), and it sleeps until the
+// holder's expiry. So try again once the undo has had its node timeout to
+// land, with as much again of jitter, as Redlock's clients do after a
+// split vote.
+func (w *waiter) afterSplit() time.Duration {
+	t := w.a.cfg.nodeTimeout
+	return t + rand.N(t+1)
 }
 
 // busy reports whether goroutines already wait for key; a newcomer then

@@ -24,7 +24,9 @@ var _ = register(&command{
 	synopsis: "[flags] KEY",
 	help: `Show what each node holds for the lock KEY: the holder's token, the metadata
 stored with it, how many times it is held (re-entry) and its remaining TTL,
-or the node's error; and which token, if any, holds a majority.
+or the node's error; and which token, if any, holds a majority. With
+--slots N, the same for each permit of the semaphore KEY of N; with
+--shared, for the writer and each reader of the read-write lock KEY.
 
 Exit codes: 0 when a majority of nodes answered (whether or not the lock is
 held), 64 usage error, 69 when fewer than a majority answered (the table
@@ -34,6 +36,8 @@ shows what the others said), 70 other failure.
 		f := &inspectFlags{}
 		f.register(fs)
 		fs.BoolVar(&f.json, "json", false, "print the status as one JSON object")
+		fs.IntVar(&f.slots, "slots", 0, "show the permits of the semaphore KEY of N, as taken by run --slots N")
+		fs.BoolVar(&f.shared, "shared", false, "show the writer and the readers of the read-write lock KEY, as taken by run --shared")
 		return func(a *app, fs *flagSet, args []string) int { return a.inspect(fs, f, args) }
 	},
 })
@@ -66,7 +70,9 @@ const exitNotRemoved = 1
 
 type inspectFlags struct {
 	nodeFlags
-	json bool
+	json   bool
+	slots  int
+	shared bool
 }
 
 type releaseFlags struct {
@@ -95,11 +101,17 @@ func (a *app) inspect(fs *flagSet, f *inspectFlags, args []string) int {
 	if !ok {
 		return code
 	}
+	if msg := f.badKind(); msg != "" {
+		return a.usageError(fs.cmd, msg)
+	}
 	l, closeAll, code, ok := a.locker(fs, &f.nodeFlags)
 	if !ok {
 		return code
 	}
 	defer closeAll()
+	if f.slots != 0 || f.shared {
+		return a.inspectMany(fs, f, l, key)
+	}
 	ctx := context.Background()
 	st, err := l.Inspect(ctx, key)
 	if st != nil {
@@ -188,6 +200,12 @@ type nodeJSON struct {
 }
 
 func writeStatusJSON(w io.Writer, st *redlock.Status, need int) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(toJSON(st, need))
+}
+
+func toJSON(st *redlock.Status, need int) statusJSON {
 	out := statusJSON{Key: st.Key, Holder: st.Holder, Quorum: need, Nodes: make([]nodeJSON, len(st.Nodes))}
 	for i, n := range st.Nodes {
 		nj := nodeJSON{Addr: n.Addr, Held: n.Held, Token: n.Token, Metadata: n.Metadata, Holds: n.Holds, Fence: n.Fence}
@@ -202,9 +220,7 @@ func writeStatusJSON(w io.Writer, st *redlock.Status, need int) error {
 		}
 		out.Nodes[i] = nj
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(out)
+	return out
 }
 
 // printable quotes s when it holds characters that would garble a table.

@@ -51,8 +51,13 @@ type Call struct {
 	// Timeout bounds the call on the node, whatever becomes of its caller.
 	Timeout time.Duration
 	Script  *scripts.Script
-	// Keys are the script's keys; the first chooses the queue.
+	// Keys are the script's keys; the first chooses the queue, unless
+	// Queue is set.
 	Keys []string
+	// Queue, when set, chooses the queue instead: calls that must reach
+	// the node in the order they were sent, but whose first keys differ,
+	// share one.
+	Queue string
 	// Cmd is the EVALSHA command line (see EvalSha), built once for all
 	// nodes of a round and shared by their calls (read only).
 	Cmd []any
@@ -195,10 +200,10 @@ func (p *Pipe) Close() {
 // call's timeout later. Only a caller that would wait for this reply
 // anyway may ask for that (a round over a single node).
 func (p *Pipe) Start(c *Call, inline bool) {
-	if inline && p.queues[queueOf(c.Keys[0])].trySend(c) {
+	if inline && p.queues[c.queue()].trySend(c) {
 		return
 	}
-	q := &p.queues[queueOf(c.Keys[0])]
+	q := &p.queues[c.queue()]
 	// Counted before it is queued: a caller that finds the count at zero
 	// knows that no call made before its own is still waiting to be sent.
 	q.unsent.Add(1)
@@ -226,13 +231,22 @@ func (p *Pipe) Replica() bool { return p.replica.Load() }
 // Hold stops the worker of key's queue from sending, as a busy process
 // would, until the returned func is called (for tests).
 func (p *Pipe) Hold(key string) (letGo func()) {
-	q := &p.queues[queueOf(key)]
+	q := &p.queues[QueueOf(key)]
 	q.mu.Lock()
 	return q.mu.Unlock
 }
 
-// queueOf maps a key to one of a node's queues (FNV-1a).
-func queueOf(key string) int {
+// queue is the index of c's queue.
+func (c *Call) queue() int {
+	if c.Queue != "" {
+		return QueueOf(c.Queue)
+	}
+	return QueueOf(c.Keys[0])
+}
+
+// QueueOf maps a key to one of a node's queues (FNV-1a); tests pick keys
+// by it.
+func QueueOf(key string) int {
 	h := uint32(2166136261)
 	for i := 0; i < len(key); i++ {
 		h = (h ^ uint32(key[i])) * 16777619

@@ -1,0 +1,77 @@
+package redlock
+
+import (
+	"context"
+	"slices"
+	"strconv"
+	"sync"
+)
+
+// A semaphore's permits and a read-write lock's readers are lock keys of
+// their own (slots, leases), each inspected as Locker.Inspect inspects a
+// key, a few at a time.
+
+// inspectLimit bounds the keys inspected at once.
+const inspectLimit = 16
+
+// Inspect is Locker.Inspect of each slot, in order (Key a permit's Lock.Key,
+// Holder "" when free); a bad name or size is ErrInvalid.
+func (s *Semaphore) Inspect(ctx context.Context) ([]*Status, error) {
+	if err := s.kind.check(&s.l.cfg); err != nil {
+		return nil, err
+	}
+	keys := make([]string, s.size)
+	for j := range keys {
+		keys[j] = semPrefix + s.name + ":" + strconv.Itoa(j)
+	}
+	return s.l.inspectAll(ctx, keys)
+}
+
+// Inspect is Locker.Inspect of the writer key, and of each reader's lease
+// (Key a reader's Lock.Key) that a node holds, by Key.
+func (m *RWMutex) Inspect(ctx context.Context) (writer *Status, readers []*Status, err error) {
+	if err := checkKey(m.name); err != nil {
+		return nil, nil, err
+	}
+	writer, leases, err := m.l.inspect(ctx, m.name, rwPrefix+m.name+":readers")
+	if writer == nil {
+		return nil, nil, err
+	}
+	readers, lerr := m.l.inspectAll(ctx, leases)
+	if readers == nil && len(leases) > 0 {
+		return writer, nil, lerr
+	}
+	// A lease expires before the index lets go of it.
+	readers = slices.DeleteFunc(readers, func(st *Status) bool {
+		return !slices.ContainsFunc(st.Nodes, func(n NodeStatus) bool { return n.Held })
+	})
+	if err == nil {
+		err = lerr
+	}
+	return writer, readers, err
+}
+
+// inspectAll inspects keys, inspectLimit at a time; with a node error, the
+// first key's that failed; nil statuses when the Locker is closed.
+func (l *Locker) inspectAll(ctx context.Context, keys []string) ([]*Status, error) {
+	out, errs := make([]*Status, len(keys)), make([]error, len(keys))
+	var wg sync.WaitGroup
+	turns := make(chan struct{}, inspectLimit)
+	for j, key := range keys {
+		turns <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-turns }()
+			out[j], _, errs[j] = l.inspect(ctx, key, "")
+		})
+	}
+	wg.Wait()
+	for j, err := range errs {
+		if err != nil {
+			if out[j] == nil {
+				return nil, err
+			}
+			return out, err
+		}
+	}
+	return out, nil
+}
