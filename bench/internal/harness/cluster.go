@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -119,4 +120,28 @@ func (c *Cluster) Close() error {
 		errs = append(errs, s.Close())
 	}
 	return errors.Join(errs...)
+}
+
+// ServerCPU returns the CPU time the servers have used (user and system,
+// from INFO cpu, summed over every node of Direct), in µs.
+func (c *Cluster) ServerCPU(ctx context.Context) (float64, error) {
+	var total float64
+	for i, cl := range c.Direct {
+		info, err := cl.Info(ctx, "cpu").Result()
+		if err != nil {
+			return 0, fmt.Errorf("INFO cpu of node %d: %w", i+1, err)
+		}
+		for _, line := range strings.Split(info, "\n") {
+			k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+			if !ok || (k != "used_cpu_user" && k != "used_cpu_sys") {
+				continue
+			}
+			sec, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				return 0, fmt.Errorf("INFO cpu of node %d: %s: %w", i+1, k, err)
+			}
+			total += sec * 1e6
+		}
+	}
+	return total, nil
 }

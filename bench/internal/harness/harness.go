@@ -161,6 +161,8 @@ type scenario struct {
 	locksOnly bool
 	// faulty runs the modes over the client set with the proxied node.
 	faulty bool
+	// serverCPU measures the servers' CPU time per operation.
+	serverCPU bool
 	// setup injects the fault and returns its undo.
 	setup func(*Cluster) (func() error, error)
 	run   func(ctx context.Context, impl lockers.Impl, key string, d time.Duration) report.Figures
@@ -171,8 +173,8 @@ func scenarios(cfg *Config) []scenario {
 		return latency(ctx, impl, key, d, cfg.Grace)
 	}
 	return []scenario{
-		{name: report.Uncontended, run: lat},
-		{name: report.Throughput, run: func(ctx context.Context, impl lockers.Impl, key string, d time.Duration) report.Figures {
+		{name: report.Uncontended, serverCPU: true, run: lat},
+		{name: report.Throughput, serverCPU: true, run: func(ctx context.Context, impl lockers.Impl, key string, d time.Duration) report.Figures {
 			return throughput(ctx, impl, key, cfg.Workers, d, cfg.Grace)
 		}},
 		{name: report.Contention, locksOnly: true, run: func(ctx context.Context, impl lockers.Impl, key string, d time.Duration) report.Figures {
@@ -328,7 +330,16 @@ func Run(ctx context.Context, cfg Config) (rep *report.Report, err error) {
 					if cfg.Warmup > 0 {
 						s.run(ctx, impl, key+":warmup", cfg.Warmup)
 					}
-					return s.run(ctx, impl, key, cfg.Duration)
+					if !s.serverCPU {
+						return s.run(ctx, impl, key, cfg.Duration)
+					}
+					before, err := cl.ServerCPU(ctx)
+					f := s.run(ctx, impl, key, cfg.Duration)
+					after, aerr := cl.ServerCPU(ctx)
+					if err == nil && aerr == nil && f[report.Ops] > 0 {
+						f[report.ServerCPU] = (after - before) / f[report.Ops]
+					}
+					return f
 				}
 				var base report.Figures
 				undo := func() error { return nil }

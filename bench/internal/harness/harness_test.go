@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -62,6 +63,7 @@ func TestRunSmall(t *testing.T) {
 		t.Errorf("settings: %+v", rep.Settings)
 	}
 
+	var serverCPU float64
 	for _, m := range lockers.Modes() {
 		scenarios := []string{report.Uncontended, report.Throughput}
 		if m.Excludes() {
@@ -98,6 +100,16 @@ func TestRunSmall(t *testing.T) {
 			if r.Median[done] <= 0 && (s == report.Contention || r.Median[report.Errors] <= 0) {
 				t.Errorf("%s %s: figures %v", m.Name(), s, r.Median)
 			}
+			// The servers' CPU per pair: never more than the machine's
+			// cores can give in the window.
+			if (s == report.Uncontended || s == report.Throughput) && r.Median[report.Ops] > 0 {
+				limit := float64(runtime.NumCPU()) * float64((cfg.Duration+cfg.Grace)/time.Microsecond)
+				c, ok := r.Median[report.ServerCPU]
+				if !ok || c < 0 || c*r.Median[report.Ops] > limit {
+					t.Errorf("%s %s: server CPU %vµs per pair over %v pairs", m.Name(), s, c, r.Median[report.Ops])
+				}
+				serverCPU += c
+			}
 			// A fault is measured against the same path just before it.
 			if (s == report.SlowNode || s == report.NodeDown) && r.Median[report.BaseP50] <= 0 {
 				t.Errorf("%s %s: no baseline p50 in %v", m.Name(), s, r.Median)
@@ -106,6 +118,10 @@ func TestRunSmall(t *testing.T) {
 				t.Errorf("no progress line for %s %s", s, m.Name())
 			}
 		}
+	}
+
+	if serverCPU <= 0 {
+		t.Error("no server CPU time measured in any mode")
 	}
 
 	// redsync by default waits for every node, the slow one included, on

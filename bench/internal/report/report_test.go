@@ -111,9 +111,9 @@ func TestWriteTable(t *testing.T) {
 	out := b.String()
 	for _, want := range []string{
 		"Uncontended Obtain+Release, one goroutine, µs (medians of 2 rounds)",
-		"redlock      1  110  220   440    880       0",
-		"redsync      5  300  600  1200   2400       0",
-		"redlock      5   6000       -",
+		"redlock      1  110  220   440    880          -       0",
+		"redsync      5  300  600  1200   2400          -       0",
+		"redlock      5   6000          -       -",
 		// Figures that were not measured are dashes.
 		"redlock      5    500            -        100.0        -    -       -",
 		"Node 3 of the quorum slow (+2ms per reply) or down",
