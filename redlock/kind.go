@@ -98,6 +98,9 @@ type acquirePlan struct {
 	keys     []string // the acquire script's KEYS
 	lockKeys []string // the lock keys alone: what a release names
 	args     []any
+	// queue, if set, chooses the nodes' queue instead of keys[0] (see
+	// scriptCall).
+	queue string
 }
 
 // newPlan is the plan of an attempt on keys[0], the one key of the lock.

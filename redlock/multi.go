@@ -20,7 +20,11 @@ import (
 // both undo and retry after a jittered delay, as two single-key callers do.
 // The lock is one Lock: one token, one validity, and one round per
 // Release, Extend or TTL that acts on all its keys on each node (multi.lua).
-// What differs from a lock on one key is its kind, manyKeys, alone.
+// What differs from a lock on one key is its kind, manyKeys, alone. All of
+// a key set's calls go on the node queue of its smallest key, whatever the
+// order the keys were given in: an attempt on [b a] cannot overtake the
+// acquisition, or the release, of [a b] still on its way to a node (and
+// find its keys held there, or take them first).
 
 // MaxMultiKeys bounds a multi-key lock's keys (one script takes them all).
 const MaxMultiKeys = 64
@@ -47,13 +51,13 @@ var manyKeys = lockKind{
 		if announce {
 			prefix = releasePrefix
 		}
-		return scriptCall{script: scripts.Multi, keys: keys, args: []any{"release", h.prefix, prefix, cooldownMs, h.hold, "", 0}}
+		return scriptCall{script: scripts.Multi, keys: keys, args: []any{"release", h.prefix, prefix, cooldownMs, h.hold, "", 0}, queue: slices.Min(keys)}
 	},
 	extend: func(keys []string, h holder, ttlMs int64, timeout time.Duration) scriptCall {
-		return scriptCall{script: scripts.Multi, keys: keys, args: append([]any{"extend"}, extendArgs(h, ttlMs, timeout)...)}
+		return scriptCall{script: scripts.Multi, keys: keys, args: append([]any{"extend"}, extendArgs(h, ttlMs, timeout)...), queue: slices.Min(keys)}
 	},
 	pttl: func(keys []string, h holder, timeout time.Duration) scriptCall {
-		return scriptCall{script: scripts.Multi, keys: keys, args: append([]any{"pttl"}, pttlArgs(h, timeout)...)}
+		return scriptCall{script: scripts.Multi, keys: keys, args: append([]any{"pttl"}, pttlArgs(h, timeout)...), queue: slices.Min(keys)}
 	},
 	line:  multiLine,
 	check: multiOptions,
@@ -153,5 +157,5 @@ func newMultiPlan(keys []string, cfg *config) acquirePlan {
 		all = append(all, guardMarker, guardQuarantine)
 		args = append(args, "0", serverMillis(cfg.guard), serverMillis(cfg.fenceLifetime()))
 	}
-	return acquirePlan{token: strings.TrimSuffix(prefix, "\x00"), holder: holder{prefix: prefix, hold: "1"}, keys: all, lockKeys: all[:len(keys)], args: args}
+	return acquirePlan{token: strings.TrimSuffix(prefix, "\x00"), holder: holder{prefix: prefix, hold: "1"}, keys: all, lockKeys: all[:len(keys)], args: args, queue: slices.Min(keys)}
 }

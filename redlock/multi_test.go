@@ -442,3 +442,72 @@ func awaitMultiLine(t *testing.T, l *redlock.Locker, keys []string, n int) {
 		t.Fatal(err)
 	}
 }
+
+// Calls on one key set, whatever the order of its keys, reach each node in
+// the order they were made: an attempt on [b a] right after the
+// acquisition of [a b] waits on a node behind that acquisition, and is
+// refused there, instead of taking the keys first. It used to go on
+// another queue (its first key's) and overtake: the node granted it, and
+// its grant, undone late, could refuse the next acquisition after the
+// release (ExampleLocker_ObtainMulti failed so, now and then, in make test).
+func TestMultiKeyCallsKeepTheirOrder(t *testing.T) {
+	c := newCluster(t, 3)
+	var a, b string
+	for i := 0; a == ""; i++ {
+		// Two keys, a < b, whose own queues differ.
+		x, y := fmt.Sprintf("order-a%d", i), fmt.Sprintf("order-b%d", i)
+		if !redlock.SameQueue(x, y) {
+			a, b = x, y
+		}
+	}
+	answers := make(chan redlock.NodeEvent, 16)
+	l := c.locker(t, redlock.WithObserver(nodeAnswers{node: 2, key: b + "," + a, ch: answers}))
+	// Node 2 takes a while to get to the calls queued on a's queue.
+	letGo := sync.OnceFunc(redlock.HoldQueue(l, 2, a))
+	t.Cleanup(letGo)
+	lock, err := l.ObtainMulti(t.Context(), []string{a, b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.TryObtainMulti(t.Context(), []string{b, a}); !errors.Is(err, redlock.ErrNotObtained) {
+		t.Fatalf("TryObtainMulti of held keys in the other order: %v, want ErrNotObtained", err)
+	}
+	letGo()
+	select {
+	case e := <-answers:
+		if e.Outcome != redlock.OutcomeHeldByOther {
+			t.Fatalf("node 2 answered the attempt on [%s %s] with %v, want held by another: it overtook the acquisition of [%s %s]", b, a, e.Outcome, a, b)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("node 2 never answered the attempt")
+	}
+	c.heldEverywhere(t, a, lock.Token())
+	if err := lock.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	other, err := l.TryObtainMulti(t.Context(), []string{b, a})
+	if err != nil {
+		t.Fatalf("TryObtainMulti after the release: %v", err)
+	}
+	if err := other.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// nodeAnswers is an Observer that passes node's answers to acquisitions
+// of key on to ch.
+type nodeAnswers struct {
+	redlock.NopObserver
+	node int
+	key  string
+	ch   chan<- redlock.NodeEvent
+}
+
+func (o nodeAnswers) NodeDone(_ context.Context, e redlock.NodeEvent) {
+	if e.Op == redlock.OpObtain && e.Node == o.node && e.Key == o.key {
+		select {
+		case o.ch <- e:
+		default:
+		}
+	}
+}

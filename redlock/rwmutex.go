@@ -97,12 +97,16 @@ var readLease = lockKind{
 		if announce {
 			channel = releaseChannel(rwName(keys[0]))
 		}
-		return scriptCall{script: scripts.RWRelease, keys: []string{keys[0], rwIndex(keys[0])}, args: releaseArgs(h, channel, cooldownMs)}
+		return scriptCall{script: scripts.RWRelease, keys: []string{keys[0], rwIndex(keys[0])}, args: releaseArgs(h, channel, cooldownMs), queue: rwName(keys[0])}
 	},
 	extend: func(keys []string, h holder, ttlMs int64, timeout time.Duration) scriptCall {
-		return scriptCall{script: scripts.ExtendSlot, keys: []string{keys[0], rwIndex(keys[0])}, args: extendArgs(h, ttlMs, timeout)}
+		return scriptCall{script: scripts.ExtendSlot, keys: []string{keys[0], rwIndex(keys[0])}, args: extendArgs(h, ttlMs, timeout), queue: rwName(keys[0])}
 	},
-	pttl:   oneKey.pttl,
+	pttl: func(keys []string, h holder, timeout time.Duration) scriptCall {
+		c := oneKey.pttl(keys, h, timeout)
+		c.queue = rwName(keys[0])
+		return c
+	},
 	line:   func(keys []string) string { return rwName(keys[0]) },
 	alone:  true,
 	shared: true,
@@ -115,6 +119,10 @@ func newReadPlan(name string, cfg *config) acquirePlan {
 	p := fullPlan(uuid.NewString(), "1", cfg)
 	p.keys = []string{rw + ":r:" + p.token, fenceKey(name), guardMarker, guardQuarantine, name, rw + ":wait", rw + ":readers"}
 	p.lockKeys = p.keys[:1]
+	// On the writer's queue, as all of the lock's calls: a reader's
+	// release, or an attempt's undo, is not overtaken by the writer's
+	// next attempt from the same Locker.
+	p.queue = name
 	return p
 }
 

@@ -51,9 +51,12 @@ type fenceWrite struct {
 func (fw *fenceWrite) call(nonce string, keepMs int64) scriptCall {
 	keys := []string{fw.key, counterOf(fw.key)}
 	c := scriptCall{script: scripts.Fence, keys: keys, args: fenceArgs(fw.fence, fw.lifetimeMs, fw.holder, nonce, keepMs)}
-	if strings.HasPrefix(fw.key, semPrefix) {
+	switch {
+	case strings.HasPrefix(fw.key, semPrefix):
 		// Behind the permit's acquisition, which went on the size key's.
 		c = onSemQueue(c)
+	case strings.HasPrefix(fw.key, rwPrefix):
+		c.queue = rwName(fw.key) // a lease's: on the writer's queue
 	}
 	return c
 }

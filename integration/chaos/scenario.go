@@ -177,12 +177,12 @@ var Scenarios = []Scenario{
 	// A semaphore of two and a read-write lock under the nemesis of the
 	// mixed scenarios: never three permits at once, never a reader beside
 	// a writer or two writers, writers' fences in order (the checker's
-	// Slots and Shared holds). Their effects are not checked: a permit or
-	// a reader protects no single-writer resource.
+	// Slots and Shared holds). The writers' effects are checked (no lost
+	// update); a permit or a reader protects no single-writer resource.
 	{Name: "semaphore", Guard: true, Asserted: true, Workload: workloadSemaphore, NoEffects: true, Sample: true, Faults: []string{
 		"kill", "restart", "pause-short", "pause-long", "blackhole", "drop-replies", "latency", "reset", "client-stop",
 	}},
-	{Name: "rwlock", Guard: true, Asserted: true, Workload: workloadRWLock, NoEffects: true, Sample: true, Faults: []string{
+	{Name: "rwlock", Guard: true, Asserted: true, Workload: workloadRWLock, Sample: true, Faults: []string{
 		"kill", "restart", "pause-short", "pause-long", "blackhole", "drop-replies", "latency", "reset", "client-stop",
 	}},
 

@@ -66,7 +66,26 @@ func (w *Workload) holdShared(ctx context.Context, i int, rng *rand.Rand, locker
 	}
 	seg.Token, seg.Fence, seg.End = lock.Token(), lock.Fence(), lock.Until()
 	d := randDuration(rng, w.cfg.MaxHold) + time.Millisecond
-	if !seg.Empty() && rng.IntN(4) == 0 {
+	extend := !seg.Empty() && rng.IntN(4) == 0
+	hold := func() { w.holdFor(ctx, lock, &seg, d, extend) }
+	if seg.Shared || seg.Slots > 0 {
+		hold()
+	} else {
+		// A writer is the one holder: its read-modify-writes of the
+		// name's counter lose no update, as a mutex holder's.
+		w.carefulEffect(ctx, i, lock, hold)
+	}
+	if now := time.Now(); now.Before(seg.End) {
+		seg.End = now
+	}
+	w.rec.AddHold(seg)
+	w.release(ctx, lock)
+}
+
+// holdFor holds lock, whose hold seg records, for d, extending it halfway
+// if extend is set.
+func (w *Workload) holdFor(ctx context.Context, lock *redlock.Lock, seg *checker.Hold, d time.Duration, extend bool) {
+	if extend {
 		sleep(ctx, d/2)
 		err := lock.Extend(ctx, w.cfg.TTL)
 		now := time.Now()
@@ -77,7 +96,7 @@ func (w *Workload) holdShared(ctx context.Context, i int, rng *rand.Rand, locker
 			}
 		case now.After(seg.End):
 			// Extended after its deadline had passed: a new belief.
-			w.rec.AddHold(seg)
+			w.rec.AddHold(*seg)
 			seg.Segment++
 			seg.Start = now
 			seg.End = lock.Until()
@@ -88,9 +107,4 @@ func (w *Workload) holdShared(ctx context.Context, i int, rng *rand.Rand, locker
 	} else if !seg.Empty() {
 		sleep(ctx, d)
 	}
-	if now := time.Now(); now.Before(seg.End) {
-		seg.End = now
-	}
-	w.rec.AddHold(seg)
-	w.release(ctx, lock)
 }
