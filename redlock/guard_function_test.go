@@ -345,6 +345,7 @@ func TestGuardServerTime(t *testing.T) {
 		}
 		// Acquisitions only (no release), each of a free key, from 8
 		// goroutines: calls close together, as under load.
+		began := time.Now()
 		errs := make(chan error, 8)
 		for w := range 8 {
 			go func() {
@@ -362,20 +363,36 @@ func TestGuardServerTime(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		took := time.Since(began)
 		calls, _, usec := cmdStat(t, admin, v.cmd)
 		if calls != n {
 			t.Fatalf("%s: %v calls of %s for %d acquisitions", v.name, calls, v.cmd, n)
 		}
 		perCall[i] = usec / calls
+		// What makes the function cheaper, by construction: it reads
+		// INFO at most once a millisecond (the eviction count; the
+		// policy every 100 ms), the script at every call. The server
+		// counts the INFO calls its scripts and functions make; a few
+		// more are the new connections' set-ups and cmdStat's own.
+		infos, _, _ := cmdStat(t, admin, "info")
+		ms := float64(took.Milliseconds()) + 1
+		switch {
+		case v.opts == nil && infos > 10:
+			t.Errorf("%s: %v INFO calls, want none but set-ups'", v.name, infos)
+		case v.cmd == "evalsha" && v.opts != nil && infos < n:
+			t.Errorf("%s: %v INFO calls for %d acquisitions, want one each", v.name, infos, n)
+		case v.cmd == "fcall" && infos > 2*ms+10:
+			t.Errorf("%s: %v INFO calls in %v (%d acquisitions), want at most about one a millisecond", v.name, infos, took, n)
+		}
+		t.Logf("%-24s %v INFO calls in %v", v.name, infos, took)
 		loads, refused, _ = cmdStat(t, admin, "function|load")
 		if loads += refused + before; (v.opts == nil) != (loads == 0) {
 			t.Errorf("%s: FUNCTION LOAD sent %v times, want it with the guard only", v.name, loads)
 		}
 		t.Logf("%-24s %5.2f server-µs per acquisition (%s)", v.name, perCall[i], v.cmd)
 	}
-	// Even reading INFO stats at every call (calls more than 1 ms apart),
-	// the function stays below the script's INFO server stats.
-	if perCall[2]*4 > perCall[1]*3 {
-		t.Errorf("the function's guard costs %.2f µs, the script's %.2f µs: want less than three quarters", perCall[2], perCall[1])
-	}
+	// The server times are logged, not compared: under -race on a
+	// loaded machine the calls spread out, the function then reads INFO
+	// at most every call too, and the ratio is noise (docs/benchmarks.md
+	// has the figures of a quiet run).
 }
