@@ -217,7 +217,7 @@ func (a *acquisition) writeBackFence(ctx context.Context, p *acquirePlan, g *gra
 			agree++
 		}
 	}
-	fw := &fenceWrite{key: p.lockKeys[0], holder: p.holder, fence: fence, lifetimeMs: serverMillis(cfg.fenceLifetime())}
+	fw := &fenceWrite{key: p.lockKeys[0], holder: p.holder, fence: fence, lifetimeMs: serverMillis(cfg.fenceLifetime()), queue: p.queueKey()}
 	if agree >= l.need && !cfg.confirmFence {
 		// The rest get the fence in the background (it helps a node that
 		// later rejoins a majority, and gives a node that grants after the

@@ -29,18 +29,7 @@ func BenchmarkSemaphoreTryObtain(b *testing.B) {
 	}
 	defer other.Close()
 	ctx := context.Background()
-	b.Run("mutex", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			lock, err := l.TryObtain(ctx, "bench")
-			if err != nil {
-				b.Fatal(err)
-			}
-			if err := lock.Release(ctx); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
+	b.Run("mutex", func(b *testing.B) { obtainReleaseLoop(b, l, "bench") })
 	for _, size := range []int{1, 8, 64} {
 		for _, full := range []bool{false, true} {
 			if full && size == 1 {

@@ -103,6 +103,15 @@ type acquirePlan struct {
 	queue string
 }
 
+// queueKey is the key that chooses the nodes' queue of the plan's
+// acquisition.
+func (p *acquirePlan) queueKey() string {
+	if p.queue != "" {
+		return p.queue
+	}
+	return p.keys[0]
+}
+
 // newPlan is the plan of an attempt on keys[0], the one key of the lock.
 func newPlan(keys []string, cfg *config) acquirePlan {
 	token, hold := planToken(cfg)

@@ -3,6 +3,8 @@ package redlock_test
 import (
 	"context"
 	"errors"
+	"net"
+	"slices"
 	"testing"
 	"time"
 
@@ -137,4 +139,77 @@ func boundedCtx(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// dialClients returns clients of servers that dial with dial, closed at
+// cleanup: the tests' way to make a node's new connections slow, refused
+// or hung while the connections it has keep working.
+func dialClients(t *testing.T, servers []*redistest.Server, dial func(ctx context.Context, network, addr string) (net.Conn, error)) []*redis.Client {
+	t.Helper()
+	clients := make([]*redis.Client, len(servers))
+	for i, s := range servers {
+		clients[i] = redis.NewClient(&redis.Options{Addr: s.Addr, Dialer: dial})
+		t.Cleanup(func() { _ = clients[i].Close() })
+	}
+	return clients
+}
+
+// slowDial is a dial that takes d, unless the caller stops waiting.
+func slowDial(d time.Duration) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		select {
+		case <-time.After(d):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		var nd net.Dialer
+		return nd.DialContext(ctx, network, addr)
+	}
+}
+
+// subscribedEverywhere waits, up to 10s, for key's release channel to
+// have one subscriber on every node (a waiter of one Locker listening),
+// and fails the test if it does not.
+func (c *cluster) subscribedEverywhere(t *testing.T, key string) {
+	t.Helper()
+	if !poll(t, 10*time.Second, func() bool {
+		return !slices.ContainsFunc(c.subscribers(t, key), func(n int64) bool { return n != 1 })
+	}) {
+		t.Fatalf("no waiter subscribed on every node: %v subscribers", c.subscribers(t, key))
+	}
+}
+
+// nodeAnswers is an Observer that passes every node's answer to an
+// acquisition of key ("": of any key) on to ch, dropping it when ch is
+// full.
+type nodeAnswers struct {
+	redlock.NopObserver
+	key string
+	ch  chan<- redlock.NodeEvent
+}
+
+func (o nodeAnswers) NodeDone(_ context.Context, e redlock.NodeEvent) {
+	if e.Op == redlock.OpObtain && (o.key == "" || e.Key == o.key) {
+		select {
+		case o.ch <- e:
+		default:
+		}
+	}
+}
+
+// awaitAnswer waits, up to 10s, for node's answer with outcome among
+// answers, skipping the others, and fails the test if none comes.
+func awaitAnswer(t *testing.T, answers <-chan redlock.NodeEvent, node int, outcome redlock.Outcome) {
+	t.Helper()
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case e := <-answers:
+			if e.Node == node && e.Outcome == outcome {
+				return
+			}
+		case <-timeout:
+			t.Fatalf("node %d never answered an attempt with outcome %v", node, outcome)
+		}
+	}
 }

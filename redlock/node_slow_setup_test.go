@@ -1,12 +1,8 @@
 package redlock_test
 
 import (
-	"context"
-	"net"
 	"testing"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/quorumlock/redlock/internal/redistest"
 	"github.com/quorumlock/redlock/redlock"
@@ -21,24 +17,7 @@ import (
 func TestSlowConnectionSetUpStillVotes(t *testing.T) {
 	servers := redistest.StartT(t, 3, redistest.Options{})
 	const slow, timeout = 150 * time.Millisecond, 50 * time.Millisecond
-	clients := make([]*redis.Client, len(servers))
-	for i, s := range servers {
-		clients[i] = redis.NewClient(&redis.Options{
-			Addr: s.Addr,
-			Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
-				// A dial that takes slow, unless the caller stops waiting.
-				select {
-				case <-time.After(slow):
-				case <-ctx.Done():
-					return nil, ctx.Err()
-				}
-				var d net.Dialer
-				return d.DialContext(ctx, network, addr)
-			},
-		})
-		t.Cleanup(func() { _ = clients[i].Close() })
-	}
-	l := newLocker(t, clients, redlock.WithNodeTimeout(timeout))
+	l := newLocker(t, dialClients(t, servers, slowDial(slow)), redlock.WithNodeTimeout(timeout))
 	deadline := time.Now().Add(5 * time.Second)
 	var err error
 	for time.Now().Before(deadline) {

@@ -27,23 +27,16 @@ type refusingClients struct {
 func newRefusingClients(t *testing.T, c *cluster) *refusingClients {
 	t.Helper()
 	r := &refusingClients{refused: map[string]int{}}
-	for _, s := range c.servers {
-		cl := redis.NewClient(&redis.Options{
-			Addr: s.Addr,
-			Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
-				if r.refuse.Load() {
-					r.mu.Lock()
-					r.refused[addr]++
-					r.mu.Unlock()
-					return nil, errors.New("connection refused by the test")
-				}
-				var d net.Dialer
-				return d.DialContext(ctx, network, addr)
-			},
-		})
-		t.Cleanup(func() { _ = cl.Close() })
-		r.clients = append(r.clients, cl)
-	}
+	r.clients = dialClients(t, c.servers, func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if r.refuse.Load() {
+			r.mu.Lock()
+			r.refused[addr]++
+			r.mu.Unlock()
+			return nil, errors.New("connection refused by the test")
+		}
+		var d net.Dialer
+		return d.DialContext(ctx, network, addr)
+	})
 	return r
 }
 
@@ -152,16 +145,7 @@ func TestWaiterResubscribedTriesAgain(t *testing.T) {
 	r := newRefusingClients(t, c)
 	l := newLocker(t, r.clients)
 	held, got := lateWaiter(t, c, l, "broken")
-	if !poll(t, 10*time.Second, func() bool {
-		for _, n := range c.subscribers(t, "broken") {
-			if n != 1 {
-				return false
-			}
-		}
-		return true
-	}) {
-		t.Fatalf("the waiter never subscribed everywhere: %v", c.subscribers(t, "broken"))
-	}
+	c.subscribedEverywhere(t, "broken")
 	r.refuse.Store(true)
 	for i, cl := range c.clients {
 		if err := cl.ClientKillByFilter(t.Context(), "TYPE", "pubsub").Err(); err != nil {
@@ -184,23 +168,7 @@ func TestWaiterResubscribedTriesAgain(t *testing.T) {
 func TestSlowConnectionSetUpStillWakes(t *testing.T) {
 	c := newCluster(t, 3)
 	const slow, timeout = 150 * time.Millisecond, 50 * time.Millisecond
-	clients := make([]*redis.Client, len(c.servers))
-	for i, s := range c.servers {
-		clients[i] = redis.NewClient(&redis.Options{
-			Addr: s.Addr,
-			Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
-				select {
-				case <-time.After(slow):
-				case <-ctx.Done():
-					return nil, ctx.Err()
-				}
-				var d net.Dialer
-				return d.DialContext(ctx, network, addr)
-			},
-		})
-		t.Cleanup(func() { _ = clients[i].Close() })
-	}
-	l := newLocker(t, clients, redlock.WithNodeTimeout(timeout))
+	l := newLocker(t, dialClients(t, c.servers, slowDial(slow)), redlock.WithNodeTimeout(timeout))
 	// The workers' connections come up first: the waiter must find the
 	// lock held, not its nodes silent.
 	if !poll(t, 10*time.Second, func() bool {
@@ -210,16 +178,7 @@ func TestSlowConnectionSetUpStillWakes(t *testing.T) {
 		t.Fatal("no lock in 10s")
 	}
 	held, got := lateWaiter(t, c, l, "far")
-	if !poll(t, 10*time.Second, func() bool {
-		for _, n := range c.subscribers(t, "far") {
-			if n != 1 {
-				return false
-			}
-		}
-		return true
-	}) {
-		t.Fatalf("no subscription in 10s from nodes whose dial takes %v, node timeout %v: %v subscribers", slow, timeout, c.subscribers(t, "far"))
-	}
+	c.subscribedEverywhere(t, "far")
 	if err := held.Release(t.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -235,25 +194,18 @@ func TestCloseEndsHungSubscriptionDial(t *testing.T) {
 	var hang atomic.Bool
 	unhang := make(chan struct{})
 	t.Cleanup(func() { close(unhang) })
-	clients := make([]*redis.Client, len(c.servers))
-	for i, s := range c.servers {
-		clients[i] = redis.NewClient(&redis.Options{
-			Addr: s.Addr,
-			Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
-				if hang.Load() {
-					select {
-					case <-ctx.Done():
-						return nil, ctx.Err()
-					case <-unhang:
-						return nil, errors.New("the test ended")
-					}
-				}
-				var d net.Dialer
-				return d.DialContext(ctx, network, addr)
-			},
-		})
-		t.Cleanup(func() { _ = clients[i].Close() })
-	}
+	clients := dialClients(t, c.servers, func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if hang.Load() {
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-unhang:
+				return nil, errors.New("the test ended")
+			}
+		}
+		var d net.Dialer
+		return d.DialContext(ctx, network, addr)
+	})
 	l, err := redlock.New(clients, testOpts...)
 	if err != nil {
 		t.Fatal(err)

@@ -476,17 +476,7 @@ func BenchmarkObserver(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer l.Close()
-			ctx := context.Background()
-			b.ReportAllocs()
-			for b.Loop() {
-				lock, err := l.TryObtain(ctx, "bench:obs")
-				if err != nil {
-					b.Fatal(err)
-				}
-				if err := lock.Release(ctx); err != nil {
-					b.Fatal(err)
-				}
-			}
+			obtainReleaseLoop(b, l, "bench:obs")
 		})
 	}
 }

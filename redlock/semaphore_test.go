@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -492,21 +491,9 @@ func TestSemaphoreReleaseNodeByNodeWakesWaiter(t *testing.T) {
 	held := mustPermit(t, c.locker(t).Semaphore(name, 1))
 	slot, channel := held.Key(), redlock.ReservedPrefix+"released:"+redlock.ReservedPrefix+"sem:"+name
 	c.heldEverywhere(t, slot, held.Token())
-	grants := make(chan struct{}, 100)
-	l := c.locker(t, redlock.WithObserver(answersOf{node: 0, outcome: redlock.OutcomeOK, ch: grants}))
-	got := make(chan error, 1)
-	go func() {
-		p, err := l.Semaphore(name, 1).Obtain(boundedCtx(t), redlock.WithRetry(redlock.LinearBackoff(time.Minute)))
-		if err == nil {
-			err = p.Release(context.Background())
-		}
-		got <- err
-	}()
-	if !poll(t, 10*time.Second, func() bool {
-		return !slices.ContainsFunc(c.subscribers(t, redlock.ReservedPrefix+"sem:"+name), func(n int64) bool { return n != 1 })
-	}) {
-		t.Fatal("the waiter never subscribed everywhere")
-	}
+	answers := make(chan redlock.NodeEvent, 100)
+	l := c.locker(t, redlock.WithObserver(nodeAnswers{ch: answers}))
+	got := semWaiter(t, c, l, name)
 	for i := range c.clients {
 		letGo := sync.OnceFunc(redlock.HoldQueue(l, i, slot))
 		t.Cleanup(letGo)
@@ -525,11 +512,7 @@ func TestSemaphoreReleaseNodeByNodeWakesWaiter(t *testing.T) {
 		// The waiter's attempt finds the slot free on node 0 alone, and
 		// takes it there.
 		if i == 0 {
-			select {
-			case <-grants:
-			case <-time.After(10 * time.Second):
-				t.Fatal("the waiter did not try node 0")
-			}
+			awaitAnswer(t, answers, 0, redlock.OutcomeOK)
 		}
 	}
 	waiterGotSoon(t, got, released)
@@ -560,26 +543,11 @@ func TestSemaphoreSplitAttemptRetriesSoon(t *testing.T) {
 	held := mustPermit(t, c.locker(t).Semaphore(name, 1))
 	slot := held.Key()
 	c.heldEverywhere(t, slot, held.Token())
-	grants, refusals := make(chan struct{}, 100), make(chan struct{}, 100)
-	l := c.locker(t, redlock.WithObserver(observers{
-		answersOf{node: 0, outcome: redlock.OutcomeOK, ch: grants},
-		answersOf{node: 1, outcome: redlock.OutcomeHeldByOther, ch: refusals},
-	}))
-	got := make(chan error, 1)
-	go func() {
-		p, err := l.Semaphore(name, 1).Obtain(boundedCtx(t), redlock.WithRetry(redlock.LinearBackoff(time.Minute)))
-		if err == nil {
-			err = p.Release(context.Background())
-		}
-		got <- err
-	}()
-	if !poll(t, 10*time.Second, func() bool {
-		return !slices.ContainsFunc(c.subscribers(t, redlock.ReservedPrefix+"sem:"+name), func(n int64) bool { return n != 1 })
-	}) {
-		t.Fatal("the waiter never subscribed everywhere")
-	}
-	for len(refusals) > 0 {
-		<-refusals // the first attempts'
+	answers := make(chan redlock.NodeEvent, 100)
+	l := c.locker(t, redlock.WithObserver(nodeAnswers{ch: answers}))
+	got := semWaiter(t, c, l, name)
+	for len(answers) > 0 {
+		<-answers // the first attempts'
 	}
 	// Nodes 1 and 2 answer the next attempt late, so that node 0's grant
 	// is counted in its round.
@@ -596,19 +564,12 @@ func TestSemaphoreSplitAttemptRetriesSoon(t *testing.T) {
 	if err := c.clients[0].Publish(t.Context(), redlock.ReservedPrefix+"released:"+redlock.ReservedPrefix+"sem:"+name, "").Err(); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case <-grants:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the waiter did not try node 0")
-	}
+	awaitAnswer(t, answers, 0, redlock.OutcomeOK)
 	for _, f := range letGo {
 		f()
 	}
-	select {
-	case <-refusals:
-	case <-time.After(10 * time.Second):
-		t.Fatal("node 1 never refused the attempt that node 0 granted")
-	}
+	// Node 1 refuses the attempt that node 0 granted.
+	awaitAnswer(t, answers, 1, redlock.OutcomeHeldByOther)
 	// Then node 1, whose announcement is lost.
 	if err := c.clients[1].Del(t.Context(), slot).Err(); err != nil {
 		t.Fatal(err)
@@ -616,54 +577,20 @@ func TestSemaphoreSplitAttemptRetriesSoon(t *testing.T) {
 	waiterGotSoon(t, got, time.Now())
 }
 
-// answersOf is an Observer that signals ch at each answer of node to an
-// acquisition with outcome.
-type answersOf struct {
-	redlock.NopObserver
-	node    int
-	outcome redlock.Outcome
-	ch      chan<- struct{}
-}
-
-func (g answersOf) NodeDone(_ context.Context, e redlock.NodeEvent) {
-	if e.Op == redlock.OpObtain && e.Node == g.node && e.Outcome == g.outcome {
-		select {
-		case g.ch <- struct{}{}:
-		default:
+// semWaiter starts a waiter for a permit of semaphore name of 1, on l,
+// whose retry timer is a minute (only an announcement or a holder's expiry
+// wakes it), and waits until it listens on every node. It returns the
+// waiter's outcome.
+func semWaiter(t *testing.T, c *cluster, l *redlock.Locker, name string) <-chan error {
+	t.Helper()
+	got := make(chan error, 1)
+	go func() {
+		p, err := l.Semaphore(name, 1).Obtain(boundedCtx(t), redlock.WithRetry(redlock.LinearBackoff(time.Minute)))
+		if err == nil {
+			err = p.Release(context.Background())
 		}
-	}
-}
-
-// observers is an Observer made of several.
-type observers []redlock.Observer
-
-func (os observers) OpStart(ctx context.Context, op redlock.Op, key string) context.Context {
-	for _, o := range os {
-		ctx = o.OpStart(ctx, op, key)
-	}
-	return ctx
-}
-
-func (os observers) OpDone(ctx context.Context, e redlock.OpEvent) {
-	for _, o := range os {
-		o.OpDone(ctx, e)
-	}
-}
-
-func (os observers) Waited(ctx context.Context, e redlock.WaitEvent) {
-	for _, o := range os {
-		o.Waited(ctx, e)
-	}
-}
-
-func (os observers) NodeDone(ctx context.Context, e redlock.NodeEvent) {
-	for _, o := range os {
-		o.NodeDone(ctx, e)
-	}
-}
-
-func (os observers) Lost(ctx context.Context, e redlock.LossEvent) {
-	for _, o := range os {
-		o.Lost(ctx, e)
-	}
+		got <- err
+	}()
+	c.subscribedEverywhere(t, redlock.ReservedPrefix+"sem:"+name)
+	return got
 }

@@ -2,7 +2,6 @@ package redlock
 
 import (
 	"github.com/quorumlock/redlock/redlock/internal/scripts"
-	"strings"
 
 	"sync"
 	"time"
@@ -44,21 +43,16 @@ type fenceWrite struct {
 	key               string
 	holder            holder
 	fence, lifetimeMs int64
+	// queue is the key of the nodes' queue the acquisition went on: the
+	// write-back follows it there.
+	queue string
 }
 
 // call is the write-back's script call, for a round that counts its
 // answers with nonce (callNonce; "" for none) kept keepMs.
 func (fw *fenceWrite) call(nonce string, keepMs int64) scriptCall {
 	keys := []string{fw.key, counterOf(fw.key)}
-	c := scriptCall{script: scripts.Fence, keys: keys, args: fenceArgs(fw.fence, fw.lifetimeMs, fw.holder, nonce, keepMs)}
-	switch {
-	case strings.HasPrefix(fw.key, semPrefix):
-		// Behind the permit's acquisition, which went on the size key's.
-		c = onSemQueue(c)
-	case strings.HasPrefix(fw.key, rwPrefix):
-		c.queue = rwName(fw.key) // a lease's: on the writer's queue
-	}
-	return c
+	return scriptCall{script: scripts.Fence, keys: keys, args: fenceArgs(fw.fence, fw.lifetimeMs, fw.holder, nonce, keepMs), queue: fw.queue}
 }
 
 // settler returns the settle of an acquisition of plan p, of a lock of

@@ -4,10 +4,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
-	"slices"
 	"time"
-
-	"github.com/quorumlock/redlock/clock"
 )
 
 // retryLoop attempts, classifies and waits (see waiter) until it has a lock
@@ -265,104 +262,4 @@ func (w *waiter) afterFailure(ctx context.Context, seq Sequence, err, last error
 func (w *waiter) afterSplit() time.Duration {
 	t := w.a.cfg.nodeTimeout
 	return t + rand.N(t+1)
-}
-
-// busy reports whether goroutines already wait for key; a newcomer then
-// queues behind them instead of trying first (no barging).
-func (g *gates) busy(key string) bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	_, ok := g.lines[key]
-	return ok
-}
-
-// enter waits for the caller's turn to contend for key, or for ctx to end;
-// waited reports whether others were ahead. leave ends the turn.
-func (g *gates) enter(ctx context.Context, key string) (leave func(), waited bool, err error) {
-	g.mu.Lock()
-	if g.lines == nil {
-		g.lines = map[string]*line{}
-	}
-	ln := g.lines[key]
-	if ln == nil {
-		ln = &line{turn: make(chan struct{}, 1)}
-		ln.turn <- struct{}{}
-		g.lines[key] = ln
-	}
-	ln.users++
-	g.mu.Unlock()
-
-	leave = func() {
-		ln.turn <- struct{}{}
-		g.out(key, ln)
-	}
-	select {
-	case <-ln.turn:
-		return leave, false, nil
-	default:
-	}
-	// Blocked receivers of a channel are served in arrival order.
-	select {
-	case <-ln.turn:
-		return leave, true, nil
-	case <-ctx.Done():
-		g.out(key, ln)
-		return nil, true, ctx.Err()
-	}
-}
-
-func (g *gates) out(key string, ln *line) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	ln.users--
-	if ln.users == 0 {
-		delete(g.lines, key)
-	}
-}
-
-// hold records that a goroutine of the line got the lock on key, valid
-// until the given time (the next need not ask the nodes before).
-func (g *gates) hold(key string, until time.Time) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if ln := g.lines[key]; ln != nil {
-		ln.heldUntil = until
-		ln.last = nil // the line's latest news is a success
-	}
-}
-
-// heldFor reports whether a lock on key got from the line is still held by
-// this Locker, and for how much longer it is valid by clk.
-func (g *gates) heldFor(key string, clk clock.Clock) (time.Duration, bool) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	ln := g.lines[key]
-	if ln == nil || ln.heldUntil.IsZero() {
-		return 0, false
-	}
-	left := ln.heldUntil.Sub(clk.Now())
-	return left, left > 0
-}
-
-// note records the failed round of a goroutine in key's line.
-func (g *gates) note(key string, qe *QuorumError) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if ln := g.lines[key]; ln != nil {
-		ln.last = qe
-	}
-}
-
-// last returns a copy of the latest failed round noted in key's line, or
-// nil.
-func (g *gates) last(key string) *QuorumError {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	ln := g.lines[key]
-	if ln == nil || ln.last == nil {
-		return nil
-	}
-	qe := *ln.last
-	qe.Nodes = slices.Clone(qe.Nodes)
-	return &qe
 }
