@@ -61,6 +61,20 @@ func (r *refusingClients) refusedEverywhere(t *testing.T, c *cluster) {
 	r.mu.Unlock()
 }
 
+// releaseWhileRefused waits for a dial to each node to have been refused,
+// releases held, lets dials through again, and fails the test unless the
+// waiter (got) gets the lock soon after.
+func (r *refusingClients) releaseWhileRefused(t *testing.T, c *cluster, held *redlock.Lock, got <-chan error) {
+	t.Helper()
+	r.refusedEverywhere(t, c)
+	if err := held.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	released := time.Now()
+	r.refuse.Store(false)
+	wokenSoon(t, got, released)
+}
+
 // subscribers returns the number of subscribers of key's release channel on
 // each node.
 func (c *cluster) subscribers(t *testing.T, key string) []int64 {
@@ -128,13 +142,7 @@ func TestWaiterSubscribedLateTriesAgain(t *testing.T) {
 	r.refuse.Store(true)
 	held, got := lateWaiter(t, c, l, "late")
 	// The waiter found the lock held and tried to subscribe.
-	r.refusedEverywhere(t, c)
-	if err := held.Release(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	released := time.Now()
-	r.refuse.Store(false)
-	wokenSoon(t, got, released)
+	r.releaseWhileRefused(t, c, held, got)
 }
 
 // The same when a waiter's subscription breaks and comes back: go-redis
@@ -153,13 +161,7 @@ func TestWaiterResubscribedTriesAgain(t *testing.T) {
 		}
 	}
 	// The subscriptions are gone, and their reconnections refused.
-	r.refusedEverywhere(t, c)
-	if err := held.Release(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	released := time.Now()
-	r.refuse.Store(false)
-	wokenSoon(t, got, released)
+	r.releaseWhileRefused(t, c, held, got)
 }
 
 // Nodes whose connections take longer to come up than the node timeout
