@@ -1,6 +1,8 @@
 -- The restart guard as a Redis Function library (FUNCTION LOAD, FCALL):
 -- the guarded acquisitions, each the unchanged body of its script
--- (acquire.lua, acquire_multi.lua, handoff.lua, pasted by scripts.go) behind
+-- (acquire.lua, acquire_multi.lua, handoff.lua, a semaphore's
+-- acquire_slot.lua, a read-write lock's rw_read.lua and rw_write.lua,
+-- pasted by scripts.go) behind
 -- one check that keeps what it learnt from INFO in locals of the library.
 -- The library's name carries a hash of its source (scripts.go), so that
 -- versions coexist on a server and a name always means this source.
@@ -116,4 +118,16 @@ end)
 
 redis.register_function('--[[name]]_handoff', function(KEYS, ARGV)
 --[[handoff.lua]]
+end)
+
+redis.register_function('--[[name]]_acquire_slot', function(KEYS, ARGV)
+--[[acquire_slot.lua]]
+end)
+
+redis.register_function('--[[name]]_rw_read', function(KEYS, ARGV)
+--[[rw_read.lua]]
+end)
+
+redis.register_function('--[[name]]_rw_write', function(KEYS, ARGV)
+--[[rw_write.lua]]
 end)

@@ -178,31 +178,38 @@ var (
 // and its functions' names, carry a hash of its source, so that a name
 // always means this source and versions coexist on a server.
 //
-// AcquireGuarded, AcquireMultiGuarded and HandoffGuarded are Acquire,
-// AcquireMulti and Handoff for a call with the restart guard on. Their
-// source is the scripts' own (a node without the library runs it, guard
-// included, as before); their Fn is the library's function that does the
-// same with the guard's reading of INFO kept between calls.
-var Library, AcquireGuarded, AcquireMultiGuarded, HandoffGuarded = newLibrary()
+// Library's functions are the guarded variants (Script.Guarded) of the
+// acquisitions: Acquire, AcquireMulti, Handoff, AcquireSlot, RWRead and
+// RWWrite. A variant's source is its script's own (a node without the
+// library runs it, guard included, as before); its Fn is the library's
+// function that does the same with the guard's reading of INFO kept
+// between calls.
+var Library = newLibrary()
 
-// newLibrary pastes the scripts into library.lua and names it.
-func newLibrary() (lib string, acquire, acquireMulti, handoff *Script) {
+// newLibrary pastes the scripts into library.lua, names it, and gives each
+// acquisition its guarded variant.
+func newLibrary() string {
 	// Inside the library's functions, the scripts' acquire.lua is the
 	// guarded one (library.lua's acquire), called as the scripts call theirs.
 	guarded := "return acquire(KEYS, ARGV)"
+	withGuarded := func(tmpl string) string { return strings.Replace(tmpl, "--[[acquire.lua]]", guarded, 1) }
 	src := strip(strings.NewReplacer(
 		"--[[acquire.lua]]", acquireSrc,
-		"--[[acquire_multi.lua]]", strings.Replace(acquireMultiTmpl, "--[[acquire.lua]]", guarded, 1),
+		"--[[acquire_multi.lua]]", withGuarded(acquireMultiTmpl),
 		"--[[handoff.lua]]", strings.NewReplacer("--[[release.lua]]", releaseSrc, "--[[acquire.lua]]", guarded).Replace(handoffTmpl),
+		"--[[acquire_slot.lua]]", withGuarded(acquireSlotTmpl),
+		"--[[rw_read.lua]]", withGuarded(rwReadTmpl),
+		"--[[rw_write.lua]]", withGuarded(rwWriteTmpl),
 	).Replace(libraryTmpl))
 	sum := sha1.Sum([]byte(src))
 	name := "redlock_" + hex.EncodeToString(sum[:6])
-	variant := func(s *Script, fn string) *Script {
+	for fn, s := range map[string]*Script{
+		"acquire": Acquire, "acquire_multi": AcquireMulti, "handoff": Handoff,
+		"acquire_slot": AcquireSlot, "rw_read": RWRead, "rw_write": RWWrite,
+	} {
 		s.guarded = &Script{Script: s.Script, Src: s.Src, SHA: s.SHA, Fn: name + "_" + fn}
-		return s.guarded
 	}
-	lib = "#!lua name=" + name + "\n" + strings.ReplaceAll(src, "--[[name]]", name)
-	return lib, variant(Acquire, "acquire"), variant(AcquireMulti, "acquire_multi"), variant(Handoff, "handoff")
+	return "#!lua name=" + name + "\n" + strings.ReplaceAll(src, "--[[name]]", name)
 }
 
 // Guarded returns s's guarded variant when guard is true and s has one

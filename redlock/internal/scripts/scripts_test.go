@@ -28,7 +28,7 @@ func TestScriptsFitUnauthenticated(t *testing.T) {
 // Each guarded acquisition runs its script's source where the server has
 // no library, and names a function of the library where it has.
 func TestGuardedVariants(t *testing.T) {
-	for _, s := range []*scripts.Script{scripts.Acquire, scripts.AcquireMulti, scripts.Handoff} {
+	for _, s := range []*scripts.Script{scripts.Acquire, scripts.AcquireMulti, scripts.Handoff, scripts.AcquireSlot, scripts.RWRead, scripts.RWWrite} {
 		g := s.Guarded(true)
 		if g == s || g.Src != s.Src || g.Fn == "" || !strings.Contains(scripts.Library, "'"+g.Fn+"'") {
 			t.Errorf("the guarded variant of the script %s: Fn %q, same source %v", s.Hash(), g.Fn, g.Src == s.Src)
