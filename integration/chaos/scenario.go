@@ -185,6 +185,20 @@ var Scenarios = []Scenario{
 	{Name: "rwlock", Guard: true, Asserted: true, Workload: workloadRWLock, Sample: true, Faults: []string{
 		"kill", "restart", "pause-short", "pause-long", "blackhole", "drop-replies", "latency", "reset", "client-stop",
 	}},
+	// The same two under the rest of the nemesis. The faults that make a
+	// node forget (a snapshot reload, eviction, a flush, a promoted
+	// replica, a majority's restart) and the other data faults, guarded,
+	// with a server clock within the drift factor; and the faults on the
+	// paths between one client and the nodes (a proxy that moves
+	// connections, a partition of one client, late replies) with the
+	// network faults left out above, guarded too: the guard's marker check
+	// runs on a moved connection's server.
+	{Name: "semaphore-data-guarded", Cluster: dataNemesis, Guard: true, Asserted: true, Workload: workloadSemaphore, NoEffects: true,
+		Sample: true, CountersLost: true, CalmTTLs: 1, ClockRate: 1.005, Faults: dataFaults},
+	{Name: "rwlock-data-guarded", Cluster: dataNemesis, Guard: true, Asserted: true, Workload: workloadRWLock,
+		Sample: true, CountersLost: true, CalmTTLs: 1, ClockRate: 1.005, Faults: dataFaults},
+	{Name: "semaphore-paths-guarded", Guard: true, Asserted: true, Workload: workloadSemaphore, NoEffects: true, Sample: true, Faults: pathFaults},
+	{Name: "rwlock-paths-guarded", Guard: true, Asserted: true, Workload: workloadRWLock, Sample: true, Faults: pathFaults},
 
 	// A proxy moves one client's open connections to one node onto
 	// another node's server: one server answers for two of that client's
@@ -216,6 +230,17 @@ var Scenarios = []Scenario{
 // evictMemory is the maxmemory of the evict scenarios' servers: small, so
 // that filling it is quick.
 const evictMemory = "8mb"
+
+// The cluster and the faults of the semaphore's and the read-write lock's
+// data scenarios, and the faults of their path scenarios: with the
+// scenarios above, every fault of the catalogue but the clock faults
+// beyond the drift factor and restart-everysec (a second of lost writes,
+// the same forgetting as restart-rdb for the guard).
+var (
+	dataNemesis = cluster.Options{MaxMemory: evictMemory, Replicas: true, Clock: true}
+	dataFaults  = []string{"restart-rdb", "evict", "flush", "failover", "majority-restart", "readonly", "clock-rate", "client-pause"}
+	pathFaults  = []string{"move-connections", "partial-partition", "slow-replies", "isolate", "latency-all", "pause-short"}
+)
 
 // AwaitingLibraryFixes names Asserted scenarios that the library is known
 // to fail, each with the fix it waits for: a new claim's scenario can land

@@ -24,7 +24,8 @@ const (
 // holdShared is one round of the semaphore or read-write workload for
 // client i on name: it takes a permit, or a reader's or the writer's
 // lease (half the clients once, half waiting up to two TTLs), holds it for
-// a while, extending it once one time in four, and releases it.
+// a while, extending it once one time in four (or pauses in it, when the
+// nemesis asks), and releases it.
 func (w *Workload) holdShared(ctx context.Context, i int, rng *rand.Rand, locker *redlock.Locker, name string) {
 	var opts []redlock.LockOption
 	if w.cfg.Fencing {
@@ -68,6 +69,12 @@ func (w *Workload) holdShared(ctx context.Context, i int, rng *rand.Rand, locker
 	d := randDuration(rng, w.cfg.MaxHold) + time.Millisecond
 	extend := !seg.Empty() && rng.IntN(4) == 0
 	hold := func() { w.holdFor(ctx, lock, &seg, d, extend) }
+	if st := w.nextStall(i); st.done != nil {
+		// The client pause (client-pause): the holder stops for longer
+		// than the TTL. Its belief ended at Until; a writer's careful
+		// write then finds no room left and is not made.
+		hold = st.pause
+	}
 	if seg.Shared || seg.Slots > 0 {
 		hold()
 	} else {

@@ -102,6 +102,26 @@ func (w *Workload) Run(ctx context.Context, h *checker.History, res *checker.Res
 	return errors.Join(errs...)
 }
 
+// nextStall returns the pause asked of client i, if any (done is nil if
+// none): a client takes it during its next hold.
+func (w *Workload) nextStall(i int) (st stall) {
+	if i < len(w.stalls) {
+		select {
+		case st = <-w.stalls[i]:
+		default:
+		}
+	}
+	return st
+}
+
+// pause pauses for s.d, even if the run ends meanwhile (a paused process
+// does not notice), and reports when it began and ended.
+func (s stall) pause() {
+	began := time.Now()
+	time.Sleep(s.d)
+	s.done <- [2]time.Time{began, time.Now()}
+}
+
 // Stall makes client i pause for d, the way a long garbage-collection pause
 // or a descheduled VM stops a process, during its next hold, and returns
 // when the pause began and ended.
@@ -268,13 +288,7 @@ func (w *Workload) holdAs(ctx context.Context, i int, rng *rand.Rand, lock *redl
 		// it again while it is held, which short holds rarely show.
 		d = between(rng, w.cfg.TTL/4, w.cfg.TTL/2)
 	}
-	var st stall
-	if i < len(w.stalls) {
-		select {
-		case st = <-w.stalls[i]:
-		default:
-		}
-	}
+	st := w.nextStall(i)
 	switch {
 	case st.done != nil:
 		// The client pause: it holds the lock, stops for longer than the
@@ -285,9 +299,7 @@ func (w *Workload) holdAs(ctx context.Context, i int, rng *rand.Rand, lock *redl
 		// read-modify-write, the classic lost update that only fencing
 		// prevents.
 		w.effect(ctx, i, lock, true, func() bool {
-			began := time.Now()
-			time.Sleep(st.d) // even if ctx ends: a paused process does not notice
-			st.done <- [2]time.Time{began, time.Now()}
+			st.pause()
 			return true
 		})
 		write()
