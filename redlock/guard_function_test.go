@@ -119,26 +119,32 @@ func proxied(t *testing.T) (*cluster, []*redistest.Forwarder, []*redis.Client) {
 	return c, fwds, clients
 }
 
+// guardedBehindProxy returns two guarded Lockers, A bootstrapped, over a
+// proxied cluster, its forwarders, and servers started from snapshots of
+// the first two nodes taken now, each with the guard's library.
+func guardedBehindProxy(t *testing.T) (a, b *redlock.Locker, fwds []*redistest.Forwarder, copies []*redistest.Server) {
+	t.Helper()
+	c, fwds, clients := proxied(t)
+	a, b = newLocker(t, clients, guardOpts...), newLocker(t, clients, guardOpts...)
+	if err := a.Bootstrap(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range c.servers[:2] {
+		copies = append(copies, fromSnapshot(t, s))
+		if libs := libraries(t, copies[i]); libs != 1 {
+			t.Fatalf("node %d's snapshot has %d function libraries, want the guard's", i, libs)
+		}
+	}
+	return a, b, fwds, copies
+}
+
 // A proxy keeps B's connections while the servers of two nodes behind it
 // are replaced by processes started from their snapshots, taken before A's
 // lock: the library and the marker came back with the data, the lock did
 // not. The library's locals are the new process's, so it reads the new
 // run_id and abstains.
 func TestRestartGuardFunctionBehindProxy(t *testing.T) {
-	c, fwds, clients := proxied(t)
-	a, b := newLocker(t, clients, guardOpts...), newLocker(t, clients, guardOpts...)
-	if err := a.Bootstrap(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	var copies []*redistest.Server
-	for _, s := range c.servers[:2] {
-		copies = append(copies, fromSnapshot(t, s))
-	}
-	for i, s := range copies {
-		if libs := libraries(t, s); libs != 1 {
-			t.Fatalf("node %d's snapshot has %d function libraries, want the guard's", i, libs)
-		}
-	}
+	a, b, fwds, copies := guardedBehindProxy(t)
 	lock := mustObtain(t, a, "k")
 	// B's connections for "k" open now, and see the lock: contention.
 	if _, err := b.TryObtain(t.Context(), "k"); !errors.Is(err, redlock.ErrNotObtained) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"testing"
 
-	"github.com/quorumlock/redlock/internal/redistest"
 	"github.com/quorumlock/redlock/redlock"
 )
 
@@ -32,15 +31,7 @@ func TestRestartGuardFunctionShapesBehindProxy(t *testing.T) {
 	}
 	for _, sh := range shapes {
 		t.Run(sh.name, func(t *testing.T) {
-			c, fwds, clients := proxied(t)
-			a, b := newLocker(t, clients, guardOpts...), newLocker(t, clients, guardOpts...)
-			if err := a.Bootstrap(t.Context()); err != nil {
-				t.Fatal(err)
-			}
-			var copies []*redistest.Server
-			for _, s := range c.servers[:2] {
-				copies = append(copies, fromSnapshot(t, s))
-			}
+			a, b, fwds, copies := guardedBehindProxy(t)
 			takeA, takeB := sh.takes(a, b)
 			lock := mustTake(t, "A", takeA)
 			// B's connections open now, and see A's hold: contention.
