@@ -141,29 +141,35 @@ func boundedCtx(t *testing.T) context.Context {
 	return ctx
 }
 
-// dialClients returns clients of servers that dial with dial, closed at
-// cleanup: the tests' way to make a node's new connections slow, refused
-// or hung while the connections it has keep working.
-func dialClients(t *testing.T, servers []*redistest.Server, dial func(ctx context.Context, network, addr string) (net.Conn, error)) []*redis.Client {
+// dialClients returns clients of servers whose every dial asks gate
+// first (an error fails the dial with it), closed at cleanup: the tests'
+// way to make a node's new connections slow, refused or hung while the
+// connections it has keep working.
+func dialClients(t *testing.T, servers []*redistest.Server, gate func(ctx context.Context, addr string) error) []*redis.Client {
 	t.Helper()
 	clients := make([]*redis.Client, len(servers))
 	for i, s := range servers {
-		clients[i] = redis.NewClient(&redis.Options{Addr: s.Addr, Dialer: dial})
+		clients[i] = redis.NewClient(&redis.Options{Addr: s.Addr, Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			if err := gate(ctx, addr); err != nil {
+				return nil, err
+			}
+			var d net.Dialer
+			return d.DialContext(ctx, network, addr)
+		}})
 		t.Cleanup(func() { _ = clients[i].Close() })
 	}
 	return clients
 }
 
-// slowDial is a dial that takes d, unless the caller stops waiting.
-func slowDial(d time.Duration) func(ctx context.Context, network, addr string) (net.Conn, error) {
-	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+// slowDial is a dial gate that takes d, unless the caller stops waiting.
+func slowDial(d time.Duration) func(ctx context.Context, addr string) error {
+	return func(ctx context.Context, _ string) error {
 		select {
 		case <-time.After(d):
+			return nil
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return ctx.Err()
 		}
-		var nd net.Dialer
-		return nd.DialContext(ctx, network, addr)
 	}
 }
 

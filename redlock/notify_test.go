@@ -3,7 +3,6 @@ package redlock_test
 import (
 	"context"
 	"errors"
-	"net"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -27,15 +26,14 @@ type refusingClients struct {
 func newRefusingClients(t *testing.T, c *cluster) *refusingClients {
 	t.Helper()
 	r := &refusingClients{refused: map[string]int{}}
-	r.clients = dialClients(t, c.servers, func(ctx context.Context, network, addr string) (net.Conn, error) {
+	r.clients = dialClients(t, c.servers, func(_ context.Context, addr string) error {
 		if r.refuse.Load() {
 			r.mu.Lock()
 			r.refused[addr]++
 			r.mu.Unlock()
-			return nil, errors.New("connection refused by the test")
+			return errors.New("connection refused by the test")
 		}
-		var d net.Dialer
-		return d.DialContext(ctx, network, addr)
+		return nil
 	})
 	return r
 }
@@ -196,17 +194,16 @@ func TestCloseEndsHungSubscriptionDial(t *testing.T) {
 	var hang atomic.Bool
 	unhang := make(chan struct{})
 	t.Cleanup(func() { close(unhang) })
-	clients := dialClients(t, c.servers, func(ctx context.Context, network, addr string) (net.Conn, error) {
+	clients := dialClients(t, c.servers, func(ctx context.Context, _ string) error {
 		if hang.Load() {
 			select {
 			case <-ctx.Done():
-				return nil, ctx.Err()
+				return ctx.Err()
 			case <-unhang:
-				return nil, errors.New("the test ended")
+				return errors.New("the test ended")
 			}
 		}
-		var d net.Dialer
-		return d.DialContext(ctx, network, addr)
+		return nil
 	})
 	l, err := redlock.New(clients, testOpts...)
 	if err != nil {

@@ -1,12 +1,11 @@
 package redlock
 
 import (
-	"github.com/quorumlock/redlock/redlock/internal/scripts"
-
 	"sync"
 	"time"
 
 	"github.com/quorumlock/redlock/quorum"
+	"github.com/quorumlock/redlock/redlock/internal/scripts"
 )
 
 // settle decides what becomes of an acquisition's stragglers, the nodes

@@ -196,7 +196,7 @@ func newLibrary() string {
 	src := strip(strings.NewReplacer(
 		"--[[acquire.lua]]", acquireSrc,
 		"--[[acquire_multi.lua]]", withGuarded(acquireMultiTmpl),
-		"--[[handoff.lua]]", strings.NewReplacer("--[[release.lua]]", releaseSrc, "--[[acquire.lua]]", guarded).Replace(handoffTmpl),
+		"--[[handoff.lua]]", withGuarded(strings.Replace(handoffTmpl, "--[[release.lua]]", releaseSrc, 1)),
 		"--[[acquire_slot.lua]]", withGuarded(acquireSlotTmpl),
 		"--[[rw_read.lua]]", withGuarded(rwReadTmpl),
 		"--[[rw_write.lua]]", withGuarded(rwWriteTmpl),
