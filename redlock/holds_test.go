@@ -240,6 +240,11 @@ func TestLeaderReportsOnlyTheLeadersTerm(t *testing.T) {
 	if !poll(t, 10*time.Second, func() bool { return c.value(t, 0, name) != "" }) {
 		t.Fatal("the campaign reached no node")
 	}
+	// The campaign decided on nodes 0 and 1 once it writes its fence
+	// back (held up on node 1); only then may node 2 answer.
+	if !poll(t, 10*time.Second, func() bool { return w1.heldUp() > 0 }) {
+		t.Fatal("the campaign wrote no fence back to node 1")
+	}
 	late.open()
 	if !poll(t, 10*time.Second, func() bool { return c.value(t, 2, name) != "" }) {
 		t.Fatal("node 2 did not grant")

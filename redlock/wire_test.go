@@ -55,6 +55,8 @@ type wire struct {
 	// closed (a call held up on its way). Under mu.
 	stall   []byte
 	stalled chan struct{}
+	// held counts the writes stall has held up. Under mu.
+	held int
 	// refuse, if set, fails every write that contains it and ends its
 	// connection: the node cannot be reached. Under mu.
 	refuse  []byte
@@ -151,6 +153,9 @@ func (w *wire) open() { w.once.Do(func() { close(w.gate) }) }
 func (w *wire) calls() int { w.mu.Lock(); defer w.mu.Unlock(); return w.n }
 func (w *wire) reset()     { w.mu.Lock(); w.n = 0; w.mu.Unlock() }
 
+// heldUp returns the number of writes stallOn's pattern has held up.
+func (w *wire) heldUp() int { w.mu.Lock(); defer w.mu.Unlock(); return w.held }
+
 func (w *wire) dial(ctx context.Context, network, addr string) (net.Conn, error) {
 	w.dials.Add(1)
 	var d net.Dialer
@@ -176,6 +181,7 @@ func (c *wireConn) Write(b []byte) (int, error) {
 	c.w.mu.Lock()
 	if c.w.stall != nil && bytes.Contains(b, c.w.stall) {
 		gate := c.w.stalled
+		c.w.held++
 		c.w.mu.Unlock()
 		<-gate
 		c.w.mu.Lock()
