@@ -249,3 +249,107 @@ func TestFenceWrittenBackToLateNode(t *testing.T) {
 		t.Fatalf("re-entry fence %d, below the outer's %d", again.Fence(), lock.Fence())
 	}
 }
+
+// Nodes whose grants of one acquisition fall on both sides of the start of
+// one of their clocks' 100 ms windows answer the same fence all the same:
+// the client offers every node the same start for the counter. Node 2 is
+// held by another, so the majority is nodes 0 and 1, and node 1's grant is
+// held on its way until the servers' clock has passed the start of the
+// window that node 0 granted in. (Each node used to start its counter from
+// its own window's start: node 1 then counted a window more, and node 0
+// needed a write-back, as every acquisition did whose replies were spread
+// over a window's turn, most of them under deep queues.)
+func TestFenceNodesAgreeAcrossAWindow(t *testing.T) {
+	const rounds = 3
+	acquireSHA, fenceSHA := scriptSHA(t, "scripts/acquire.lua"), scriptSHA(t, "scripts/fence.lua")
+	servers := redistest.StartT(t, 3, redistest.Options{})
+	direct := redistest.ClientsT(t, servers)
+	for _, c := range direct[:2] {
+		// A counter that exists, far below the clock: a grant starts it
+		// again from the clock (one that is gone starts from the exact
+		// clock, on which nodes never agree).
+		if err := c.Set(t.Context(), "redlock:fence:k", 5, time.Hour).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := direct[2].Set(t.Context(), "k", "other\x001\x00", time.Hour).Err(); err != nil {
+		t.Fatal(err)
+	}
+	wires := make([]*wire, len(servers))
+	clients := make([]*redis.Client, len(servers))
+	for i, s := range servers {
+		wires[i] = newWire(t, s)
+		wires[i].mark = fenceSHA
+		clients[i] = wires[i].Client
+	}
+	l, err := redlock.New(clients, redlock.WithFencing(), redlock.WithNodeTimeout(5*time.Second), redlock.WithTTL(30*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// window is the servers' clock (one machine's) in µs: the start of its
+	// current 100 ms window and how far into it.
+	window := func() (start, into int64) {
+		now, err := direct[0].Time(t.Context()).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		us := now.UnixMicro()
+		return us - us%100_000, us % 100_000
+	}
+	for range rounds {
+		// Begin 50-70 ms into a window: node 0 grants in it.
+		if !poll(t, 5*time.Second, func() bool { _, into := window(); return into >= 50_000 && into < 70_000 }) {
+			t.Fatal("the servers' clock never showed 50-70 ms into a window")
+		}
+		began, _ := window()
+		free := wires[1].stallOn(acquireSHA)
+		got := make(chan *redlock.Lock, 1)
+		go func() {
+			lock, err := l.Obtain(t.Context(), "k")
+			if err != nil {
+				t.Error(err)
+			}
+			got <- lock
+		}()
+		held := func() bool { wires[1].mu.Lock(); defer wires[1].mu.Unlock(); return wires[1].held > 0 }
+		if !poll(t, 5*time.Second, held) {
+			t.Fatal("node 1's acquisition never came")
+		}
+		// Node 1 grants in the next window.
+		if !poll(t, 5*time.Second, func() bool { start, into := window(); return start > began && into >= 2_000 }) {
+			t.Fatal("the servers' clock never reached the next window")
+		}
+		free()
+		lock := <-got
+		if lock == nil {
+			t.FailNow()
+		}
+		for i, c := range direct[:2] {
+			n, err := c.Get(t.Context(), "redlock:fence:k").Uint64()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n != lock.Fence() {
+				t.Errorf("node %d's counter %d, want the fence %d", i, n, lock.Fence())
+			}
+		}
+		if err := lock.Release(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		wires[1].mu.Lock()
+		wires[1].stall, wires[1].held = nil, 0
+		wires[1].mu.Unlock()
+	}
+	// Close waits for the write-backs still on their way.
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// (Node 2, which refused, gets the fence in the background.)
+	for i, w := range wires[:2] {
+		w.mu.Lock()
+		if w.marked > 0 {
+			t.Errorf("granting node %d got %d fence write-backs in %d acquisitions, want none: the nodes disagreed", i, w.marked, rounds)
+		}
+		w.mu.Unlock()
+	}
+}

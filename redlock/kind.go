@@ -1,6 +1,7 @@
 package redlock
 
 import (
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -55,6 +56,11 @@ type scriptCall struct {
 	// queue, when set, is the key that chooses the node's queue instead
 	// of keys[0] (see conn.Call.Queue).
 	queue string
+	// shed, when set, leaves the call unsent on nodes whose queue still
+	// holds it once it is true (see conn.Call.Shed); shedOn does so per
+	// node (shedOn[i] for node i).
+	shed   *atomic.Bool
+	shedOn []atomic.Bool
 }
 
 // undo is the call that takes an attempt's own hold h off keys again. An
@@ -143,12 +149,37 @@ func planToken(cfg *config) (token, hold string) {
 	return cfg.token, newHoldID()
 }
 
-// acquireArgs are acquire.lua's six arguments for value and holder h,
+// acquireArgs are acquire.lua's seven arguments for value and holder h,
 // then more (the arguments of a script that pastes acquire.lua in).
 func acquireArgs(value string, h holder, cfg *config, more ...any) []any {
-	fenced := "0"
-	if cfg.fencing {
-		fenced = "1"
-	}
-	return append([]any{value, serverMillis(cfg.serverTTL()), h.prefix, fenced, serverMillis(cfg.guard), serverMillis(cfg.fenceLifetime())}, more...)
+	fenced, start := fenceStart(cfg)
+	return append([]any{value, serverMillis(cfg.serverTTL()), h.prefix, fenced, serverMillis(cfg.guard), serverMillis(cfg.fenceLifetime()), start}, more...)
 }
+
+// fenceStart is acquire.lua's fencing flag and the start it offers every
+// node for a counter (ARGV[4] and ARGV[7]).
+//
+// The start is this machine's clock in µs, fenceStartLag back and rounded
+// down to fenceStartStep: the same on all nodes of an attempt, so that
+// they answer the same fence although their own clocks' 100 ms windows
+// may turn between their grants (each then needs no write-back). A node
+// takes it only where it lies within its own last 100 ms; the lag is the
+// allowance for a server's clock behind this one, and the rounding lets a
+// busy key's grants count on by one (INCR) rather than restart the
+// counter each time.
+func fenceStart(cfg *config) (fenced string, start int64) {
+	if !cfg.fencing {
+		return "0", 0
+	}
+	us := cfg.clock.Now().Add(-fenceStartLag).UnixMicro()
+	return "1", us - us%fenceStartStep
+}
+
+// acquireStartArg is the index of the counter's start in acquireArgs.
+const acquireStartArg = 6
+
+// fenceStartLag and fenceStartStep (µs) shape fenceStart's start.
+const (
+	fenceStartLag  = 10 * time.Millisecond
+	fenceStartStep = 10_000
+)

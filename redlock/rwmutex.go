@@ -146,7 +146,7 @@ func newWritePlan(name string, mark bool, cfg *config) acquirePlan {
 	return p
 }
 
-// fullPlan is a plan's token, holder and arguments: acquire.lua's six for
+// fullPlan is a plan's token, holder and arguments: acquire.lua's seven for
 // token and hold, then more; the caller adds the keys.
 func fullPlan(token, hold string, cfg *config, more ...any) acquirePlan {
 	value := token + "\x00" + hold + "\x00" + cfg.metadata

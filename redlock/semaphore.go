@@ -135,15 +135,14 @@ func newSlotPlan(name string, size int, cfg *config) acquirePlan {
 	for j := range size {
 		keys = append(keys, sem+":"+strconv.Itoa((first+j)%size))
 	}
-	fenced := "0"
 	if cfg.fencing {
-		fenced = "1"
 		for j := range size {
 			keys = append(keys, fenceKey(keys[3+j]))
 		}
 	}
-	args := []any{size, quoteKey(name), prefix + "1\x00" + cfg.metadata, serverMillis(cfg.serverTTL()), prefix, fenced, serverMillis(cfg.guard), serverMillis(cfg.fenceLifetime())}
-	return acquirePlan{token: strings.TrimSuffix(prefix, "\x00"), holder: holder{prefix: prefix, hold: "1"}, keys: keys, lockKeys: keys[3 : 3+size], args: args}
+	h := holder{prefix: prefix, hold: "1"}
+	args := append([]any{size, quoteKey(name)}, acquireArgs(prefix+"1\x00"+cfg.metadata, h, cfg)...)
+	return acquirePlan{token: strings.TrimSuffix(prefix, "\x00"), holder: h, keys: keys, lockKeys: keys[3 : 3+size], args: args}
 }
 
 // exclusive reports whether a lock got from the waiter's line keeps the rest

@@ -12,6 +12,8 @@
 -- ARGV[4]  "1" to return a fencing token      (optional)
 -- ARGV[5]  restart guard: the maximum TTL in ms, "0" for off (optional)
 -- ARGV[6]  the fencing counter's lifetime in ms (with ARGV[4] = "1")
+-- ARGV[7]  the client's start for a counter, in µs since 1970 (optional;
+--          used only within this server's last 100 ms, see below)
 --
 -- Returns, when granted: the fencing token in fencing mode (the counter,
 -- raised in this same step for a new holder), else 0 for a new holder
@@ -135,13 +137,27 @@ if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
     -- lifetime less 200 ms after its last grant. A write-back (fence.lua)
     -- that raises it above this clock adds the lead to its lifetime, for
     -- the grants that follow do not set it until the clock has caught up.
+    --
+    -- The client sends every node of an acquisition the same start
+    -- (ARGV[7]: its own clock a little back, see kind.go, fenceStart); a
+    -- node takes it in place of its window's start when it lies within
+    -- this server's last 100 ms, the same range as the window's start, so
+    -- the margins above hold as they are. Then the nodes agree even when their grants
+    -- fall on both sides of a window's start, as under deep queues they
+    -- mostly do; a start out of that range (a client's clock off by more
+    -- than the allowance, or a grant late by a window) is the window's. A
+    -- counter that is gone still starts from the exact clock.
     local t = redis.call('TIME')
     local c = redis.call('INCR', KEYS[2])
-    local us = tonumber(t[2])
+    local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
     if c > 1 then
-      us = us - us % 100000
+      local start = tonumber(ARGV[7] or '')
+      if start and start <= now and start > now - 100000 then
+        now = start
+      else
+        now = now - now % 100000
+      end
     end
-    local now = tonumber(t[1]) * 1000000 + us
     if c < now then
       return startCounter(now)
     end

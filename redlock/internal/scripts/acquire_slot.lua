@@ -12,7 +12,7 @@
 -- ARGV[1]      n, the semaphore's size
 -- ARGV[2]      the semaphore's name, for the error message
 -- ARGV[3..]    acquire.lua's ARGV (value, TTL, prefix, fenced, guard,
---              counter lifetime)
+--              counter lifetime, counter start)
 --
 -- Returns, when granted: the position j (0-based) of the slot taken in
 -- KEYS, or, with fencing, the fence followed by j in three digits, as a

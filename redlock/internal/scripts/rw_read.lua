@@ -12,7 +12,7 @@
 -- KEYS[5]  the writer key (the read-write lock's name)
 -- KEYS[6]  the waiting-writer mark
 -- KEYS[7]  the index of leases (a set of lease keys)
--- ARGV     acquire.lua's ARGV, all six
+-- ARGV     acquire.lua's ARGV, all seven
 --
 -- Returns acquire.lua's reply. While the writer key or the mark exists:
 -- -(PTTL + 2) of the one that lives longer (-1: no expiry), nothing

@@ -9,8 +9,8 @@
 -- KEYS[4]  the node's quarantine key
 -- KEYS[5]  the index of leases
 -- KEYS[6]  the waiting-writer mark
--- ARGV[1..6] acquire.lua's ARGV, all six
--- ARGV[7]  a waiting writer's margin in ms ("0": a single attempt, which
+-- ARGV[1..7] acquire.lua's ARGV, all seven
+-- ARGV[8]  a waiting writer's margin in ms ("0": a single attempt, which
 --          sets no mark)
 --
 -- Returns acquire.lua's reply, and deletes the mark when granted. While a
@@ -34,7 +34,7 @@ for _, k in ipairs(redis.call('SMEMBERS', KEYS[5])) do
   end
 end
 if longest ~= -2 then
-  local ms = tonumber(ARGV[7])
+  local ms = tonumber(ARGV[8])
   if ms > 0 then
     if longest > 0 then
       ms = ms + longest
@@ -45,7 +45,7 @@ if longest ~= -2 then
   end
   return -(longest + 2)
 end
-local r = acquire({KEYS[1], KEYS[2], KEYS[3], KEYS[4]}, {unpack(ARGV, 1, 6)})
+local r = acquire({KEYS[1], KEYS[2], KEYS[3], KEYS[4]}, {unpack(ARGV, 1, 7)})
 if type(r) == 'number' and r >= 0 then
   redis.call('DEL', KEYS[6])
 end
