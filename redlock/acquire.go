@@ -55,7 +55,7 @@ func (a *acquisition) attempt(ctx context.Context) (*Lock, error) {
 		timeout: cfg.nodeTimeout,
 		// A refusal still to come may tell contention from outage.
 		classify: true,
-		start:    l.observeNodes(OpObtain, a.name, l.sender(cfg.nodeTimeout, scriptCall{script: a.kind.acquire.Guarded(cfg.guard > 0), keys: p.keys, args: p.args, queue: p.queue}, decodeAcquire, nil)),
+		start:    l.observeNodes(OpObtain, a.name, l.sender(cfg.nodeTimeout, scriptCall{script: a.kind.acquire.Guarded(cfg.guard > 0), keys: p.keys, args: p.args, queue: p.queue, shed: &g.late.shed}, decodeAcquire, nil)),
 		// Validity is taken when the majority is in: that is the moment
 		// the lock is granted, and the TTL has been running since the
 		// first request reached a server.
@@ -153,7 +153,9 @@ func (a *acquisition) conclude(ctx context.Context, p *acquirePlan, g *granting,
 	// Failed: release on every node that granted or may have applied the
 	// SET before its reply was lost, and on those that answer later.
 	pending := g.late.fail()
-	l.undoAll(ctx, cfg.nodeTimeout, a.kind.undo(p.lockKeys, p.holder, announce), func(i int) bool {
+	undo := a.kind.undo(p.lockKeys, p.holder, announce)
+	undo.shedOn = g.late.unsent
+	l.undoAll(ctx, cfg.nodeTimeout, undo, func(i int) bool {
 		return mustUndo(g.res.Replies[i].Vote) || slices.Contains(pending, i)
 	})
 	// Why, from the nodes' answers alone: a context that ended meanwhile
@@ -195,7 +197,8 @@ func (a *acquisition) conclude(ctx context.Context, p *acquirePlan, g *granting,
 // key is gone, that is after our Release or expiry, both after W counted
 // to f; its grant there raises the counter past f, and its fence, a
 // maximum, is larger still. Nodes agree on f when they granted the same
-// holders of the key within one 100 ms window of the clock floor (see
+// holders of the key and took the start the client offered (fenceStart),
+// or granted within one 100 ms window of the clock floor (see
 // acquire.lua), the usual case, which is why one round trip usually does.
 // This needs nodes that keep their counters. Where a node lost its counter
 // (it expired, or the node lost its memory, or a reload brought back an

@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -26,12 +27,14 @@ type nodeCall struct {
 	keys    []string
 	queue   string
 	cmd     []any
+	shed    *atomic.Bool
+	shedOn  []atomic.Bool
 	// decode turns a node's integer reply into its vote.
 	decode decodeFunc
 }
 
 func newNodeCall(timeout time.Duration, c scriptCall, decode decodeFunc) nodeCall {
-	return nodeCall{timeout: timeout, script: c.script, keys: c.keys, queue: c.queue, cmd: conn.EvalSha(c.script, c.keys, c.args), decode: decode}
+	return nodeCall{timeout: timeout, script: c.script, keys: c.keys, queue: c.queue, cmd: conn.EvalSha(c.script, c.keys, c.args), shed: c.shed, shedOn: c.shedOn, decode: decode}
 }
 
 // voteOp is one node's share of a nodeCall: the pipe's call, and how its
@@ -50,10 +53,13 @@ var votePool = sync.Pool{New: func() any { return new(voteOp) }}
 func (sc nodeCall) send(n *node, i int, reply func(int, quorum.Vote, int64, error), inline bool) {
 	o := votePool.Get().(*voteOp)
 	*o = voteOp{
-		call:   conn.Call{Timeout: sc.timeout, Script: sc.script, Keys: sc.keys, Queue: sc.queue, Cmd: sc.cmd},
+		call:   conn.Call{Timeout: sc.timeout, Script: sc.script, Keys: sc.keys, Queue: sc.queue, Cmd: sc.cmd, Shed: sc.shed},
 		node:   i,
 		decode: sc.decode,
 		reply:  reply,
+	}
+	if sc.shedOn != nil {
+		o.call.Shed = &sc.shedOn[i]
 	}
 	o.call.Reply = o
 	n.pipe.Start(&o.call, inline)

@@ -76,7 +76,9 @@ type WaitEvent struct {
 	Duration time.Duration
 }
 
-// NodeEvent is one node's answer in a round.
+// NodeEvent is one node's answer in a round. A call that never went out
+// has none: an acquisition still queued for a node when its attempt failed
+// is not sent.
 type NodeEvent struct {
 	Op        Op
 	Key       string

@@ -1,10 +1,13 @@
 package redlock
 
 import (
+	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/quorumlock/redlock/quorum"
+	"github.com/quorumlock/redlock/redlock/internal/conn"
 	"github.com/quorumlock/redlock/redlock/internal/scripts"
 )
 
@@ -26,6 +29,12 @@ type settle struct {
 	// stray, if set, is what a straggler of a won round needs (a lock
 	// kind's stray).
 	stray func(quorum.Reply[int64]) (scriptCall, bool)
+
+	// shed is set once the acquisition has failed: its calls still queued
+	// for a node are then never sent (see conn.Call.Shed). unsent, made
+	// then, says per node that its call was shed: its undo is shed too.
+	shed   atomic.Bool
+	unsent []atomic.Bool
 
 	mu     sync.Mutex
 	done   bool
@@ -95,6 +104,8 @@ func (s *settle) fail() []int {
 			undo = append(undo, r.Node)
 		}
 	}
+	s.unsent = make([]atomic.Bool, len(s.l.nodes))
+	s.shed.Store(true)
 	return undo
 }
 
@@ -111,6 +122,10 @@ func (s *settle) finish(failed bool, rest *fenceWrite) []quorum.Reply[int64] {
 // needs.
 func (s *settle) act(r quorum.Reply[int64], failed bool, rest *fenceWrite) {
 	switch {
+	case failed && errors.Is(r.Err, conn.ErrShed):
+		// The call never reached its node: nothing to undo there, and
+		// the undo already queued behind it need not go either.
+		s.unsent[r.Node].Store(true)
 	case failed:
 		if mustUndo(r.Vote) {
 			s.l.sendOn(r.Node, s.timeout, s.kind.undo(s.plan.lockKeys, s.plan.holder, false))

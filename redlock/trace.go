@@ -2,10 +2,12 @@ package redlock
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"time"
 
 	"github.com/quorumlock/redlock/quorum"
+	"github.com/quorumlock/redlock/redlock/internal/conn"
 )
 
 // observer holds the Locker's Observer. A nil *observer observes nothing,
@@ -142,6 +144,11 @@ func (l *Locker) observeNodes(op Op, key string, start startFunc[int64]) startFu
 	return func(ctx context.Context, i int, reply func(int, quorum.Vote, int64, error)) {
 		began := time.Now()
 		start(ctx, i, func(n int, v quorum.Vote, val int64, err error) {
+			if errors.Is(err, conn.ErrShed) {
+				// Never sent: the node gave no answer to report.
+				reply(n, v, val, err)
+				return
+			}
 			if err != nil {
 				v = quorum.Failed
 			}

@@ -65,7 +65,16 @@ type Call struct {
 	// from the caller's own goroutine; the pipe does not touch the call
 	// after that.
 	Reply Replier
+	// Shed, when set and true by the time a worker takes the call, keeps
+	// the call from going out: it is answered ErrShed. Only for calls that
+	// may safely never reach the node, such as the acquisitions of an
+	// attempt that has failed (a node that never got one holds nothing),
+	// so that work nobody waits for leaves the queue at no cost.
+	Shed *atomic.Bool
 }
+
+// ErrShed answers a call that was not sent because its Shed was set.
+var ErrShed = errors.New("not sent: the attempt had ended")
 
 // Replier receives a call's reply: the server's answer, or the error that
 // kept it from one.

@@ -3,6 +3,7 @@ package conn
 import (
 	"github.com/quorumlock/redlock/redlock/internal/scripts"
 
+	"context"
 	"errors"
 	"net"
 	"strings"
@@ -53,13 +54,35 @@ func (p *Pipe) work(q *queue) {
 				break fill
 			}
 		}
+		n := len(batch)
+		if batch = shed(batch); len(batch) == 0 {
+			q.unsent.Add(-int32(n))
+			continue
+		}
 		q.mu.Lock()
 		cmds := q.w.send(batch)
-		q.unsent.Add(-int32(len(batch)))
+		q.unsent.Add(-int32(n))
 		q.mu.Unlock()
 		q.w.deliver(batch, cmds)
 		clear(batch)
 	}
+}
+
+// shed answers the calls of batch that are to be shed (Call.Shed) with
+// ErrShed and returns the others, in their order, in batch's array.
+func shed(batch []*Call) []*Call {
+	keep := batch[:0]
+	for _, c := range batch {
+		if c.Shed == nil || !c.Shed.Load() {
+			keep = append(keep, c)
+			continue
+		}
+		cmd := redis.NewCmd(context.Background())
+		cmd.SetErr(ErrShed)
+		c.Reply.Reply(cmd)
+	}
+	clear(batch[len(keep):])
+	return keep
 }
 
 // drop closes the worker's connection (it is discarded, never reused).
@@ -97,7 +120,8 @@ func (w *worker) deliver(batch []*Call, cmds []*redis.Cmd) {
 // call is sent, even when its caller has given up: a round is decided at a
 // majority, and the rest of its calls (the release of a key on the last
 // nodes, say) must still reach their nodes; a late acquisition is undone by
-// its round's Late.
+// its round's Late. The one exception is a call shed before it was taken
+// (Call.Shed, see work): the acquisition of an attempt that had failed.
 func (w *worker) send(batch []*Call) []*redis.Cmd {
 	var timeout time.Duration
 	for _, c := range batch {
