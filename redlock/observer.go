@@ -76,9 +76,8 @@ type WaitEvent struct {
 	Duration time.Duration
 }
 
-// NodeEvent is one node's answer in a round. A call that never went out
-// has none: an acquisition still queued for a node when its attempt failed
-// is not sent.
+// NodeEvent is one node's answer in a round; a call never sent (a failed
+// attempt's, still queued) has none.
 type NodeEvent struct {
 	Op        Op
 	Key       string
