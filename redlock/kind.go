@@ -58,9 +58,13 @@ type scriptCall struct {
 	queue string
 	// shed, when set, leaves the call unsent on nodes whose queue still
 	// holds it once it is true (see conn.Call.Shed); shedOn does so per
-	// node (shedOn[i] for node i).
-	shed   *atomic.Bool
-	shedOn []atomic.Bool
+	// node (shedOn[i] for node i). expires sheds it also once it has
+	// waited in a node's queue past the node timeout (conn.Call.Expires):
+	// acquisitions only. unsentOn[i] is set when node i's call is shed.
+	shed     *atomic.Bool
+	shedOn   []atomic.Bool
+	expires  bool
+	unsentOn []atomic.Bool
 }
 
 // undo is the call that takes an attempt's own hold h off keys again. An

@@ -22,19 +22,21 @@ type node struct {
 // nodeCall is a scriptCall ready to go to the nodes of a round: a node
 // operation, its command line built once for all nodes.
 type nodeCall struct {
-	timeout time.Duration
-	script  *scripts.Script
-	keys    []string
-	queue   string
-	cmd     []any
-	shed    *atomic.Bool
-	shedOn  []atomic.Bool
+	timeout  time.Duration
+	script   *scripts.Script
+	keys     []string
+	queue    string
+	cmd      []any
+	shed     *atomic.Bool
+	shedOn   []atomic.Bool
+	expires  bool
+	unsentOn []atomic.Bool
 	// decode turns a node's integer reply into its vote.
 	decode decodeFunc
 }
 
 func newNodeCall(timeout time.Duration, c scriptCall, decode decodeFunc) nodeCall {
-	return nodeCall{timeout: timeout, script: c.script, keys: c.keys, queue: c.queue, cmd: conn.EvalSha(c.script, c.keys, c.args), shed: c.shed, shedOn: c.shedOn, decode: decode}
+	return nodeCall{timeout: timeout, script: c.script, keys: c.keys, queue: c.queue, cmd: conn.EvalSha(c.script, c.keys, c.args), shed: c.shed, shedOn: c.shedOn, expires: c.expires, unsentOn: c.unsentOn, decode: decode}
 }
 
 // voteOp is one node's share of a nodeCall: the pipe's call, and how its
@@ -53,13 +55,16 @@ var votePool = sync.Pool{New: func() any { return new(voteOp) }}
 func (sc nodeCall) send(n *node, i int, reply func(int, quorum.Vote, int64, error), inline bool) {
 	o := votePool.Get().(*voteOp)
 	*o = voteOp{
-		call:   conn.Call{Timeout: sc.timeout, Script: sc.script, Keys: sc.keys, Queue: sc.queue, Cmd: sc.cmd, Shed: sc.shed},
+		call:   conn.Call{Timeout: sc.timeout, Script: sc.script, Keys: sc.keys, Queue: sc.queue, Cmd: sc.cmd, Shed: sc.shed, Expires: sc.expires},
 		node:   i,
 		decode: sc.decode,
 		reply:  reply,
 	}
 	if sc.shedOn != nil {
 		o.call.Shed = &sc.shedOn[i]
+	}
+	if sc.unsentOn != nil {
+		o.call.Unsent = &sc.unsentOn[i]
 	}
 	o.call.Reply = o
 	n.pipe.Start(&o.call, inline)

@@ -31,10 +31,13 @@ type settle struct {
 	stray func(quorum.Reply[int64]) (scriptCall, bool)
 
 	// shed is set once the acquisition has failed: its calls still queued
-	// for a node are then never sent (see conn.Call.Shed). unsent, made
-	// then, says per node that its call was shed: its undo is shed too.
+	// for a node are then never sent (see conn.Call.Shed). unsent says
+	// per node that its call was shed, then or earlier (it waited past the
+	// node timeout, conn.Call.Expires): the undo there is shed too. Small
+	// clusters' flags live in the settle itself.
 	shed   atomic.Bool
 	unsent []atomic.Bool
+	flags  [7]atomic.Bool
 
 	mu     sync.Mutex
 	done   bool
@@ -67,6 +70,11 @@ func (fw *fenceWrite) call(nonce string, keepMs int64) scriptCall {
 // kind kd, whose node calls have timeout.
 func (l *Locker) settler(kd *lockKind, p *acquirePlan, timeout time.Duration) *settle {
 	s := &settle{l: l, kind: kd, plan: p, timeout: timeout}
+	if n := len(l.nodes); n <= len(s.flags) {
+		s.unsent = s.flags[:n]
+	} else {
+		s.unsent = make([]atomic.Bool, n)
+	}
 	if kd.stray != nil {
 		s.stray = func(r quorum.Reply[int64]) (scriptCall, bool) { return kd.stray(p, r) }
 	}
@@ -100,11 +108,11 @@ func (s *settle) succeed(rest *fenceWrite) {
 func (s *settle) fail() []int {
 	var undo []int
 	for _, r := range s.finish(true, nil) {
-		if mustUndo(r.Vote) {
+		// A call shed never reached its node: nothing to undo there.
+		if mustUndo(r.Vote) && !errors.Is(r.Err, conn.ErrShed) {
 			undo = append(undo, r.Node)
 		}
 	}
-	s.unsent = make([]atomic.Bool, len(s.l.nodes))
 	s.shed.Store(true)
 	return undo
 }
@@ -122,10 +130,9 @@ func (s *settle) finish(failed bool, rest *fenceWrite) []quorum.Reply[int64] {
 // needs.
 func (s *settle) act(r quorum.Reply[int64], failed bool, rest *fenceWrite) {
 	switch {
-	case failed && errors.Is(r.Err, conn.ErrShed):
-		// The call never reached its node: nothing to undo there, and
-		// the undo already queued behind it need not go either.
-		s.unsent[r.Node].Store(true)
+	case errors.Is(r.Err, conn.ErrShed):
+		// The call never reached its node: nothing to undo there, and no
+		// grant there to give the fence.
 	case failed:
 		if mustUndo(r.Vote) {
 			s.l.sendOn(r.Node, s.timeout, s.kind.undo(s.plan.lockKeys, s.plan.holder, false))

@@ -37,14 +37,7 @@ func TestFailedAttemptLeavesItsQueuedCallsUnsent(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Open every connection first: a stall must hold a call, not a dial.
-	if err := mustObtain(t, l, "k").Release(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	for _, w := range wires[1:] {
-		w.mu.Lock()
-		w.marked = 0
-		w.mu.Unlock()
-	}
+	warmUp(t, l, "k", wires[1:])
 	free1, free2 := wires[1].stallOn(acquireSHA), wires[2].stallOn(acquireSHA)
 	defer free1()
 	defer free2()
@@ -87,5 +80,71 @@ func TestFailedAttemptLeavesItsQueuedCallsUnsent(t *testing.T) {
 			what := map[int]string{1: "acquisitions", 2: "releases"}[i]
 			t.Errorf("node %d got %d %s, want %d (A's): B's queued calls were sent after B had failed", i, n, what, want)
 		}
+	}
+}
+
+// An acquisition that waited in its node's queue past the node timeout is
+// not sent, whatever became of its attempt: its round counted the node as
+// not answering already, and sending it would only make the calls queued
+// behind it later still. Here node 1's queue is held up (a busy process)
+// while the attempt wins on nodes 0 and 2.
+func TestAcquisitionQueuedPastTheNodeTimeoutIsNotSent(t *testing.T) {
+	const timeout = 300 * time.Millisecond
+	acquireSHA := scriptSHA(t, "scripts/acquire.lua")
+	servers := redistest.StartT(t, 3, redistest.Options{})
+	wires := make([]*wire, len(servers))
+	clients := make([]*redis.Client, len(servers))
+	for i, s := range servers {
+		wires[i] = newWire(t, s)
+		clients[i] = wires[i].Client
+	}
+	wires[1].mark = acquireSHA
+	l, err := redlock.New(clients, redlock.WithTTL(30*time.Second), redlock.WithNodeTimeout(timeout))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Open every connection first.
+	warmUp(t, l, "k", wires[1:2])
+
+	letGo := redlock.HoldQueue(l, 1, "k")
+	lock, err := l.TryObtain(t.Context(), "k")
+	if err != nil {
+		letGo()
+		t.Fatal(err)
+	}
+	// What is awaited here is time itself: the call's age past the node
+	// timeout.
+	time.Sleep(2 * timeout)
+	letGo()
+	if err := lock.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wires[1].mu.Lock()
+	defer wires[1].mu.Unlock()
+	if wires[1].marked != 0 {
+		t.Errorf("node 1 got the acquisition that had waited %v in its queue (node timeout %v): want it not sent", 2*timeout, timeout)
+	}
+}
+
+// warmUp opens l's connections for key (its queues') with an Obtain and
+// Release of it and waits until each of marked has counted its script (each wire's mark)
+// once, before it counts from zero again: under load a node's share of a
+// round may go out after the round was decided.
+func warmUp(t *testing.T, l *redlock.Locker, key string, marked []*wire) {
+	t.Helper()
+	lock := mustObtain(t, l, key, redlock.WithNodeTimeout(5*time.Second))
+	if err := lock.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range marked {
+		if !poll(t, 10*time.Second, func() bool { w.mu.Lock(); defer w.mu.Unlock(); return w.marked == 1 }) {
+			t.Fatal("the warm-up's calls never reached a node")
+		}
+		w.mu.Lock()
+		w.marked = 0
+		w.mu.Unlock()
 	}
 }

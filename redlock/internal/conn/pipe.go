@@ -71,10 +71,20 @@ type Call struct {
 	// attempt that has failed (a node that never got one holds nothing),
 	// so that work nobody waits for leaves the queue at no cost.
 	Shed *atomic.Bool
+	// Expires sheds the call also once it has waited in its queue longer
+	// than its Timeout: its round has counted the node as not answering
+	// by then, and sending it would only make the calls behind it later.
+	// For acquisitions only (never for an undo, which must go out).
+	Expires bool
+	// Unsent, if set, is set true when the call is shed, before the
+	// worker looks at any call queued after it: the Shed of this call's
+	// undo, so that the undo of a call never sent is not sent either.
+	Unsent *atomic.Bool
+	queued time.Time
 }
 
-// ErrShed answers a call that was not sent because its Shed was set.
-var ErrShed = errors.New("not sent: the attempt had ended")
+// ErrShed answers a call that was shed (Call.Shed, Call.Expires).
+var ErrShed = errors.New("not sent: its attempt had ended, or it waited past the node timeout in this process")
 
 // Replier receives a call's reply: the server's answer, or the error that
 // kept it from one.
@@ -213,6 +223,9 @@ func (p *Pipe) Start(c *Call, inline bool) {
 		return
 	}
 	q := &p.queues[c.queue()]
+	if c.Expires {
+		c.queued = time.Now()
+	}
 	// Counted before it is queued: a caller that finds the count at zero
 	// knows that no call made before its own is still waiting to be sent.
 	q.unsent.Add(1)

@@ -54,35 +54,50 @@ func (p *Pipe) work(q *queue) {
 				break fill
 			}
 		}
-		n := len(batch)
-		if batch = shed(batch); len(batch) == 0 {
-			q.unsent.Add(-int32(n))
-			continue
-		}
+		// Shed at the last moment, once the connection is ours: a call
+		// may have waited for it (a caller sending on it, see trySend).
 		q.mu.Lock()
-		cmds := q.w.send(batch)
-		q.unsent.Add(-int32(n))
+		k := shed(batch)
+		var cmds []*redis.Cmd
+		if k > 0 {
+			cmds = q.w.send(batch[:k])
+		}
+		q.unsent.Add(-int32(len(batch)))
 		q.mu.Unlock()
-		q.w.deliver(batch, cmds)
+		for _, c := range batch[k:] {
+			cmd := redis.NewCmd(context.Background())
+			cmd.SetErr(ErrShed)
+			c.Reply.Reply(cmd)
+		}
+		q.w.deliver(batch[:k], cmds)
 		clear(batch)
 	}
 }
 
-// shed answers the calls of batch that are to be shed (Call.Shed) with
-// ErrShed and returns the others, in their order, in batch's array.
-func shed(batch []*Call) []*Call {
-	keep := batch[:0]
-	for _, c := range batch {
-		if c.Shed == nil || !c.Shed.Load() {
-			keep = append(keep, c)
+// shed moves the calls of batch that are to be shed (Call.Shed,
+// Call.Expires) behind the others, which keep their order, marks them
+// (Call.Unsent), and returns how many calls it kept.
+func shed(batch []*Call) int {
+	k := 0
+	var now time.Time
+	for i, c := range batch {
+		drop := c.Shed != nil && c.Shed.Load()
+		if !drop && c.Expires {
+			if now.IsZero() {
+				now = time.Now()
+			}
+			drop = now.Sub(c.queued) > c.Timeout
+		}
+		if !drop {
+			batch[k], batch[i] = batch[i], batch[k]
+			k++
 			continue
 		}
-		cmd := redis.NewCmd(context.Background())
-		cmd.SetErr(ErrShed)
-		c.Reply.Reply(cmd)
+		if c.Unsent != nil {
+			c.Unsent.Store(true)
+		}
 	}
-	clear(batch[len(keep):])
-	return keep
+	return k
 }
 
 // drop closes the worker's connection (it is discarded, never reused).
@@ -121,7 +136,8 @@ func (w *worker) deliver(batch []*Call, cmds []*redis.Cmd) {
 // majority, and the rest of its calls (the release of a key on the last
 // nodes, say) must still reach their nodes; a late acquisition is undone by
 // its round's Late. The one exception is a call shed before it was taken
-// (Call.Shed, see work): the acquisition of an attempt that had failed.
+// (Call.Shed, Call.Expires, see work): an acquisition of an attempt that
+// had failed, or that waited past its node timeout.
 func (w *worker) send(batch []*Call) []*redis.Cmd {
 	var timeout time.Duration
 	for _, c := range batch {
