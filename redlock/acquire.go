@@ -55,7 +55,7 @@ func (a *acquisition) attempt(ctx context.Context) (*Lock, error) {
 		timeout: cfg.nodeTimeout,
 		// A refusal still to come may tell contention from outage.
 		classify: true,
-		start:    l.observeNodes(OpObtain, a.name, l.sender(cfg.nodeTimeout, scriptCall{script: a.kind.acquire.Guarded(cfg.guard > 0), keys: p.keys, args: p.args, queue: p.queue, shed: &g.late.shed, expires: true, unsentOn: g.late.unsent}, decodeAcquire, nil)),
+		start:    l.observeNodes(OpObtain, a.name, l.sender(cfg.nodeTimeout, scriptCall{script: a.kind.acquire.Guarded(cfg.guard > 0), keys: p.keys, args: p.args, queue: p.queue, shedding: &g.late.acquires}, decodeAcquire, nil)),
 		// Validity is taken when the majority is in: that is the moment
 		// the lock is granted, and the TTL has been running since the
 		// first request reached a server.
@@ -154,7 +154,7 @@ func (a *acquisition) conclude(ctx context.Context, p *acquirePlan, g *granting,
 	// SET before its reply was lost, and on those that answer later.
 	pending := g.late.fail()
 	undo := a.kind.undo(p.lockKeys, p.holder, announce)
-	undo.shedOn = g.late.unsent
+	undo.shedding = &g.late.undos
 	l.undoAll(ctx, cfg.nodeTimeout, undo, func(i int) bool {
 		return mustUndo(g.res.Replies[i].Vote) || slices.Contains(pending, i)
 	})

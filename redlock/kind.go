@@ -56,15 +56,20 @@ type scriptCall struct {
 	// queue, when set, is the key that chooses the node's queue instead
 	// of keys[0] (see conn.Call.Queue).
 	queue string
-	// shed, when set, leaves the call unsent on nodes whose queue still
-	// holds it once it is true (see conn.Call.Shed); shedOn does so per
-	// node (shedOn[i] for node i). expires sheds it also once it has
-	// waited in a node's queue past the node timeout (conn.Call.Expires):
-	// acquisitions only. unsentOn[i] is set when node i's call is shed.
-	shed     *atomic.Bool
-	shedOn   []atomic.Bool
-	expires  bool
-	unsentOn []atomic.Bool
+	// shedding, if set, says when the call may be left unsent.
+	shedding *shedding
+}
+
+// shedding says when a round's calls may be left unsent on a node whose
+// queue still holds them (conn.Call.Shed): once flag is true, or (per
+// node) once on[i] is; with expires, once a call has waited in its queue
+// past the node timeout (conn.Call.Expires: acquisitions only). unsent[i]
+// is set when node i's call is shed. A pointer in scriptCall, so that a
+// round's nodeCall stays small enough for its closure to hold by value.
+type shedding struct {
+	flag       *atomic.Bool
+	on, unsent []atomic.Bool
+	expires    bool
 }
 
 // undo is the call that takes an attempt's own hold h off keys again. An

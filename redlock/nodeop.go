@@ -2,7 +2,6 @@ package redlock
 
 import (
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -27,16 +26,13 @@ type nodeCall struct {
 	keys     []string
 	queue    string
 	cmd      []any
-	shed     *atomic.Bool
-	shedOn   []atomic.Bool
-	expires  bool
-	unsentOn []atomic.Bool
+	shedding *shedding
 	// decode turns a node's integer reply into its vote.
 	decode decodeFunc
 }
 
 func newNodeCall(timeout time.Duration, c scriptCall, decode decodeFunc) nodeCall {
-	return nodeCall{timeout: timeout, script: c.script, keys: c.keys, queue: c.queue, cmd: conn.EvalSha(c.script, c.keys, c.args), shed: c.shed, shedOn: c.shedOn, expires: c.expires, unsentOn: c.unsentOn, decode: decode}
+	return nodeCall{timeout: timeout, script: c.script, keys: c.keys, queue: c.queue, cmd: conn.EvalSha(c.script, c.keys, c.args), shedding: c.shedding, decode: decode}
 }
 
 // voteOp is one node's share of a nodeCall: the pipe's call, and how its
@@ -55,16 +51,19 @@ var votePool = sync.Pool{New: func() any { return new(voteOp) }}
 func (sc nodeCall) send(n *node, i int, reply func(int, quorum.Vote, int64, error), inline bool) {
 	o := votePool.Get().(*voteOp)
 	*o = voteOp{
-		call:   conn.Call{Timeout: sc.timeout, Script: sc.script, Keys: sc.keys, Queue: sc.queue, Cmd: sc.cmd, Shed: sc.shed, Expires: sc.expires},
+		call:   conn.Call{Timeout: sc.timeout, Script: sc.script, Keys: sc.keys, Queue: sc.queue, Cmd: sc.cmd},
 		node:   i,
 		decode: sc.decode,
 		reply:  reply,
 	}
-	if sc.shedOn != nil {
-		o.call.Shed = &sc.shedOn[i]
-	}
-	if sc.unsentOn != nil {
-		o.call.Unsent = &sc.unsentOn[i]
+	if sh := sc.shedding; sh != nil {
+		o.call.Shed, o.call.Expires = sh.flag, sh.expires
+		if sh.on != nil {
+			o.call.Shed = &sh.on[i]
+		}
+		if sh.unsent != nil {
+			o.call.Unsent = &sh.unsent[i]
+		}
 	}
 	o.call.Reply = o
 	n.pipe.Start(&o.call, inline)

@@ -38,6 +38,9 @@ type settle struct {
 	shed   atomic.Bool
 	unsent []atomic.Bool
 	flags  [7]atomic.Bool
+	// acquires and undos are the shedding of the acquisition's calls
+	// and of its undo's.
+	acquires, undos shedding
 
 	mu     sync.Mutex
 	done   bool
@@ -75,6 +78,8 @@ func (l *Locker) settler(kd *lockKind, p *acquirePlan, timeout time.Duration) *s
 	} else {
 		s.unsent = make([]atomic.Bool, n)
 	}
+	s.acquires = shedding{flag: &s.shed, unsent: s.unsent, expires: true}
+	s.undos = shedding{on: s.unsent}
 	if kd.stray != nil {
 		s.stray = func(r quorum.Reply[int64]) (scriptCall, bool) { return kd.stray(p, r) }
 	}
