@@ -163,12 +163,9 @@ func TestFenceNoWriteBackWhereNodesAgree(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	wires := make([]*wire, len(servers))
-	clients := make([]*redis.Client, len(servers))
-	for i, s := range servers {
-		wires[i] = newWire(t, s)
-		wires[i].mark = fenceSHA
-		clients[i] = wires[i].Client
+	wires, clients := newWires(t, servers)
+	for _, w := range wires {
+		w.mark = fenceSHA
 	}
 	l, err := redlock.New(clients, redlock.WithFencing(), redlock.WithNodeTimeout(time.Second))
 	if err != nil {
@@ -275,12 +272,9 @@ func TestFenceNodesAgreeAcrossAWindow(t *testing.T) {
 	if err := direct[2].Set(t.Context(), "k", "other\x001\x00", time.Hour).Err(); err != nil {
 		t.Fatal(err)
 	}
-	wires := make([]*wire, len(servers))
-	clients := make([]*redis.Client, len(servers))
-	for i, s := range servers {
-		wires[i] = newWire(t, s)
-		wires[i].mark = fenceSHA
-		clients[i] = wires[i].Client
+	wires, clients := newWires(t, servers)
+	for _, w := range wires {
+		w.mark = fenceSHA
 	}
 	l, err := redlock.New(clients, redlock.WithFencing(), redlock.WithNodeTimeout(5*time.Second), redlock.WithTTL(30*time.Second))
 	if err != nil {

@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/quorumlock/redlock/internal/redistest"
 	"github.com/quorumlock/redlock/redlock"
 )
@@ -25,12 +23,7 @@ import (
 func TestFailedAttemptLeavesItsQueuedCallsUnsent(t *testing.T) {
 	acquireSHA, releaseSHA := scriptSHA(t, "scripts/acquire.lua"), scriptSHA(t, "scripts/release.lua")
 	servers := redistest.StartT(t, 3, redistest.Options{})
-	wires := make([]*wire, len(servers))
-	clients := make([]*redis.Client, len(servers))
-	for i, s := range servers {
-		wires[i] = newWire(t, s)
-		clients[i] = wires[i].Client
-	}
+	wires, clients := newWires(t, servers)
 	wires[1].mark, wires[2].mark = acquireSHA, releaseSHA
 	l, err := redlock.New(clients, redlock.WithTTL(30*time.Second))
 	if err != nil {
@@ -92,12 +85,7 @@ func TestAcquisitionQueuedPastTheNodeTimeoutIsNotSent(t *testing.T) {
 	const timeout = 300 * time.Millisecond
 	acquireSHA := scriptSHA(t, "scripts/acquire.lua")
 	servers := redistest.StartT(t, 3, redistest.Options{})
-	wires := make([]*wire, len(servers))
-	clients := make([]*redis.Client, len(servers))
-	for i, s := range servers {
-		wires[i] = newWire(t, s)
-		clients[i] = wires[i].Client
-	}
+	wires, clients := newWires(t, servers)
 	wires[1].mark = acquireSHA
 	l, err := redlock.New(clients, redlock.WithTTL(30*time.Second), redlock.WithNodeTimeout(timeout))
 	if err != nil {

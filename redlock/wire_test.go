@@ -236,3 +236,15 @@ func (c *wireConn) Read(b []byte) (int, error) {
 	}
 	return n, err
 }
+
+// newWires returns a wire to each of servers (newWire) and their clients.
+func newWires(t *testing.T, servers []*redistest.Server) ([]*wire, []*redis.Client) {
+	t.Helper()
+	wires := make([]*wire, len(servers))
+	clients := make([]*redis.Client, len(servers))
+	for i, s := range servers {
+		wires[i] = newWire(t, s)
+		clients[i] = wires[i].Client
+	}
+	return wires, clients
+}
