@@ -297,16 +297,8 @@ func TestFenceNodesAgreeAcrossAWindow(t *testing.T) {
 		}
 		began, _ := window()
 		free := wires[1].stallOn(acquireSHA)
-		got := make(chan *redlock.Lock, 1)
-		go func() {
-			lock, err := l.Obtain(t.Context(), "k")
-			if err != nil {
-				t.Error(err)
-			}
-			got <- lock
-		}()
-		held := func() bool { wires[1].mu.Lock(); defer wires[1].mu.Unlock(); return wires[1].held > 0 }
-		if !poll(t, 5*time.Second, held) {
+		got := obtainAsync(t.Context(), l, "k")
+		if !poll(t, 5*time.Second, func() bool { return wires[1].heldUp() > 0 }) {
 			t.Fatal("node 1's acquisition never came")
 		}
 		// Node 1 grants in the next window.
@@ -314,10 +306,11 @@ func TestFenceNodesAgreeAcrossAWindow(t *testing.T) {
 			t.Fatal("the servers' clock never reached the next window")
 		}
 		free()
-		lock := <-got
-		if lock == nil {
-			t.FailNow()
+		r := <-got
+		if r.err != nil {
+			t.Fatal(r.err)
 		}
+		lock := r.lock
 		for i, c := range direct[:2] {
 			n, err := c.Get(t.Context(), "redlock:fence:k").Uint64()
 			if err != nil {

@@ -119,11 +119,11 @@ func (k *Lock) handoff(ctx context.Context, o *offer) (quorum.Result[int64], err
 	defer release()
 	cfg, p := &o.a.cfg, &o.plan
 	timeout := k.cfg.nodeTimeout
-	args := handoffArgs(k.holder, releaseChannel(k.key), p.args)
 	if cfg.fencing {
 		// The offer's plan may be old by now; the counters' start is not.
-		_, args[len(args)-len(p.args)+acquireStartArg] = fenceStart(cfg)
+		_, p.args[acquireStartArg] = fenceStart(cfg)
 	}
+	args := handoffArgs(k.holder, releaseChannel(k.key), p.args)
 	script := scripts.Handoff.Guarded(cfg.guard > 0)
 	cmd := conn.EvalSha(script, p.keys, args)
 

@@ -44,7 +44,7 @@ func TestFailedAttemptLeavesItsQueuedCallsUnsent(t *testing.T) {
 		got <- lock
 	}()
 	for _, w := range wires[1:] {
-		if !poll(t, 10*time.Second, func() bool { w.mu.Lock(); defer w.mu.Unlock(); return w.held > 0 }) {
+		if !poll(t, 10*time.Second, func() bool { return w.heldUp() > 0 }) {
 			t.Fatal("A's acquisition never reached the wire")
 		}
 	}

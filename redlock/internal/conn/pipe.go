@@ -233,10 +233,15 @@ func (p *Pipe) Start(c *Call, inline bool) {
 	case q.ch <- c:
 	default:
 		q.unsent.Add(-1)
-		cmd := redis.NewCmd(context.Background())
-		cmd.SetErr(ErrOverloaded)
-		c.Reply.Reply(cmd)
+		c.fail(ErrOverloaded)
 	}
+}
+
+// fail answers c with err, a call that never went out.
+func (c *Call) fail(err error) {
+	cmd := redis.NewCmd(context.Background())
+	cmd.SetErr(err)
+	c.Reply.Reply(cmd)
 }
 
 // Client is the pipe's own client of the node, for calls outside the

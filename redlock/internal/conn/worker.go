@@ -3,7 +3,6 @@ package conn
 import (
 	"github.com/quorumlock/redlock/redlock/internal/scripts"
 
-	"context"
 	"errors"
 	"net"
 	"strings"
@@ -65,9 +64,7 @@ func (p *Pipe) work(q *queue) {
 		q.unsent.Add(-int32(len(batch)))
 		q.mu.Unlock()
 		for _, c := range batch[k:] {
-			cmd := redis.NewCmd(context.Background())
-			cmd.SetErr(ErrShed)
-			c.Reply.Reply(cmd)
+			c.fail(ErrShed)
 		}
 		q.w.deliver(batch[:k], cmds)
 		clear(batch)
