@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"time"
 
@@ -90,13 +91,14 @@ func (a *acquisition) try(ctx context.Context) (*Lock, error) {
 	return lock, err
 }
 
-// mustUndo says whether a failed attempt must release a node that voted v:
-// one that granted, and one whose reply was an error, since the SET may
-// have been applied with its reply lost. The undo takes away the attempt's
-// own hold only (its hold id), so it never touches an earlier hold of the
-// same token.
-func mustUndo(v quorum.Vote) bool {
-	return v == quorum.Yes || v == quorum.Failed
+// mustUndo says whether a failed attempt must release the node that gave
+// reply r: one that granted, and one whose reply was an error, since the
+// SET may have been applied with its reply lost; not one whose call was
+// never sent (conn.ErrShed), which took nothing. The undo takes away the
+// attempt's own hold only (its hold id), so it never touches an earlier
+// hold of the same token.
+func mustUndo(r quorum.Reply[int64]) bool {
+	return (r.Vote == quorum.Yes || r.Vote == quorum.Failed) && !errors.Is(r.Err, conn.ErrShed)
 }
 
 // conclude turns the round of an acquisition of plan p (an attempt's or a
@@ -156,7 +158,7 @@ func (a *acquisition) conclude(ctx context.Context, p *acquirePlan, g *granting,
 	undo := a.kind.undo(p.lockKeys, p.holder, announce)
 	undo.shedding = &g.late.undos
 	l.undoAll(ctx, cfg.nodeTimeout, undo, func(i int) bool {
-		return mustUndo(g.res.Replies[i].Vote) || slices.Contains(pending, i)
+		return mustUndo(g.res.Replies[i]) || slices.Contains(pending, i)
 	})
 	// Why, from the nodes' answers alone: a context that ended meanwhile
 	// says nothing about the nodes, and an outage reported as contention

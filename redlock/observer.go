@@ -76,8 +76,8 @@ type WaitEvent struct {
 	Duration time.Duration
 }
 
-// NodeEvent is one node's answer in a round; a call never sent (a failed
-// attempt's, still queued) has none.
+// NodeEvent is one node's answer in a round (an error for a call not sent
+// to a node silent for a node timeout; none for a failed attempt's).
 type NodeEvent struct {
 	Op        Op
 	Key       string

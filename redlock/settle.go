@@ -113,8 +113,7 @@ func (s *settle) succeed(rest *fenceWrite) {
 func (s *settle) fail() []int {
 	var undo []int
 	for _, r := range s.finish(true, nil) {
-		// A call shed never reached its node: nothing to undo there.
-		if mustUndo(r.Vote) && !errors.Is(r.Err, conn.ErrShed) {
+		if mustUndo(r) {
 			undo = append(undo, r.Node)
 		}
 	}
@@ -139,7 +138,7 @@ func (s *settle) act(r quorum.Reply[int64], failed bool, rest *fenceWrite) {
 		// The call never reached its node: nothing to undo there, and no
 		// grant there to give the fence.
 	case failed:
-		if mustUndo(r.Vote) {
+		if mustUndo(r) {
 			s.l.sendOn(r.Node, s.timeout, s.kind.undo(s.plan.lockKeys, s.plan.holder, false))
 		}
 	case s.stray != nil:

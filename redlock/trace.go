@@ -144,8 +144,10 @@ func (l *Locker) observeNodes(op Op, key string, start startFunc[int64]) startFu
 	return func(ctx context.Context, i int, reply func(int, quorum.Vote, int64, error)) {
 		began := time.Now()
 		start(ctx, i, func(n int, v quorum.Vote, val int64, err error) {
-			if errors.Is(err, conn.ErrShed) {
-				// Never sent: the node gave no answer to report.
+			if errors.Is(err, conn.ErrShed) && !errors.Is(err, conn.ErrSilent) {
+				// Never sent, and nobody waited for it: the node gave no
+				// answer to report. (A call not sent to a silent node
+				// counted in its round: an error, as a timeout would be.)
 				reply(n, v, val, err)
 				return
 			}

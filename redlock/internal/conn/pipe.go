@@ -1,6 +1,7 @@
 package conn
 
 import (
+	"github.com/quorumlock/redlock/quorum"
 	"github.com/quorumlock/redlock/redlock/internal/scripts"
 
 	"context"
@@ -74,7 +75,9 @@ type Call struct {
 	// Expires sheds the call also once it has waited in its queue longer
 	// than its Timeout: its round has counted the node as not answering
 	// by then, and sending it would only make the calls behind it later.
-	// For acquisitions only (never for an undo, which must go out).
+	// For acquisitions only (never for an undo, which must go out). Such
+	// a call is not even queued while the worker has waited longer than
+	// its Timeout on a node that answers nothing (ErrSilent).
 	Expires bool
 	// Unsent, if set, is set true when the call is shed, before the
 	// worker looks at any call queued after it: the Shed of this call's
@@ -85,6 +88,21 @@ type Call struct {
 
 // ErrShed answers a call that was shed (Call.Shed, Call.Expires).
 var ErrShed = errors.New("not sent: its attempt had ended, or it waited past the node timeout in this process")
+
+// ErrSilent answers an acquisition (Call.Expires) that was not sent
+// because its queue's worker has been waiting longer than the call's
+// timeout on a node that answered nothing meanwhile. It matches ErrShed
+// (the call never went out) and quorum.ErrTimeout (it is the timeout the
+// call would have met, known early).
+var ErrSilent error = silent{}
+
+type silent struct{}
+
+func (silent) Error() string {
+	return "not sent: the node has answered nothing for longer than the node timeout"
+}
+
+func (silent) Is(target error) bool { return target == ErrShed || target == quorum.ErrTimeout }
 
 // Replier receives a call's reply: the server's answer, or the error that
 // kept it from one.
@@ -219,12 +237,25 @@ func (p *Pipe) Close() {
 // call's timeout later. Only a caller that would wait for this reply
 // anyway may ask for that (a round over a single node).
 func (p *Pipe) Start(c *Call, inline bool) {
-	if inline && p.queues[c.queue()].trySend(c) {
-		return
-	}
 	q := &p.queues[c.queue()]
 	if c.Expires {
 		c.queued = time.Now()
+		if q.silent(c.queued, c.Timeout) {
+			// The node has answered nothing for longer than this call's
+			// whole timeout (it hangs, is paused or cut off): the call
+			// would wait behind a batch that times out, and be shed. It
+			// fails now, so that its round decides on the other nodes
+			// without waiting for this one. A call now and then still
+			// goes out, as a probe (see queue.silent).
+			if c.Unsent != nil {
+				c.Unsent.Store(true)
+			}
+			c.fail(ErrSilent)
+			return
+		}
+	}
+	if inline && q.trySend(c) {
+		return
 	}
 	// Counted before it is queued: a caller that finds the count at zero
 	// knows that no call made before its own is still waiting to be sent.
@@ -235,6 +266,16 @@ func (p *Pipe) Start(c *Call, inline bool) {
 		q.unsent.Add(-1)
 		c.fail(ErrOverloaded)
 	}
+}
+
+// silent reports whether an acquisition of timeout made at now should not
+// go out on q: its worker has waited longer than that on a node that
+// answered nothing meanwhile, and no probe is due (one goes out a node
+// timeout after the last batch ended, to learn whether the node is back).
+func (q *queue) silent(now time.Time, timeout time.Duration) bool {
+	since := q.w.silentSince.Load()
+	ns := now.UnixNano()
+	return since != 0 && ns-since > int64(timeout) && ns < q.w.probeAt.Load()
 }
 
 // fail answers c with err, a call that never went out.

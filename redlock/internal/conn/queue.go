@@ -38,7 +38,7 @@ func (q *queue) trySend(c *Call) bool {
 		return false
 	}
 	one := [1]*Call{c}
-	cmds := q.w.send(one[:])
+	cmds := q.w.sendWatched(one[:])
 	q.mu.Unlock()
 	q.w.deliver(one[:], cmds)
 	return true

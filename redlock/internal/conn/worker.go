@@ -4,8 +4,10 @@ import (
 	"github.com/quorumlock/redlock/redlock/internal/scripts"
 
 	"errors"
+	"math"
 	"net"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -29,6 +31,14 @@ type worker struct {
 	// connection opened (see open): calls whose script has a function are
 	// then sent as FCALL.
 	fn bool
+	// silence is when the worker began to wait on the node without
+	// hearing from it since, through batches that timed out (zero: the
+	// node answered, or refused, the last one). silentSince publishes it
+	// (Unix ns, 0 for none), and probeAt when the next acquisition may go
+	// out to see whether the node answers again (see Pipe.Start): never
+	// while a batch is out, a node timeout after the last one ended.
+	silence              time.Time
+	silentSince, probeAt atomic.Int64
 }
 
 func (p *Pipe) work(q *queue) {
@@ -59,7 +69,7 @@ func (p *Pipe) work(q *queue) {
 		k := shed(batch)
 		var cmds []*redis.Cmd
 		if k > 0 {
-			cmds = q.w.send(batch[:k])
+			cmds = q.w.sendWatched(batch[:k])
 		}
 		q.unsent.Add(-int32(len(batch)))
 		q.mu.Unlock()
@@ -118,7 +128,46 @@ func (w *worker) abandon() {
 
 // exec sends a batch and delivers every reply.
 func (w *worker) exec(batch []*Call) {
-	w.deliver(batch, w.send(batch))
+	w.deliver(batch, w.sendWatched(batch))
+}
+
+// sendWatched is send, keeping the record of the node's silence (see
+// worker.silence): a batch that timed out with no reply extends it; any
+// reply of the server's ends it (an error reply too), and so does an
+// error that came before the timeout (a refused dial, say: such calls fail
+// fast on their own).
+func (w *worker) sendWatched(batch []*Call) []*redis.Cmd {
+	start := time.Now()
+	if w.silence.IsZero() {
+		w.silence = start
+	}
+	w.silentSince.Store(w.silence.UnixNano())
+	w.probeAt.Store(math.MaxInt64)
+	cmds := w.send(batch)
+	var timeout time.Duration
+	for _, c := range batch {
+		timeout = max(timeout, c.Timeout)
+	}
+	end := time.Now()
+	if end.Sub(start) < timeout || answered(cmds) {
+		w.silence = time.Time{}
+		w.silentSince.Store(0)
+		w.probeAt.Store(0)
+	} else {
+		w.probeAt.Store(end.Add(timeout).UnixNano())
+	}
+	return cmds
+}
+
+// answered reports whether the server replied to any of cmds.
+func answered(cmds []*redis.Cmd) bool {
+	for _, cmd := range cmds {
+		var re redis.Error
+		if err := cmd.Err(); err == nil || errors.As(err, &re) {
+			return true
+		}
+	}
+	return false
 }
 
 // deliver hands each call of a batch its reply.
