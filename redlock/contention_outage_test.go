@@ -1,8 +1,10 @@
 package redlock_test
 
 import (
+	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/quorumlock/redlock/redlock"
 )
@@ -35,5 +37,50 @@ func TestContentionWithANodeDown(t *testing.T) {
 	}
 	if wrong > 0 {
 		t.Fatalf("%d of %d runs did not report contention", wrong, runs)
+	}
+}
+
+// A waiter whose attempt a holder refused waits for that holder as for
+// contention, even when a node down makes the round an outage
+// (ErrNoQuorum): here the holder's majority counts a node that has died
+// since, and the key is gone from the other live node, so the waiter gets
+// one grant, one refusal and one failure. It must get the lock soon after
+// the holder lets go, not after its retry strategy's next delay (a minute).
+func TestWaiterWithANodeDownWaitsForTheHolder(t *testing.T) {
+	c := newCluster(t, 3)
+	held := mustObtain(t, c.locker(t), "k")
+	if err := c.clients[1].Del(t.Context(), "k").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.servers[2].Kill(); err != nil {
+		t.Fatal(err)
+	}
+	answers := make(chan redlock.NodeEvent, 100)
+	waiter := c.locker(t, redlock.WithObserver(nodeAnswers{ch: answers}))
+	got := make(chan error, 1)
+	go func() {
+		lock, err := waiter.Obtain(boundedCtx(t), "k", redlock.WithRetry(redlock.LinearBackoff(time.Minute)))
+		if err == nil {
+			err = lock.Release(context.Background())
+		}
+		got <- err
+	}()
+	awaitAnswer(t, answers, 0, redlock.OutcomeHeldByOther)
+	// Node 0 alone takes the release: the holder's round fails, the key
+	// is free.
+	if err := held.Release(t.Context()); err == nil {
+		t.Fatal("Release with the key on one node of three: no error")
+	}
+	released := time.Now()
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatalf("waiter: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the waiter did not get the lock within 5s of the holder's release")
+	}
+	if d := time.Since(released); d > 5*time.Second {
+		t.Fatalf("the waiter got the lock %v after the holder's release", d)
 	}
 }

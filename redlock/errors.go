@@ -245,6 +245,24 @@ func (e *QuorumError) misconfigured() bool {
 	return false
 }
 
+// contended reports whether another owner's hold had a part in the failed
+// round: it failed for contention, or a node refused it as held by another
+// (an outage may then have done the rest: a split vote with a node down,
+// a holder whose majority counts a node that has failed since). Its waiter
+// then waits as for contention: for the release, the holder's expiry, or
+// the split's undo, rather than only its retry strategy's next delay.
+func (e *QuorumError) contended() bool {
+	if errors.Is(e.reason, ErrNotObtained) {
+		return true
+	}
+	for _, n := range e.Nodes {
+		if n.Outcome == OutcomeHeldByOther {
+			return true
+		}
+	}
+	return false
+}
+
 // freeIn estimates when the key may be free on enough nodes for a majority:
 // the time until the last of the holder's keys that must expire does, from a
 // failed obtain round. It reports false when that cannot be known (a holder

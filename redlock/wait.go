@@ -219,7 +219,7 @@ func (w *waiter) afterFailure(ctx context.Context, seq Sequence, err, last error
 	if !ok {
 		return 0, giveUp, err
 	}
-	if !errors.Is(err, ErrNotObtained) || !errors.As(err, &qe) {
+	if !errors.As(err, &qe) || !qe.contended() {
 		return wait, sleepFirst, err
 	}
 	if free, known := qe.freeIn(); known {
