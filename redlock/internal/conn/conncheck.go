@@ -21,9 +21,13 @@ import (
 // The socket go-redis sets a worker's connection up on need not be the one
 // that worker dialled (see dial.go: the pool takes whichever is on offer, or
 // an idle connection), so the worker finds its socket among the pipe's last
-// dials by its local address, which the server reports when the connection
-// is set up (see open). Behind a proxy or NAT the addresses differ, and such
-// a connection is not looked at.
+// dials by both its ends, which the server reports when the connection is
+// set up (CLIENT INFO addr and laddr, see open). Behind a proxy or NAT the
+// addresses differ, and such a connection is not looked at. Its local
+// address alone is not enough: a proxy's own connection to the server may
+// have the local port of one of ours (a port is reused towards another
+// peer), and a worker then looked at, and waited on, another worker's
+// socket.
 
 // idleCheck is how long a connection must have been idle before a batch
 // looks at it. Under load batches follow each other closer than that and
@@ -51,15 +55,19 @@ func (d *dialed) note(dial func(context.Context, string, string) (net.Conn, erro
 	}
 }
 
-// claim takes the newest kept connection whose local address is addr, or
-// returns nil. Newest first: an older one with the same address (a port
-// used again) is closed.
-func (d *dialed) claim(addr string) net.Conn {
+// claim takes the newest kept connection from local address addr to
+// remote address raddr, or returns nil (always for an empty raddr). Newest
+// first: an older one with the same addresses (a port used again) is
+// closed.
+func (d *dialed) claim(addr, raddr string) net.Conn {
+	if raddr == "" {
+		return nil
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for k := 1; k <= len(d.conns); k++ {
 		i := (d.next - k + len(d.conns)) % len(d.conns)
-		if c := d.conns[i]; c != nil && c.LocalAddr().String() == addr {
+		if c := d.conns[i]; c != nil && c.LocalAddr().String() == addr && c.RemoteAddr().String() == raddr {
 			d.conns[i] = nil
 			return c
 		}

@@ -6,12 +6,13 @@ import (
 	"errors"
 	"net"
 	"syscall"
-	"time"
 )
 
 // quiet reports whether c is open with nothing to read: a non-blocking peek
 // finds no byte and no end of stream. A connection that cannot be looked at
-// (one a custom dialer wrapped, TLS) counts as quiet.
+// (one a custom dialer wrapped, TLS) counts as quiet. The peek runs under
+// Control, not Read: it takes no read lock and leaves the socket's deadlines
+// as they are, so it can never wait on, nor change, a read under way.
 func quiet(c net.Conn) bool {
 	sc, ok := c.(syscall.Conn)
 	if !ok {
@@ -21,21 +22,15 @@ func quiet(c net.Conn) bool {
 	if err != nil {
 		return true
 	}
-	// The last batch's deadline has passed; a read would fail on it before
-	// looking. The next batch sets its own.
-	if err := c.SetReadDeadline(time.Time{}); err != nil {
-		return true
-	}
 	ok = true
 	var b [1]byte
-	err = raw.Read(func(fd uintptr) bool {
+	err = raw.Control(func(fd uintptr) {
 		_, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
 		// Nothing to read: EAGAIN. Anything else (a byte, the end of the
 		// stream, a reset) means the connection is not what a new batch
 		// can go out on.
 		ok = errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EWOULDBLOCK)
-		return true
 	})
-	// An error of Read itself means the socket could not be looked at.
+	// An error of Control itself means the socket could not be looked at.
 	return ok || err != nil
 }

@@ -89,6 +89,7 @@ type connID struct {
 	server string // the server's run_id
 	client int64  // the connection's CLIENT ID; 0 when unknown
 	addr   string // the connection's address as the server sees it
+	laddr  string // the server's end of it (CLIENT INFO laddr; "" if not told)
 }
 
 // open gives the worker a new connection and prepares it, in one round trip
@@ -163,7 +164,7 @@ func (w *worker) open(ctx context.Context) error {
 	}
 	w.id, w.stale = id, connID{}
 	w.fn = lib != nil && loaded(lib.Err())
-	w.netConn = p.dialed.claim(id.addr)
+	w.netConn = p.dialed.claim(id.addr, id.laddr)
 	return nil
 }
 
@@ -195,6 +196,8 @@ func handshake(kill *redis.IntCmd, self *redis.StringCmd, info *redis.StringCmd)
 			id.client, _ = strconv.ParseInt(v, 10, 64)
 		case "addr":
 			id.addr = v
+		case "laddr":
+			id.laddr = v
 		}
 	}
 	for line := range strings.Lines(info.Val()) {
