@@ -204,18 +204,20 @@ func (o nodeAnswers) NodeDone(_ context.Context, e redlock.NodeEvent) {
 }
 
 // awaitAnswer waits, up to 10s, for node's answer with outcome among
-// answers, skipping the others, and fails the test if none comes.
-func awaitAnswer(t *testing.T, answers <-chan redlock.NodeEvent, node int, outcome redlock.Outcome) {
+// answers, skipping the others, and returns it; it fails the test if none
+// comes.
+func awaitAnswer(t *testing.T, answers <-chan redlock.NodeEvent, node int, outcome redlock.Outcome) redlock.NodeEvent {
 	t.Helper()
 	timeout := time.After(10 * time.Second)
 	for {
 		select {
 		case e := <-answers:
 			if e.Node == node && e.Outcome == outcome {
-				return
+				return e
 			}
 		case <-timeout:
 			t.Fatalf("node %d never answered an attempt with outcome %v", node, outcome)
+			return redlock.NodeEvent{}
 		}
 	}
 }

@@ -31,13 +31,13 @@ type worker struct {
 	// connection opened (see open): calls whose script has a function are
 	// then sent as FCALL.
 	fn bool
-	// silence is when the worker began to wait on the node without
-	// hearing from it since, through batches that timed out (zero: the
-	// node answered, or refused, the last one). silentSince publishes it
-	// (Unix ns, 0 for none), and probeAt when the next acquisition may go
-	// out to see whether the node answers again (see Pipe.Start): never
-	// while a batch is out, a node timeout after the last one ended.
-	silence              time.Time
+	// silentSince is when (Unix ns) the worker began to wait on the node
+	// without hearing from it since, through batches that timed out (0:
+	// the node answered, or refused, the last one); probeAt is when the
+	// next acquisition may go out to see whether the node answers again
+	// (see Pipe.Start): never while a batch is out, a node timeout after
+	// the last one ended. Written by whoever sends (under the queue's mu),
+	// read by Start.
 	silentSince, probeAt atomic.Int64
 }
 
@@ -137,20 +137,18 @@ func (w *worker) exec(batch []*Call) {
 // error that came before the timeout (a refused dial, say: such calls fail
 // fast on their own).
 func (w *worker) sendWatched(batch []*Call) []*redis.Cmd {
-	start := time.Now()
-	if w.silence.IsZero() {
-		w.silence = start
-	}
-	w.silentSince.Store(w.silence.UnixNano())
-	w.probeAt.Store(math.MaxInt64)
-	cmds := w.send(batch)
 	var timeout time.Duration
 	for _, c := range batch {
 		timeout = max(timeout, c.Timeout)
 	}
+	start := time.Now()
+	if w.silentSince.Load() == 0 {
+		w.silentSince.Store(start.UnixNano())
+	}
+	w.probeAt.Store(math.MaxInt64)
+	cmds := w.send(batch, timeout, start)
 	end := time.Now()
 	if end.Sub(start) < timeout || answered(cmds) {
-		w.silence = time.Time{}
 		w.silentSince.Store(0)
 		w.probeAt.Store(0)
 	} else {
@@ -184,15 +182,10 @@ func (w *worker) deliver(batch []*Call, cmds []*redis.Cmd) {
 // its round's Late. The one exception is a call shed before it was taken
 // (Call.Shed, Call.Expires, see work): an acquisition of an attempt that
 // had failed, or that waited past its node timeout.
-func (w *worker) send(batch []*Call) []*redis.Cmd {
-	var timeout time.Duration
-	for _, c := range batch {
-		timeout = max(timeout, c.Timeout)
-	}
-	// The batch has its own deadline, the longest node timeout in it: the
-	// rounds decide on their own timers, and one caller's cancellation must
-	// not fail the others' calls.
-	now := time.Now()
+func (w *worker) send(batch []*Call, timeout time.Duration, now time.Time) []*redis.Cmd {
+	// The batch has its own deadline, timeout, the longest node timeout in
+	// it (sendWatched), from now: the rounds decide on their own timers,
+	// and one caller's cancellation must not fail the others' calls.
 	w.ctx.deadline = now.Add(timeout)
 	ctx := &w.ctx
 	if w.conn != nil && w.closedIdle(now) {
