@@ -121,11 +121,13 @@ func TestNodeRestartBetweenCallsFailsNone(t *testing.T) {
 // A node back from a long outage votes again as soon as it accepts
 // connections. A go-redis pool that has counted as many failed dials as it
 // has room for stops dialling and probes the server once a second; a long
-// outage under load (here: attempts until the node has been dialled far more
-// often than the pools have room for, or until the dials stop) used to trip
-// the pool of node 0's connections, and a node that restarted just after a
-// probe stayed out of every vote for about a second more (987ms to 997ms
-// here; now 2ms to 4ms). Node 1 is down when node 0 comes back, so a lock
+// outage under load used to trip the pool of node 0's connections, and a
+// node that restarted just after a probe stayed out of every vote for about
+// a second more (987ms to 997ms here). The workers dial for themselves, and
+// a worker whose node refuses connections tries it again after 5ms, then
+// twice as long after each refusal, up to 50ms (see conn.refused): the
+// node votes again within about 50ms (2ms to 4ms with a dial per call,
+// 32ms with the backoff). Node 1 is down when node 0 comes back, so a lock
 // needs node 0.
 func TestNodeBackAfterLongOutageVotesAtOnce(t *testing.T) {
 	servers := redistest.StartT(t, 3, redistest.Options{})
@@ -139,13 +141,11 @@ func TestNodeBackAfterLongOutageVotesAtOnce(t *testing.T) {
 	if err := servers[0].Kill(); err != nil {
 		t.Fatal(err)
 	}
-	// The outage: attempts at full speed, each of which finds node 0's
-	// connection gone and dials it (nodes 1 and 2 grant them), until node
-	// 0 has been dialled 1500 times or 200 attempts in a row dialled it no
-	// more (its pool gave up dialling).
-	attempts, still, gaveUp, start := 0, 0, false, back.dials.Load()
-	for back.dials.Load()-start < 1500 {
-		dials := back.dials.Load()
+	// The outage: attempts at full speed for 1.5s (past a go-redis pool's
+	// probe), each of which finds node 0's connection gone (nodes 1 and 2
+	// grant them).
+	attempts, start := 0, back.dials.Load()
+	for began := time.Now(); time.Since(began) < 1500*time.Millisecond; attempts++ {
 		lock, err := l.TryObtain(t.Context(), "k")
 		if err != nil {
 			t.Fatalf("attempt %d with node 0 down: %v", attempts, err)
@@ -153,28 +153,13 @@ func TestNodeBackAfterLongOutageVotesAtOnce(t *testing.T) {
 		if err := lock.Release(t.Context()); err != nil {
 			t.Fatal(err)
 		}
-		attempts++
-		if back.dials.Load() > dials {
-			still = 0
-		} else if still++; still == 200 {
-			gaveUp = true
-			break
-		}
 	}
 	dialled := back.dials.Load() - start
-	t.Logf("outage: %d attempts, %d dials to node 0, its pool gave up dialling: %v", attempts, dialled, gaveUp)
-	// A dead node costs at most a dial per call: an attempt and its
-	// release make one call each on node 0.
-	if dialled > int64(2*attempts) {
-		t.Errorf("%d dials to node 0 in %d attempts, want at most 2 an attempt", dialled, attempts)
-	}
-	if gaveUp {
-		// Bring the node back just after a probe, the worst case: wait
-		// for a dial that no call of ours made.
-		before := back.dials.Load()
-		if !poll(t, 3*time.Second, func() bool { return back.dials.Load() > before }) {
-			t.Fatal("node 0's pool gave up dialling and never probed the node")
-		}
+	t.Logf("outage: %d attempts, %d dials to node 0", attempts, dialled)
+	// A dead node costs a dial now and then: about 30 in 1.5s on the
+	// key's queue (an attempt and its release use the same one).
+	if dialled > 100 {
+		t.Errorf("%d dials to node 0 in %d attempts over 1.5s, want a try now and then (about 30)", dialled, attempts)
 	}
 	if err := servers[1].Kill(); err != nil { // a majority now needs node 0
 		t.Fatal(err)

@@ -14,8 +14,9 @@ import (
 // it stops dialling and probes the server only once a second, so a node back
 // from a long outage stayed out of every vote for up to a second after it
 // accepted connections again. A worker's failed dial never reaches the pool:
-// the pool counts none, and a node votes again in the first batch after it
-// comes back. The connection's set-up (open) is go-redis's and ours as
+// the pool counts none, and a node votes again in the first batch the
+// worker tries after it comes back (at most refuseMax later, see refused).
+// The connection's set-up (open) is go-redis's and ours as
 // before; only where its socket comes from changes.
 
 // dialFunc is a dialer of the lock's connections.

@@ -1,8 +1,6 @@
 package conn
 
 import (
-	"github.com/quorumlock/redlock/redlock/internal/scripts"
-
 	"errors"
 	"testing"
 	"time"
@@ -22,17 +20,7 @@ func TestSilentNodeGetsProbesOnly(t *testing.T) {
 	p := NewPipe(server.NewClient(), timeout, Quiet, nil)
 	t.Cleanup(p.Close)
 	q := &p.queues[QueueOf("k")]
-	acquire := func() (time.Duration, error) {
-		t.Helper()
-		done := make(chan error, 1)
-		args := []any{"owner\x001\x00", 10000, "owner\x00"}
-		start := time.Now()
-		p.Start(&Call{Timeout: timeout, Script: scripts.Acquire, Keys: []string{"k"}, Expires: true,
-			Cmd:   EvalSha(scripts.Acquire, []string{"k"}, args),
-			Reply: ReplyFunc(func(cmd *redis.Cmd) { done <- cmd.Err() })}, false)
-		err := <-done
-		return time.Since(start), err
-	}
+	acquire := acquirer(t, p, timeout)
 	// untilProbe waits for the time the next probe may go out.
 	untilProbe := func() {
 		time.Sleep(time.Until(time.Unix(0, q.w.probeAt.Load())) + time.Millisecond)

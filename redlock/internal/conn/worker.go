@@ -39,6 +39,14 @@ type worker struct {
 	// the last one ended. Written by whoever sends (under the queue's mu),
 	// read by Start.
 	silentSince, probeAt atomic.Int64
+	// refusal is the node's last quick refusal of a new connection (a
+	// refused dial, a reset set-up, READONLY on a fresh connection),
+	// answered to every batch until retryAt instead of another dial;
+	// backoff is the wait it set, doubled by each refusal in a row (see
+	// refused). Under the queue's mu.
+	refusal error
+	retryAt time.Time
+	backoff time.Duration
 }
 
 func (p *Pipe) work(q *queue) {
@@ -181,7 +189,9 @@ func (w *worker) deliver(batch []*Call, cmds []*redis.Cmd) {
 // nodes, say) must still reach their nodes; a late acquisition is undone by
 // its round's Late. The one exception is a call shed before it was taken
 // (Call.Shed, Call.Expires, see work): an acquisition of an attempt that
-// had failed, or that waited past its node timeout.
+// had failed, or that waited past its node timeout. And a batch of the
+// moment after the node refused a new connection gets that refusal without
+// a new try (see refused).
 func (w *worker) send(batch []*Call, timeout time.Duration, now time.Time) []*redis.Cmd {
 	// The batch has its own deadline, timeout, the longest node timeout in
 	// it (sendWatched), from now: the rounds decide on their own timers,
@@ -194,7 +204,13 @@ func (w *worker) send(batch []*Call, timeout time.Duration, now time.Time) []*re
 		w.abandon()
 	}
 	w.sentAt = now
-	if w.conn == nil {
+	fresh := w.conn == nil
+	if fresh && now.Before(w.retryAt) {
+		// The node refused the last try a moment ago: answer its refusal
+		// again rather than dial for every batch (see refused).
+		return failed(ctx, len(batch), w.refusal)
+	}
+	if fresh {
 		// Nothing is sent on a connection before its server is known: a
 		// node's vote never counts before its identity has been checked.
 		// The dial and set-up (a TLS handshake, the scripts' loading) may
@@ -210,12 +226,8 @@ func (w *worker) send(batch []*Call, timeout time.Duration, now time.Time) []*re
 		err := w.connect(ctx)
 		stop()
 		if err != nil {
-			cmds := make([]*redis.Cmd, len(batch))
-			for i := range batch {
-				cmds[i] = redis.NewCmd(ctx)
-				cmds[i].SetErr(err)
-			}
-			return cmds
+			w.refused(err, now, timeout)
+			return failed(ctx, len(batch), err)
 		}
 		// The batch gets a node timeout of its own after the set-up.
 		w.ctx.deadline = time.Now().Add(timeout)
@@ -278,9 +290,17 @@ func (w *worker) send(batch []*Call, timeout time.Duration, now time.Time) []*re
 	for _, cmd := range cmds {
 		if err := cmd.Err(); err != nil && !keepsConn(err) {
 			w.abandon()
-			break
+			var re redis.Error
+			if fresh && errors.As(err, &re) {
+				// A new connection's first batch refused (READONLY,
+				// LOADING, ...). A network error after its set-up
+				// is none: the node took the connection.
+				w.refused(err, now, timeout)
+			}
+			return cmds
 		}
 	}
+	w.backoff = 0
 	return cmds
 }
 
@@ -295,31 +315,6 @@ func (w *worker) line(c *Call) []any {
 	copy(cmd, c.Cmd)
 	cmd[0], cmd[1] = "fcall", c.Script.Fn
 	return cmd
-}
-
-// keepsConn reports whether a connection that got err is still fit for the
-// next batch: only an error reply about the command itself leaves it so.
-// A network error, a timeout or a reply that made no sense leaves it
-// unusable (unread replies may follow); and go-redis marks a connection
-// bad on READONLY and then refuses every later command on it, so a node
-// that was a replica for a moment would stay lost. The other replies say
-// the server is not a usable master right now (loading, cut off from its
-// master, a cluster in a changing state): a new connection, which learns
-// the server's identity again, is the cheap and safe answer to all of them.
-func keepsConn(err error) bool {
-	var re redis.Error
-	if !errors.As(err, &re) {
-		return false
-	}
-	if _, moved := redis.IsMovedError(err); moved {
-		return false
-	}
-	if _, ask := redis.IsAskError(err); ask {
-		return false
-	}
-	return !redis.IsReadOnlyError(err) && !redis.IsLoadingError(err) && !redis.IsMasterDownError(err) &&
-		!redis.IsTryAgainError(err) && !redis.IsClusterDownError(err) &&
-		!strings.HasPrefix(err.Error(), "redis: Conn is in a bad state")
 }
 
 // deadlineCtx is a worker's reusable context: it carries only a deadline,

@@ -1,0 +1,75 @@
+package conn
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// keepsConn reports whether a connection that got err is still fit for the
+// next batch: only an error reply about the command itself leaves it so.
+// A network error, a timeout or a reply that made no sense leaves it
+// unusable (unread replies may follow); and go-redis marks a connection
+// bad on READONLY and then refuses every later command on it, so a node
+// that was a replica for a moment would stay lost. The other replies say
+// the server is not a usable master right now (loading, cut off from its
+// master, a cluster in a changing state): a new connection, which learns
+// the server's identity again, is the cheap and safe answer to all of them.
+func keepsConn(err error) bool {
+	var re redis.Error
+	if !errors.As(err, &re) {
+		return false
+	}
+	if _, moved := redis.IsMovedError(err); moved {
+		return false
+	}
+	if _, ask := redis.IsAskError(err); ask {
+		return false
+	}
+	return !redis.IsReadOnlyError(err) && !redis.IsLoadingError(err) && !redis.IsMasterDownError(err) &&
+		!redis.IsTryAgainError(err) && !redis.IsClusterDownError(err) &&
+		!strings.HasPrefix(err.Error(), "redis: Conn is in a bad state")
+}
+
+// The wait after a node refused a new connection before the next try:
+// refuseFirst after one refusal, doubled by each one in a row, at most
+// refuseMax. A node back from an outage votes again within refuseMax of
+// accepting connections.
+const (
+	refuseFirst = 5 * time.Millisecond
+	refuseMax   = 50 * time.Millisecond
+)
+
+// refused records that the try of a new connection that began at now
+// ended in err: the dial or set-up failed, or the connection's first batch
+// got an error reply that ended it. A quick end is the node's refusal (nothing
+// listens, a reset, a replica's READONLY): the batches of the next moment
+// get err at once instead of another try, for refuseFirst and twice as long
+// after each refusal in a row, up to refuseMax. A node that refuses costs
+// then about 20 tries a second per queue, not one per batch, and a dial and
+// set-up (behind a proxy, a TLS handshake, the scripts' loading) per batch
+// made the calls to every other node wait for the CPU (the chaos suite's
+// reset fault with no contention: 78 % of the rate before faults with a try
+// per batch, above 100 % with a try every 20 ms). A try that took the
+// batch's timeout is no refusal: the node is silent (see sendWatched), and
+// the next batch tries again.
+func (w *worker) refused(err error, now time.Time, timeout time.Duration) {
+	if time.Since(now) >= timeout {
+		return
+	}
+	w.backoff = min(max(2*w.backoff, refuseFirst), refuseMax)
+	w.refusal, w.retryAt = err, time.Now().Add(w.backoff)
+}
+
+// failed is n replies that are all err.
+func failed(ctx context.Context, n int, err error) []*redis.Cmd {
+	cmds := make([]*redis.Cmd, n)
+	for i := range cmds {
+		cmds[i] = redis.NewCmd(ctx)
+		cmds[i].SetErr(err)
+	}
+	return cmds
+}
