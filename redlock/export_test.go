@@ -4,6 +4,7 @@ import (
 	"github.com/quorumlock/redlock/redlock/internal/conn"
 	"github.com/quorumlock/redlock/redlock/internal/scripts"
 
+	"context"
 	"time"
 
 	"github.com/quorumlock/redlock/clock"
@@ -87,3 +88,10 @@ func MultiLineLen(l *Locker, keys []string) int { return LineLen(l, multiLine(ke
 // SameQueue reports whether calls whose first keys are a and b go to the
 // same queue of a node (tests only).
 func SameQueue(a, b string) bool { return conn.QueueOf(a) == conn.QueueOf(b) }
+
+// BeforeOffer makes f run just before the head of a line posts its offer
+// for a handoff, until restore (tests only; set it while no Obtain runs).
+func BeforeOffer(f func(ctx context.Context)) (restore func()) {
+	beforeOffer = f
+	return func() { beforeOffer = nil }
+}

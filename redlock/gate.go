@@ -2,7 +2,6 @@ package redlock
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"sync"
 	"time"
@@ -32,19 +31,46 @@ type line struct {
 	// heldUntil, while not zero, is the validity deadline of the lock that
 	// a goroutine got from this line and has not released yet.
 	heldUntil time.Time
+	// lets counts the locks got from this line that were let go (see
+	// claim, released): a waiter that saw one held posts its offer only
+	// if none was let go since (see post).
+	lets uint64
 	// last is the outcome of the line's latest failed round: what a
 	// waiter that gives up behind the others, without a round of its own,
 	// reports (an outage must not read as contention).
 	last *QuorumError
 }
 
-// post offers the caller, the head of key's line, for a handoff.
-func (g *gates) post(key string, o *offer) {
+// post offers the caller, the head of key's line, for a handoff, unless a
+// lock got from the line was let go since the caller looked (seen, from
+// letGo): its poke went to no offer, and post reports false (try again at
+// once).
+func (g *gates) post(key string, o *offer, seen uint64) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	ln := g.lines[key]
+	if ln == nil {
+		return true
+	}
+	if ln.lets != seen {
+		return false
+	}
+	ln.offer = o
+	return true
+}
+
+// beforeOffer, when set (by tests only), runs just before the head of a
+// line posts its offer.
+var beforeOffer func(ctx context.Context)
+
+// letGo is key's count of locks let go, for post.
+func (g *gates) letGo(key string) uint64 {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if ln := g.lines[key]; ln != nil {
-		ln.offer = o
+		return ln.lets
 	}
+	return 0
 }
 
 // withdraw takes the offer back. It reports false when a Release claimed it
@@ -68,6 +94,7 @@ func (g *gates) claim(key string) (o *offer, fair bool) {
 	ln := g.lines[key]
 	if ln != nil {
 		ln.heldUntil = time.Time{} // the lock is being let go
+		ln.lets++
 	}
 	switch {
 	case ln == nil:
@@ -97,6 +124,7 @@ func (g *gates) released(key string) {
 		return
 	}
 	ln.heldUntil = time.Time{}
+	ln.lets++
 	ln.offer.wake()
 }
 
@@ -107,66 +135,6 @@ func (g *gates) pokeAll() {
 	for _, ln := range g.lines {
 		ln.offer.wake()
 	}
-}
-
-// sleep waits for wait to pass, a release to be announced, a poke, a
-// handoff, or ctx to end; err is the last round's error. It returns the lock
-// a handoff gave us, or the error to give up with (err, with ctx's); or
-// neither, when the caller should try again.
-func (w *waiter) sleep(ctx context.Context, wait time.Duration, err error) (*Lock, error) {
-	if w.timer == nil {
-		w.timer = time.NewTimer(wait)
-	} else {
-		w.timer.Reset(wait)
-	}
-	// The head of the line, waiting for a holder, offers itself for a
-	// handoff: a Release by this Locker may give it the lock directly (if
-	// its kind has handoffs), or poke it to try at once.
-	var o *offer
-	if w.inLine() && errors.Is(err, ErrNotObtained) {
-		o = newOffer(w.a)
-		w.a.l.gates.post(w.a.line, o)
-	}
-	var (
-		handed   handoffResult
-		got, end bool
-	)
-	select {
-	case <-ctx.Done():
-		end = true
-	case <-w.timer.C:
-	case <-w.wake:
-	case <-o.poked():
-	case handed = <-o.outcome():
-		got = true
-	}
-	if o != nil && !got && !w.a.l.gates.withdraw(w.a.line, o) {
-		// A Release claimed the offer: its round is under way.
-		handed, got = <-o.done, true
-	}
-	if got {
-		if ctx.Err() != nil {
-			// A Release ran this round for us, perhaps only after ctx
-			// ended (it claimed the offer before we could withdraw it):
-			// an ended context obtains nothing, so it is undone. An
-			// attempt of our own, by contrast, starts only with a live
-			// ctx (see attempt).
-			handed.res.OK = false
-		}
-		lock, herr := o.takeOver(ctx, handed)
-		if herr == nil {
-			return w.got(lock), nil
-		}
-		if errors.Is(herr, ErrClosed) {
-			return nil, herr
-		}
-		// The handoff failed (nodes out of reach, say); the key may be
-		// free now: try again at once.
-	}
-	if end || ctx.Err() != nil {
-		return nil, err
-	}
-	return nil, nil
 }
 
 // newOffer is the offer of a, the head of its line. A kind without

@@ -20,7 +20,7 @@ func TestClaimLimitsHandoffStreak(t *testing.T) {
 	for round := range 2 {
 		for i := range maxHandoffs {
 			o := &offer{a: &acquisition{kind: &oneKey}}
-			g.post("k", o)
+			g.post("k", o, g.letGo("k"))
 			if got, fair := g.claim("k"); got != o || fair {
 				t.Fatalf("round %d, handoff %d: claim = %v, %v; want the offer", round, i, got, fair)
 			}
@@ -29,7 +29,7 @@ func TestClaimLimitsHandoffStreak(t *testing.T) {
 			}
 		}
 		o := &offer{a: &acquisition{kind: &oneKey}}
-		g.post("k", o)
+		g.post("k", o, g.letGo("k"))
 		if got, fair := g.claim("k"); got != nil || !fair {
 			t.Fatalf("round %d: claim after %d handoffs = %v, %v; want nil, fair", round, maxHandoffs, got, fair)
 		}
@@ -40,8 +40,39 @@ func TestClaimLimitsHandoffStreak(t *testing.T) {
 	// The offer of a kind without handoffs (a read-write lock's, behind a
 	// lock on its key) is never claimed: it is poked.
 	o := &offer{a: &acquisition{kind: &lockKind{}}}
-	g.post("k", o)
+	g.post("k", o, g.letGo("k"))
 	if got, fair := g.claim("k"); got != nil || fair {
 		t.Fatalf("claim of an offer that takes no handoff = %v, %v; want nil, false", got, fair)
+	}
+}
+
+// A waiter that saw the lock held by a goroutine of its Locker posts its
+// offer only if that lock was not let go since: the release's poke found no
+// offer, and a waiter that posted after it would sleep until the old
+// holder's validity ends (an ObtainMulti waiter slept past its test's 20s
+// deadline that way).
+func TestPostAfterLetGoRetries(t *testing.T) {
+	var g gates
+	leave, _, err := g.enter(t.Context(), "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer leave()
+	for _, letGo := range []struct {
+		name string
+		do   func()
+	}{
+		{"released", func() { g.released("k") }},
+		{"claimed", func() { g.claim("k") }},
+	} {
+		seen := g.letGo("k")
+		letGo.do()
+		if g.post("k", &offer{a: &acquisition{kind: &oneKey}}, seen) {
+			t.Fatalf("%s since the waiter looked: its offer was posted, want try again", letGo.name)
+		}
+		if !g.post("k", &offer{a: &acquisition{kind: &oneKey}}, g.letGo("k")) {
+			t.Fatalf("%s before the waiter looked: its offer was refused", letGo.name)
+		}
+		g.withdraw("k", g.lines["k"].offer)
 	}
 }

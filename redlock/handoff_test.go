@@ -360,3 +360,54 @@ func TestObtainEndsBehindLocalHolder(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// The next in line, asleep behind a lock that a goroutine of its Locker got
+// from the line, is woken when that lock is let go, even when it is let go
+// just before the waiter offers itself for a handoff: the release's poke
+// then finds no offer, and the waiter must see that the lock went. It used
+// to sleep until the lock's validity ended (here 10s; with release
+// notifications on, the notification usually woke it, unless it came just
+// before the waiter looked at the line: an ObtainMulti waiter once slept
+// past its test's deadline that way).
+func TestLetGoJustBeforeOfferWakesNext(t *testing.T) {
+	l := newCluster(t, 1).locker(t)
+	first := mustObtain(t, l, "k")
+	gotA := obtainAsync(t.Context(), l, "k", slowRetry)
+	awaitOffer(t, l, "k")
+	lockA := make(chan *redlock.Lock, 1)
+	var once sync.Once
+	defer redlock.BeforeOffer(func(ctx context.Context) {
+		if ctx.Value(nextInLine{}) == nil {
+			return
+		}
+		once.Do(func() {
+			if err := (<-lockA).Release(context.Background()); err != nil {
+				t.Error(err)
+			}
+		})
+	})()
+	// B polls only: no release notification wakes it, only the poke.
+	gotB := obtainAsync(context.WithValue(t.Context(), nextInLine{}, true), l, "k", slowRetry, redlock.WithPollingOnly())
+	awaitLine(t, l, "k", 2)
+	if err := first.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	a := <-gotA
+	if a.err != nil {
+		t.Fatal(a.err)
+	}
+	// B, next in line, finds A's lock held and lets it go just before
+	// offering itself.
+	released := time.Now()
+	lockA <- a.lock
+	b := <-gotB
+	if b.err != nil {
+		t.Fatal(b.err)
+	}
+	if d := b.at.Sub(released); d > 2*time.Second {
+		t.Fatalf("the next in line got the lock %v after the one before it let go, want at once", d.Round(time.Millisecond))
+	}
+	if err := b.lock.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -19,6 +19,7 @@ func (a *acquisition) retryLoop(ctx context.Context) (*Lock, error) {
 	// last is the last round's error: what a call that gives up reports.
 	var last error
 	for {
+		w.seen = w.a.l.gates.letGo(w.a.line)
 		w.drain()
 		var (
 			wait time.Duration
@@ -66,6 +67,9 @@ type waiter struct {
 	// stops undoes listen and join, last first.
 	stops []func()
 	timer *time.Timer
+	// seen is the line's count of locks let go when this round of the
+	// loop began (see gates.post).
+	seen uint64
 }
 
 func newWaiter(a *acquisition) *waiter {
@@ -262,4 +266,70 @@ func (w *waiter) afterFailure(ctx context.Context, seq Sequence, err, last error
 func (w *waiter) afterSplit() time.Duration {
 	t := w.a.cfg.nodeTimeout
 	return t + rand.N(t+1)
+}
+
+// sleep waits for wait to pass, a release to be announced, a poke, a
+// handoff, or ctx to end; err is the last round's error. It returns the lock
+// a handoff gave us, or the error to give up with (err, with ctx's); or
+// neither, when the caller should try again.
+func (w *waiter) sleep(ctx context.Context, wait time.Duration, err error) (*Lock, error) {
+	if w.timer == nil {
+		w.timer = time.NewTimer(wait)
+	} else {
+		w.timer.Reset(wait)
+	}
+	// The head of the line, waiting for a holder, offers itself for a
+	// handoff: a Release by this Locker may give it the lock directly (if
+	// its kind has handoffs), or poke it to try at once.
+	var o *offer
+	if w.inLine() && errors.Is(err, ErrNotObtained) {
+		o = newOffer(w.a)
+		if beforeOffer != nil {
+			beforeOffer(ctx)
+		}
+		if !w.a.l.gates.post(w.a.line, o, w.seen) {
+			// Let go since we looked, and the poke found no offer.
+			return nil, nil
+		}
+	}
+	var (
+		handed   handoffResult
+		got, end bool
+	)
+	select {
+	case <-ctx.Done():
+		end = true
+	case <-w.timer.C:
+	case <-w.wake:
+	case <-o.poked():
+	case handed = <-o.outcome():
+		got = true
+	}
+	if o != nil && !got && !w.a.l.gates.withdraw(w.a.line, o) {
+		// A Release claimed the offer: its round is under way.
+		handed, got = <-o.done, true
+	}
+	if got {
+		if ctx.Err() != nil {
+			// A Release ran this round for us, perhaps only after ctx
+			// ended (it claimed the offer before we could withdraw it):
+			// an ended context obtains nothing, so it is undone. An
+			// attempt of our own, by contrast, starts only with a live
+			// ctx (see attempt).
+			handed.res.OK = false
+		}
+		lock, herr := o.takeOver(ctx, handed)
+		if herr == nil {
+			return w.got(lock), nil
+		}
+		if errors.Is(herr, ErrClosed) {
+			return nil, herr
+		}
+		// The handoff failed (nodes out of reach, say); the key may be
+		// free now: try again at once.
+	}
+	if end || ctx.Err() != nil {
+		return nil, err
+	}
+	return nil, nil
 }
