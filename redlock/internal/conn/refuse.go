@@ -53,7 +53,7 @@ const (
 // set-up (behind a proxy, a TLS handshake, the scripts' loading) per batch
 // made the calls to every other node wait for the CPU (the chaos suite's
 // reset fault with no contention: 78 % of the rate before faults with a try
-// per batch, above 100 % with a try every 20 ms). A try that took the
+// per batch, 104 % with these waits). A try that took the
 // batch's timeout is no refusal: the node is silent (see sendWatched), and
 // the next batch tries again.
 func (w *worker) refused(err error, now time.Time, timeout time.Duration) {
