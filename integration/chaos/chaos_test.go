@@ -113,21 +113,34 @@ func faultCounts(byKind map[string]int) string {
 
 // availability formats the acquisition rate under each kind of fault as a
 // share of the rate before the first fault, in the scenarios that injected
-// it: kind=share (rate under it), sorted by kind.
+// it: kind=share (rate under it), sorted by kind; the faults that hit a
+// majority of the nodes (checker.MajoritySuffix) after the others.
 func availability(during, before map[string]checker.Rate) string {
 	if len(during) == 0 {
 		return "no faults"
 	}
-	var parts []string
+	var minority, majority []string
 	for _, k := range slices.Sorted(maps.Keys(during)) {
 		d, b := during[k], before[k]
 		share := "n/a"
 		if b.PerSecond() > 0 {
 			share = fmt.Sprintf("%.0f%%", 100*d.PerSecond()/b.PerSecond())
 		}
-		parts = append(parts, fmt.Sprintf("%s=%s (%.0f/s vs %.0f/s)", k, share, d.PerSecond(), b.PerSecond()))
+		part := fmt.Sprintf("%s=%s (%.0f/s vs %.0f/s)", k, share, d.PerSecond(), b.PerSecond())
+		if strings.HasSuffix(k, checker.MajoritySuffix) {
+			majority = append(majority, part)
+		} else {
+			minority = append(minority, part)
+		}
 	}
-	return strings.Join(parts, " ")
+	var groups []string
+	if len(minority) > 0 {
+		groups = append(groups, strings.Join(minority, " "))
+	}
+	if len(majority) > 0 {
+		groups = append(groups, "on a majority: "+strings.Join(majority, " "))
+	}
+	return strings.Join(groups, "; ")
 }
 
 // add adds r to m[k].

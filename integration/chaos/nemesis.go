@@ -345,7 +345,7 @@ func (n *nemesis) inject(ctx context.Context, f Fault) error {
 		err = errors.Join(append(errs, err)...)
 	}
 	end := time.Now()
-	n.history.AddFault(checker.Fault{Kind: f.Name, Nodes: targets, Start: start, End: end})
+	n.history.AddFault(checker.Fault{Kind: f.Name, Nodes: targets, Majority: t != Minority, Start: start, End: end})
 	detail := ""
 	if a := arg.String(); a != "" {
 		detail = " (" + a + ")"

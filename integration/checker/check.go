@@ -131,7 +131,8 @@ type Availability struct {
 	Before, During, Between Rate
 	// ByKind is the rate while a fault of each kind was active (the
 	// windows of one kind merged; an acquisition under two kinds at once
-	// counts for both).
+	// counts for both); a kind that hit a majority is apart, with
+	// MajoritySuffix.
 	ByKind map[string]Rate
 }
 
@@ -345,7 +346,8 @@ func availability(s *History) Availability {
 	for _, f := range s.faults {
 		w := [2]time.Time{f.Start, f.End}
 		windows = append(windows, w)
-		byKind[f.Kind] = append(byKind[f.Kind], w)
+		k := f.MajorityKind()
+		byKind[k] = append(byKind[k], w)
 	}
 	merged := merge(windows)
 	for k, ws := range byKind {

@@ -447,3 +447,23 @@ func TestSharedAndSlots(t *testing.T) {
 		}
 	}
 }
+
+// A kind of fault that hit a majority of the nodes is measured apart from
+// the same kind on a minority: a quorum can absorb only the latter.
+func TestAvailabilityKeepsMajorityApart(t *testing.T) {
+	h := checker.NewHistory(t0)
+	for i := range 4 {
+		h.AddHold(hold(i, "k", fmt.Sprint("h", i), 1000+i*1000, 1000+i*1000+10))
+	}
+	h.AddFault(checker.Fault{Kind: "kill", Nodes: []int{0}, Start: at(500), End: at(1500)})
+	h.AddFault(checker.Fault{Kind: "kill", Nodes: []int{0, 1, 2}, Majority: true, Start: at(2500), End: at(4500)})
+	h.Finish(at(5000))
+	got := checker.Check(h).Availability.ByKind
+	want := map[string]checker.Rate{
+		"kill":                          {Acquisitions: 1, Time: time.Second},
+		"kill" + checker.MajoritySuffix: {Acquisitions: 2, Time: 2 * time.Second},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("availability by kind %+v, want %+v", got, want)
+	}
+}

@@ -62,8 +62,25 @@ type Failure struct {
 type Fault struct {
 	Kind  string
 	Nodes []int // the nodes (or, for a client pause, the client) it hit
-	Start time.Time
-	End   time.Time
+	// Majority is set when it hit a majority of the nodes, or all: its
+	// availability is reported apart (see MajorityKind).
+	Majority bool
+	Start    time.Time
+	End      time.Time
+}
+
+// MajoritySuffix marks, in Availability.ByKind, the kinds of faults that
+// hit a majority of the nodes: a quorum cannot absorb them, and they are
+// reported apart from the same kind on a minority.
+const MajoritySuffix = "@majority"
+
+// MajorityKind is f's kind in Availability.ByKind: its Kind, with
+// MajoritySuffix when it hit a majority.
+func (f Fault) MajorityKind() string {
+	if f.Majority {
+		return f.Kind + MajoritySuffix
+	}
+	return f.Kind
 }
 
 // Anomaly is a broken promise of the library that is not an overlap of
