@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -81,7 +82,11 @@ func (c *cluster) emptiedWithin(t *testing.T, d time.Duration, keys ...string) b
 	return poll(t, d, func() bool {
 		for _, k := range keys {
 			for i := range c.clients {
-				if c.value(t, i, k) != "" {
+				n, err := c.clients[i].Exists(context.Background(), k).Result()
+				if err != nil {
+					t.Fatalf("EXISTS %s on node %d: %v", k, i, err)
+				}
+				if n != 0 {
 					return false
 				}
 			}
@@ -90,10 +95,18 @@ func (c *cluster) emptiedWithin(t *testing.T, d time.Duration, keys ...string) b
 	})
 }
 
-// value returns the raw value of key on node i ("" when missing).
+// value returns the raw value of key on node i ("" when missing; its type
+// in angle brackets when it is not a string: an index of leases is a set).
 func (c *cluster) value(t *testing.T, i int, key string) string {
 	t.Helper()
 	v, err := c.clients[i].Get(context.Background(), key).Result()
+	if err != nil && strings.HasPrefix(err.Error(), "WRONGTYPE") {
+		kind, err := c.clients[i].Type(context.Background(), key).Result()
+		if err != nil {
+			t.Fatalf("TYPE %s on node %d: %v", key, i, err)
+		}
+		return "<" + kind + ">"
+	}
 	if err != nil && !errors.Is(err, redis.Nil) {
 		t.Fatalf("GET %s on node %d: %v", key, i, err)
 	}
