@@ -574,6 +574,15 @@ func TestSemaphoreSplitAttemptRetriesSoon(t *testing.T) {
 	if err := c.clients[1].Del(t.Context(), slot).Err(); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() {
+		// What the nodes answered since node 1's refusal: the waiter
+		// has twice got the permit only at the holder's expiry, for a
+		// reason not found yet.
+		for t.Failed() && len(answers) > 0 {
+			e := <-answers
+			t.Logf("then node %d: %v after %v (%v)", e.Node, e.Outcome, e.Latency, e.Err)
+		}
+	})
 	waiterGotSoon(t, got, time.Now())
 }
 
