@@ -234,16 +234,17 @@ func TestHandoffStreakLetsOthersIn(t *testing.T) {
 }
 
 // handOver leaves l's lock on key with a goroutine that got it from the
-// line (by a handoff), while another goroutine waits in line behind it; it
-// returns that lock and what the waiter will get.
-func handOver(t *testing.T, l *redlock.Locker, key string, before func()) (*redlock.Lock, <-chan obtained) {
+// line (by a handoff), while another goroutine, with opts and its context
+// marked nextInLine, waits in line behind it; it returns that lock and what
+// the waiter will get. The waiter may not have offered itself for the next
+// handoff yet (see awaitOffer).
+func handOver(t *testing.T, l *redlock.Locker, key string, opts ...redlock.LockOption) (*redlock.Lock, <-chan obtained) {
 	t.Helper()
 	first := mustObtain(t, l, key)
 	got := obtainAsync(t.Context(), l, key, slowRetry)
 	awaitOffer(t, l, key)
-	next := obtainAsync(context.WithValue(t.Context(), nextInLine{}, true), l, key, slowRetry)
+	next := obtainAsync(context.WithValue(t.Context(), nextInLine{}, true), l, key, append([]redlock.LockOption{slowRetry}, opts...)...)
 	awaitLine(t, l, key, 2)
-	before()
 	if err := first.Release(t.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -251,7 +252,6 @@ func handOver(t *testing.T, l *redlock.Locker, key string, before func()) (*redl
 	if r.err != nil {
 		t.Fatal(r.err)
 	}
-	awaitOffer(t, l, key)
 	return r.lock, next
 }
 
@@ -281,7 +281,8 @@ func (o askedByNext) NodeDone(ctx context.Context, e redlock.NodeEvent) {
 func TestLineWaitsQuietlyBehindLocalHolder(t *testing.T) {
 	var asked atomic.Int64
 	l := newCluster(t, 1).locker(t, redlock.WithObserver(askedByNext{n: &asked}))
-	holder, got := handOver(t, l, "quiet", func() {})
+	holder, got := handOver(t, l, "quiet")
+	awaitOffer(t, l, "quiet")
 	if n := asked.Load(); n != 0 {
 		t.Fatalf("the next in line asked the nodes %d times while a goroutine of its Locker held the key, want never", n)
 	}
@@ -311,7 +312,8 @@ func TestCloseEndsWaitBehindLocalHolder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	holder, got := handOver(t, l, "closing", func() {})
+	holder, got := handOver(t, l, "closing")
+	awaitOffer(t, l, "closing")
 	closed := time.Now()
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
@@ -371,9 +373,6 @@ func TestObtainEndsBehindLocalHolder(t *testing.T) {
 // past its test's deadline that way).
 func TestLetGoJustBeforeOfferWakesNext(t *testing.T) {
 	l := newCluster(t, 1).locker(t)
-	first := mustObtain(t, l, "k")
-	gotA := obtainAsync(t.Context(), l, "k", slowRetry)
-	awaitOffer(t, l, "k")
 	lockA := make(chan *redlock.Lock, 1)
 	var once sync.Once
 	defer redlock.BeforeOffer(func(ctx context.Context) {
@@ -386,20 +385,12 @@ func TestLetGoJustBeforeOfferWakesNext(t *testing.T) {
 			}
 		})
 	})()
-	// B polls only: no release notification wakes it, only the poke.
-	gotB := obtainAsync(context.WithValue(t.Context(), nextInLine{}, true), l, "k", slowRetry, redlock.WithPollingOnly())
-	awaitLine(t, l, "k", 2)
-	if err := first.Release(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	a := <-gotA
-	if a.err != nil {
-		t.Fatal(a.err)
-	}
-	// B, next in line, finds A's lock held and lets it go just before
-	// offering itself.
+	// A gets the lock from the line; B, next in line, polls only: no
+	// release notification wakes it, only the poke. B finds A's lock held
+	// and A lets it go just before B offers itself.
+	a, gotB := handOver(t, l, "k", redlock.WithPollingOnly())
 	released := time.Now()
-	lockA <- a.lock
+	lockA <- a
 	b := <-gotB
 	if b.err != nil {
 		t.Fatal(b.err)
