@@ -53,15 +53,16 @@ const (
 // set-up (behind a proxy, a TLS handshake, the scripts' loading) per batch
 // made the calls to every other node wait for the CPU (the chaos suite's
 // reset fault with no contention: 78 % of the rate before faults with a try
-// per batch, 104 % with these waits). A try that took the
-// batch's timeout is no refusal: the node is silent (see sendWatched), and
-// the next batch tries again.
+// per batch, 104 % with these waits). A try that took the batch's timeout
+// is no refusal: the node is silent (see sendWatched), and the next batch
+// tries again.
 func (w *worker) refused(err error, now time.Time, timeout time.Duration) {
-	if time.Since(now) >= timeout {
+	end := time.Now()
+	if end.Sub(now) >= timeout {
 		return
 	}
 	w.backoff = min(max(2*w.backoff, refuseFirst), refuseMax)
-	w.refusal, w.retryAt = err, time.Now().Add(w.backoff)
+	w.refusal, w.retryAt = err, end.Add(w.backoff)
 }
 
 // failed is n replies that are all err.
