@@ -52,6 +52,7 @@ func (a *acquisition) attempt(ctx context.Context) (*Lock, error) {
 
 	p := a.kind.plan(a.keys, cfg)
 	g := granting{late: l.settler(a.kind, &p, cfg.nodeTimeout), start: cfg.clock.Now()}
+	g.late.lateGrant = a.lateGrant
 	rd := round[int64]{
 		timeout: cfg.nodeTimeout,
 		// A refusal still to come may tell contention from outage.

@@ -88,6 +88,10 @@ type acquisition struct {
 	line string
 	cfg  config
 	tr   opTrace
+	// lateGrant, made by Obtain's retry loop (nil for a lone attempt),
+	// is signalled when a node grants one of the attempts only after it
+	// failed (see settle.act): the waiter then tries again soon.
+	lateGrant chan struct{}
 }
 
 // newAcquisition is the acquisition of a lock on keys, which the caller

@@ -41,6 +41,9 @@ type settle struct {
 	// acquires and undos are the shedding of the acquisition's calls
 	// and of its undo's.
 	acquires, undos shedding
+	// lateGrant, if set, is told when a straggler grants the failed
+	// acquisition (acquisition.lateGrant).
+	lateGrant chan<- struct{}
 
 	mu     sync.Mutex
 	done   bool
@@ -116,9 +119,24 @@ func (s *settle) fail() []int {
 		if mustUndo(r) {
 			undo = append(undo, r.Node)
 		}
+		s.grantedLate(r)
 	}
 	s.shed.Store(true)
 	return undo
+}
+
+// grantedLate tells the acquisition, if it listens, that straggler r of its
+// failed attempt granted: the key was free there, most likely a release on
+// its way, whose announcements may all have come already (see
+// waiter.sleep).
+func (s *settle) grantedLate(r quorum.Reply[int64]) {
+	if r.Vote != quorum.Yes || s.lateGrant == nil {
+		return
+	}
+	select {
+	case s.lateGrant <- struct{}{}:
+	default:
+	}
 }
 
 func (s *settle) finish(failed bool, rest *fenceWrite) []quorum.Reply[int64] {
@@ -141,6 +159,7 @@ func (s *settle) act(r quorum.Reply[int64], failed bool, rest *fenceWrite) {
 		if mustUndo(r) {
 			s.l.sendOn(r.Node, s.timeout, s.kind.undo(s.plan.lockKeys, s.plan.holder, false))
 		}
+		s.grantedLate(r)
 	case s.stray != nil:
 		if c, ok := s.stray(r); ok {
 			s.l.sendOn(r.Node, s.timeout, c)

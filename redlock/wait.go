@@ -73,6 +73,7 @@ type waiter struct {
 }
 
 func newWaiter(a *acquisition) *waiter {
+	a.lateGrant = make(chan struct{}, 1)
 	return &waiter{a: a, queued: a.cfg.tokenSet}
 }
 
@@ -163,12 +164,14 @@ func (w *waiter) got(lock *Lock) *Lock {
 	return lock
 }
 
-// drain drops a stale wake-up from before an attempt (the channel holds
-// one: a stale one would swallow the real one).
+// drain drops stale wake-ups and late grants from before an attempt (each
+// channel holds one: a stale one would swallow the real one).
 func (w *waiter) drain() {
-	select {
-	case <-w.wake:
-	default:
+	for _, c := range [...]<-chan struct{}{w.wake, w.a.lateGrant} {
+		select {
+		case <-c:
+		default:
+		}
 	}
 }
 
@@ -254,8 +257,9 @@ func (w *waiter) afterFailure(ctx context.Context, seq Sequence, err, last error
 	return wait, sleepFirst, err
 }
 
-// afterSplit is the longest sleep after an attempt that some node granted:
-// the key was free there, most likely a release on its way to the other
+// afterSplit is the longest sleep after an attempt that some node granted,
+// in its round or late (settle.grantedLate, which cuts a sleep short): the
+// key was free there, most likely a release on its way to the other
 // nodes, whose announcements should wake us. But they may all wake us too
 // early: each attempt then finds the nodes that released refusing it with
 // the grant of our previous attempt, whose undo has not landed yet (a
@@ -296,14 +300,25 @@ func (w *waiter) sleep(ctx context.Context, wait time.Duration, err error) (*Loc
 		handed   handoffResult
 		got, end bool
 	)
-	select {
-	case <-ctx.Done():
-		end = true
-	case <-w.timer.C:
-	case <-w.wake:
-	case <-o.poked():
-	case handed = <-o.outcome():
-		got = true
+	until := time.Now().Add(wait)
+wait:
+	for {
+		select {
+		case <-ctx.Done():
+			end = true
+		case <-w.timer.C:
+		case <-w.wake:
+		case <-o.poked():
+		case handed = <-o.outcome():
+			got = true
+		case <-w.a.lateGrant: // as after a split vote
+			if d := w.afterSplit(); time.Until(until) > d {
+				w.timer.Reset(d)
+				until = time.Now().Add(d)
+			}
+			continue
+		}
+		break wait
 	}
 	if o != nil && !got && !w.a.l.gates.withdraw(w.a.line, o) {
 		// A Release claimed the offer: its round is under way.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/quorumlock/redlock/internal/redistest"
 	"github.com/quorumlock/redlock/redlock"
 )
 
@@ -182,4 +183,41 @@ func TestFailedAttemptUndoWakesNobody(t *testing.T) {
 	if err := held.Release(t.Context()); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// A node that grants an attempt only after the attempt has failed (its
+// reply came after the other nodes' refusals) had the key free: most likely
+// a release on its way. The waiter tries again within two node timeouts, as
+// after a split vote, even if no announcement wakes it; it used to sleep
+// until the holder's expiry.
+func TestLateGrantRetriesSoon(t *testing.T) {
+	c := newCluster(t, 3)
+	// The holder has the key on nodes 1 and 2 only: node 0 grants every
+	// attempt of the waiter, but its replies come when the others have
+	// refused.
+	mustObtain(t, newLocker(t, c.clients[1:]), "late")
+	slow, err := redistest.Forward(c.servers[0].Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = slow.Close() })
+	slow.SetDelay(300 * time.Millisecond)
+	clients := []*redis.Client{slow.NewClient(), c.clients[1], c.clients[2]}
+	t.Cleanup(func() { _ = clients[0].Close() })
+	answers := make(chan redlock.NodeEvent, 100)
+	l := newLocker(t, clients, redlock.WithObserver(nodeAnswers{key: "late", ch: answers}))
+	got := make(chan error, 1)
+	go func() {
+		lock, err := l.Obtain(boundedCtx(t), "late", redlock.WithRetry(redlock.LinearBackoff(time.Minute)))
+		if err == nil {
+			err = lock.Release(context.Background())
+		}
+		got <- err
+	}()
+	awaitAnswer(t, answers, 0, redlock.OutcomeOK)
+	// The holder lets go of node 1, and its announcement is lost.
+	if err := c.clients[1].Del(t.Context(), "late").Err(); err != nil {
+		t.Fatal(err)
+	}
+	waiterGotSoon(t, got, time.Now())
 }
