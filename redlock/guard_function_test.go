@@ -378,10 +378,13 @@ func TestGuardServerTime(t *testing.T) {
 		}
 		took := time.Since(began)
 		calls, _, usec := cmdStat(t, admin, v.cmd)
-		if calls != n {
+		// The function's acquisitions that were sent together go as one
+		// FCALL of the library's batch.
+		if calls != n && (v.cmd != "fcall" || calls < 1 || calls > n) {
 			t.Fatalf("%s: %v calls of %s for %d acquisitions", v.name, calls, v.cmd, n)
 		}
-		perCall[i] = usec / calls
+		t.Logf("%-24s %v calls of %s for %d acquisitions", v.name, calls, v.cmd, n)
+		perCall[i] = usec / n
 		// What makes the function cheaper, by construction: it reads
 		// INFO at most once a millisecond (the eviction count; the
 		// policy every 100 ms), the script at every call. The server

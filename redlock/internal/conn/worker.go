@@ -233,25 +233,30 @@ func (w *worker) send(batch []*Call, timeout time.Duration, now time.Time) []*re
 		w.ctx.deadline = time.Now().Add(timeout)
 	}
 	cmds := make([]*redis.Cmd, len(batch))
-	if len(batch) == 1 {
-		cmds[0] = redis.NewCmd(ctx, w.line(batch[0])...)
-		_ = w.conn.Process(ctx, cmds[0]) // the error is the command's
+	for i, c := range batch {
+		cmds[i] = redis.NewCmd(ctx, w.line(c)...)
+	}
+	out, runs := w.wire(ctx, batch, cmds)
+	if len(out) == 1 {
+		_ = w.conn.Process(ctx, out[0]) // the error is the command's
 	} else {
 		pl := w.conn.Pipeline()
-		for i, c := range batch {
-			cmds[i] = redis.NewCmd(ctx, w.line(c)...)
-			_ = pl.Process(ctx, cmds[i])
+		for _, cmd := range out {
+			_ = pl.Process(ctx, cmd)
 		}
 		if _, err := pl.Exec(ctx); err != nil {
 			// Per-command errors are read below; but go-redis leaves an
 			// error of the connection's setup (a wrong password, say) off
 			// the commands of a pipeline: give it to those with no reply.
-			for _, cmd := range cmds {
+			for _, cmd := range out {
 				if cmd.Err() == nil && cmd.Val() == nil {
 					cmd.SetErr(err)
 				}
 			}
 		}
+	}
+	for _, r := range runs {
+		spread(r, cmds)
 	}
 	// A node that lost its script cache while we stayed connected (SCRIPT
 	// FLUSH) answers NOSCRIPT: send those calls again with the script's

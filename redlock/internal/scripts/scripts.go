@@ -184,11 +184,15 @@ var (
 // library runs it, guard included, as before); its Fn is the library's
 // function that does the same with the guard's reading of INFO kept
 // between calls.
-var Library = newLibrary()
+//
+// Batch is its function that runs several calls of those functions in one
+// step, with one guard check for all (library.lua's batch; see BatchLine).
+var Library, Batch = newLibrary()
 
 // newLibrary pastes the scripts into library.lua, names it, and gives each
-// acquisition its guarded variant.
-func newLibrary() string {
+// acquisition its guarded variant; it returns the library and its batch
+// function's name.
+func newLibrary() (string, string) {
 	// Inside the library's functions, the scripts' acquire.lua is the
 	// guarded one (library.lua's acquire), called as the scripts call theirs.
 	guarded := "return acquire(KEYS, ARGV)"
@@ -209,7 +213,7 @@ func newLibrary() string {
 	} {
 		s.guarded = &Script{Script: s.Script, Src: s.Src, SHA: s.SHA, Fn: name + "_" + fn}
 	}
-	return "#!lua name=" + name + "\n" + strings.ReplaceAll(src, "--[[name]]", name)
+	return "#!lua name=" + name + "\n" + strings.ReplaceAll(src, "--[[name]]", name), name + "_batch"
 }
 
 // Guarded returns s's guarded variant when guard is true and s has one
