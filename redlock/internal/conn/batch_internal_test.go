@@ -23,6 +23,20 @@ func guardedAcquire(key string, maxTTL int, got chan<- *redis.Cmd) *Call {
 		Reply: ReplyFunc(func(cmd *redis.Cmd) { got <- cmd })}
 }
 
+// functionWorker is a worker of a pipe that loads the guard's library, to
+// one fresh server whose client it returns; both end at cleanup.
+func functionWorker(t *testing.T) (*redis.Client, *worker) {
+	c := redistest.ClientsT(t, redistest.StartT(t, 1, redistest.Options{}))[0]
+	p := NewPipe(c, time.Second, Quiet, nil)
+	p.UseFunctions()
+	w := &worker{p: p}
+	t.Cleanup(func() {
+		w.drop()
+		p.Close()
+	})
+	return c, w
+}
+
 // calls returns how many calls of cmd the server counted.
 func calls(t *testing.T, c *redis.Client, cmd string) int {
 	t.Helper()
@@ -51,13 +65,8 @@ func calls(t *testing.T, c *redis.Client, cmd string) int {
 // acquisition goes again as its script, which guards on its own, and the
 // library is loaded again.
 func TestBatchOfGuardedAcquisitions(t *testing.T) {
-	c := redistest.ClientsT(t, redistest.StartT(t, 1, redistest.Options{}))[0]
+	c, w := functionWorker(t)
 	ctx := context.Background()
-	p := NewPipe(c, time.Second, Quiet, nil)
-	p.UseFunctions()
-	defer p.Close()
-	w := &worker{p: p}
-	defer w.drop()
 	got := make(chan *redis.Cmd, 3)
 	replies := func() []*redis.Cmd {
 		return []*redis.Cmd{<-got, <-got, <-got}
@@ -109,13 +118,8 @@ func TestBatchOfGuardedAcquisitions(t *testing.T) {
 // the calls between, but never past a call on one of their keys: a
 // release of key b, then an acquisition of b, reach the node in that order.
 func TestBatchKeepsOrderOfEachKey(t *testing.T) {
-	c := redistest.ClientsT(t, redistest.StartT(t, 1, redistest.Options{}))[0]
+	c, w := functionWorker(t)
 	ctx := context.Background()
-	p := NewPipe(c, time.Second, Quiet, nil)
-	p.UseFunctions()
-	defer p.Close()
-	w := &worker{p: p}
-	defer w.drop()
 	got := make(chan *redis.Cmd, 3)
 	release := func(key string) *Call {
 		keys := []string{key}
