@@ -30,16 +30,24 @@ type run struct {
 	cmd   *redis.Cmd
 }
 
-// wire returns the commands that carry a batch whose calls' own commands
-// are cmds: each of cmds, or in place of guarded functions sent together,
-// their batch call; and those runs.
-func (w *worker) wire(ctx context.Context, batch []*Call, cmds []*redis.Cmd) ([]*redis.Cmd, []run) {
-	if !w.fn || len(batch) < 2 {
-		return cmds, nil
+// wire returns each call's command (cmds, which gets its reply) and the
+// commands that carry them (out): a call's own, or in place of guarded
+// functions sent together, their batch call (runs; spread gives each its
+// reply).
+func (w *worker) wire(ctx context.Context, batch []*Call) (cmds, out []*redis.Cmd, runs []run) {
+	cmds = make([]*redis.Cmd, len(batch))
+	alone := func(i int) *redis.Cmd {
+		cmds[i] = redis.NewCmd(ctx, w.line(batch[i])...)
+		return cmds[i]
 	}
+	if !w.fn || len(batch) < 2 {
+		for i := range batch {
+			alone(i)
+		}
+		return cmds, cmds, nil
+	}
+	out = make([]*redis.Cmd, 0, len(batch))
 	var (
-		out  = make([]*redis.Cmd, 0, len(batch))
-		runs []run
 		// cur is the run being gathered, whose call goes at out[at];
 		// passed are the keys of the calls sent after that place.
 		cur    []int
@@ -49,8 +57,11 @@ func (w *worker) wire(ctx context.Context, batch []*Call, cmds []*redis.Cmd) ([]
 	end := func() {
 		switch {
 		case len(cur) == 1:
-			out[at] = cmds[cur[0]]
+			out[at] = alone(cur[0])
 		case len(cur) > 1:
+			for _, i := range cur {
+				cmds[i] = redis.NewCmd(ctx) // never sent: spread sets its reply
+			}
 			r := run{calls: cur, cmd: redis.NewCmd(ctx, batchLine(batch, cur)...)}
 			runs = append(runs, r)
 			out[at] = r.cmd
@@ -59,7 +70,7 @@ func (w *worker) wire(ctx context.Context, batch []*Call, cmds []*redis.Cmd) ([]
 	}
 	for i, c := range batch {
 		if !batchable(c) {
-			out = append(out, cmds[i])
+			out = append(out, alone(i))
 			if cur != nil {
 				passed = append(passed, c.Keys...)
 				passed = append(passed, c.Queue)
@@ -76,7 +87,7 @@ func (w *worker) wire(ctx context.Context, batch []*Call, cmds []*redis.Cmd) ([]
 		cur = append(cur, i)
 	}
 	end()
-	return out, runs
+	return cmds, out, runs
 }
 
 // touches reports whether call c has a key, or its Queue, among keys.

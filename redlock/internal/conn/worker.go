@@ -232,11 +232,7 @@ func (w *worker) send(batch []*Call, timeout time.Duration, now time.Time) []*re
 		// The batch gets a node timeout of its own after the set-up.
 		w.ctx.deadline = time.Now().Add(timeout)
 	}
-	cmds := make([]*redis.Cmd, len(batch))
-	for i, c := range batch {
-		cmds[i] = redis.NewCmd(ctx, w.line(c)...)
-	}
-	out, runs := w.wire(ctx, batch, cmds)
+	cmds, out, runs := w.wire(ctx, batch)
 	if len(out) == 1 {
 		_ = w.conn.Process(ctx, out[0]) // the error is the command's
 	} else {
