@@ -292,3 +292,20 @@ func (g *gates) last(key string) *QuorumError {
 	qe.Nodes = slices.Clone(qe.Nodes)
 	return &qe
 }
+
+// heldHere reports for how much longer a lock that a goroutine of this
+// Locker got from this line, and has not released, is valid.
+func (w *waiter) heldHere() (time.Duration, bool) {
+	if !w.exclusive() {
+		return 0, false
+	}
+	return w.a.l.gates.heldFor(w.a.line, w.a.cfg.clock)
+}
+
+// got records in the line that this call got lock, and returns it.
+func (w *waiter) got(lock *Lock) *Lock {
+	if w.exclusive() {
+		w.a.l.gates.hold(w.a.line, lock.Until())
+	}
+	return lock
+}

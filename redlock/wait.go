@@ -19,7 +19,9 @@ func (a *acquisition) retryLoop(ctx context.Context) (*Lock, error) {
 	// last is the last round's error: what a call that gives up reports.
 	var last error
 	for {
-		w.seen = w.a.l.gates.letGo(w.a.line)
+		if w.inLine() { // only the line's own post offers (see sleep)
+			w.seen = w.a.l.gates.letGo(w.a.line)
+		}
 		w.drain()
 		var (
 			wait time.Duration
@@ -68,7 +70,9 @@ type waiter struct {
 	stops []func()
 	timer *time.Timer
 	// seen is the line's count of locks let go when this round of the
-	// loop began (see gates.post).
+	// loop began (see gates.post), read while in line: a waiter that
+	// joins during a round posts against 0, and at worst its offer is
+	// refused and it tries again at once.
 	seen uint64
 }
 
@@ -145,23 +149,6 @@ func (w *waiter) notNow() error {
 		return qe
 	}
 	return newQuorumError("obtain", w.a.name, w.a.l.need, nil, ErrNotObtained)
-}
-
-// heldHere reports for how much longer a lock that a goroutine of this
-// Locker got from this line, and has not released, is valid.
-func (w *waiter) heldHere() (time.Duration, bool) {
-	if !w.exclusive() {
-		return 0, false
-	}
-	return w.a.l.gates.heldFor(w.a.line, w.a.cfg.clock)
-}
-
-// got records in the line that this call got lock, and returns it.
-func (w *waiter) got(lock *Lock) *Lock {
-	if w.exclusive() {
-		w.a.l.gates.hold(w.a.line, lock.Until())
-	}
-	return lock
 }
 
 // drain drops stale wake-ups and late grants from before an attempt (each
