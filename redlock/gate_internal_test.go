@@ -6,11 +6,7 @@ import "testing"
 // is a fair one, and the count starts again after it.
 func TestClaimLimitsHandoffStreak(t *testing.T) {
 	var g gates
-	leave, _, err := g.enter(t.Context(), "k")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer leave()
+	enterT(t, &g, "k")
 	if o, fair := g.claim("k"); o != nil || fair {
 		t.Fatalf("claim with no offer = %v, %v; want nil, false", o, fair)
 	}
@@ -53,11 +49,7 @@ func TestClaimLimitsHandoffStreak(t *testing.T) {
 // deadline that way).
 func TestPostAfterLetGoRetries(t *testing.T) {
 	var g gates
-	leave, _, err := g.enter(t.Context(), "k")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer leave()
+	enterT(t, &g, "k")
 	for _, letGo := range []struct {
 		name string
 		do   func()
@@ -75,4 +67,14 @@ func TestPostAfterLetGoRetries(t *testing.T) {
 		}
 		g.withdraw("k", g.lines["k"].offer)
 	}
+}
+
+// enterT puts the test in g's line for key, until it ends.
+func enterT(t *testing.T, g *gates, key string) {
+	t.Helper()
+	leave, _, err := g.enter(t.Context(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(leave)
 }

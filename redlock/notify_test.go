@@ -95,6 +95,14 @@ func (c *cluster) subscribers(t *testing.T, key string) []int64 {
 func lateWaiter(t *testing.T, c *cluster, l *redlock.Locker, key string) (*redlock.Lock, <-chan error) {
 	t.Helper()
 	held := mustObtain(t, c.locker(t), key)
+	return held, waiter(t, l, key)
+}
+
+// waiter starts an Obtain of key on l whose retry timer is a minute (only a
+// release announcement, a late grant or the holder's expiry can wake it),
+// releasing what it gets. It returns its outcome.
+func waiter(t *testing.T, l *redlock.Locker, key string) <-chan error {
+	t.Helper()
 	got := make(chan error, 1)
 	go func() {
 		lock, err := l.Obtain(boundedCtx(t), key, redlock.WithRetry(redlock.LinearBackoff(time.Minute)))
@@ -103,7 +111,7 @@ func lateWaiter(t *testing.T, c *cluster, l *redlock.Locker, key string) (*redlo
 		}
 		got <- err
 	}()
-	return held, got
+	return got
 }
 
 // wokenSoon fails the test unless the waiter got the lock within 3s of its

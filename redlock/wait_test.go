@@ -205,15 +205,7 @@ func TestLateGrantRetriesSoon(t *testing.T) {
 	clients := []*redis.Client{slow.NewClient(), c.clients[1], c.clients[2]}
 	t.Cleanup(func() { _ = clients[0].Close() })
 	answers := make(chan redlock.NodeEvent, 100)
-	l := newLocker(t, clients, redlock.WithObserver(nodeAnswers{key: "late", ch: answers}))
-	got := make(chan error, 1)
-	go func() {
-		lock, err := l.Obtain(boundedCtx(t), "late", redlock.WithRetry(redlock.LinearBackoff(time.Minute)))
-		if err == nil {
-			err = lock.Release(context.Background())
-		}
-		got <- err
-	}()
+	got := waiter(t, newLocker(t, clients, redlock.WithObserver(nodeAnswers{key: "late", ch: answers})), "late")
 	awaitAnswer(t, answers, 0, redlock.OutcomeOK)
 	// The holder lets go of node 1, and its announcement is lost.
 	if err := c.clients[1].Del(t.Context(), "late").Err(); err != nil {
