@@ -64,11 +64,13 @@ func TestObtainMultiOverlappingNoDeadlock(t *testing.T) {
 	if n := done.Load(); n != workers*rounds {
 		t.Fatalf("%d of %d multi-key locks done", n, workers*rounds)
 	}
-	for k := range keys {
-		if v := c.values(t, fmt.Sprint("m", k)); strings.Join(v, "") != "" {
-			t.Errorf("key m%d left behind: %q", k, v)
-		}
+	// A failed attempt's grant that came late is undone in the
+	// background, perhaps after the last Release returned.
+	names := make([]string, keys)
+	for k := range names {
+		names[k] = fmt.Sprint("m", k)
 	}
+	c.assertNone(t, names...)
 }
 
 // assertNone fails if any of keys stays on any node: a node that answered
