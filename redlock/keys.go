@@ -28,7 +28,8 @@ const (
 	// WithFencing).
 	fencePrefix = ReservedPrefix + "fence:"
 	// guardMarker and guardQuarantine are the restart guard's memory marker
-	// (no expiry) and quarantine, one of each per node.
+	// (no expiry) and quarantine, one of each per node. The guard's
+	// function also keeps guardMarker+":passed" (library.lua).
 	guardMarker     = ReservedPrefix + "guard:marker"
 	guardQuarantine = ReservedPrefix + "guard:quarantine"
 )

@@ -22,6 +22,16 @@ local evicted    -- evicted_keys at the last reading
 local evicting   -- the maxmemory-policy at the last reading, if it may evict
 local statsAt, memoryAt  -- when (server clock, ms) they were last read
 local statsMs, memoryMs = 1, 100
+-- passed is the stamp of the last check that let this node vote. That
+-- check also wrote it to the marker's key with ':passed' appended, with an
+-- expiry of statsMs: while that key holds passed, the check needs none of
+-- TIME, INFO, the marker or the quarantine (one GET, not TIME, GET and
+-- PTTL: most of what the check costs). The key lives in the data, so a
+-- flush takes it away with the marker; it expires by the server's clock,
+-- so the readings it stands for are at most one millisecond older than
+-- the check's own rule allows; and passed is empty in a library created
+-- anew (a restart), so a key from an earlier run never counts.
+local passed
 -- batching is set while a batch runs (see batch below): guard then keeps
 -- its last answer (verdict, false for none) with what it was asked
 -- (checked: marker, quarantine and maximum TTL). Nothing else runs on the
@@ -85,6 +95,10 @@ local function guard(marker, quarantine, maxTTL)
 end
 
 check = function(marker, quarantine, maxTTL)
+  local recent = marker .. ':passed'
+  if passed and redis.pcall('GET', recent) == passed then
+    return nil
+  end
   local t = redis.call('TIME')
   local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
   if stale(statsAt, now, statsMs) then
@@ -107,6 +121,9 @@ check = function(marker, quarantine, maxTTL)
   if left > 0 then
     return redis.error_reply('ABSTAIN node lost its memory, abstains for ' .. left .. ' ms more')
   end
+  -- A user that may not write the key only goes without the saving.
+  passed = stamp
+  redis.pcall('SET', recent, stamp, 'PX', statsMs)
 end
 
 local plainAcquire = function(KEYS, ARGV)
