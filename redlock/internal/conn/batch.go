@@ -110,6 +110,9 @@ func batchable(c *Call) bool {
 	return ok && n >= 0 && 3+n <= len(c.Cmd)
 }
 
+// batchFn is scripts.Batch, boxed once.
+var batchFn any = scripts.Batch
+
 // batchLine is the FCALL of scripts.Batch that runs the calls of batch at
 // indexes (see library.lua): every call's keys, then the count, each
 // call's function and numbers of keys and arguments, and every call's
@@ -123,7 +126,7 @@ func batchLine(batch []*Call, indexes []int) []any {
 		args += len(c.Cmd) - 3 - n
 	}
 	line := make([]any, 0, 4+keys+3*len(indexes)+args)
-	line = append(line, "fcall", scripts.Batch, keys)
+	line = append(line, "fcall", batchFn, keys)
 	for _, i := range indexes {
 		c := batch[i]
 		line = append(line, c.Cmd[3:3+c.Cmd[2].(int)]...)
@@ -132,7 +135,7 @@ func batchLine(batch []*Call, indexes []int) []any {
 	for _, i := range indexes {
 		c := batch[i]
 		n := c.Cmd[2].(int)
-		line = append(line, c.Script.Fn, n, len(c.Cmd)-3-n)
+		line = append(line, c.Script.FnArg, n, len(c.Cmd)-3-n)
 	}
 	for _, i := range indexes {
 		c := batch[i]

@@ -60,7 +60,8 @@ type Call struct {
 	// share one.
 	Queue string
 	// Cmd is the EVALSHA command line (see EvalSha), built once for all
-	// nodes of a round and shared by their calls (read only).
+	// nodes of a round and shared by their calls (read only, its array
+	// beyond its length included).
 	Cmd []any
 	// Reply receives the call's outcome exactly once, from a worker or
 	// from the caller's own goroutine; the pipe does not touch the call
@@ -117,14 +118,42 @@ type ReplyFunc func(cmd *redis.Cmd)
 func (f ReplyFunc) Reply(cmd *redis.Cmd) { f(cmd) }
 
 // EvalSha builds the EVALSHA command line of a script call, once for all
-// nodes of a round.
+// nodes of a round. For a script with a function of the guard's library
+// (Script.Fn), the same call's FCALL line follows in the same array,
+// beyond the returned line's length, for the nodes that have the library
+// (see fcallLine): built once too, not once per node.
 func EvalSha(s *scripts.Script, keys []string, args []any) []any {
-	cmd := make([]any, 0, 3+len(keys)+len(args))
+	n := 3 + len(keys) + len(args)
+	size := n
+	if s.Fn != "" {
+		size = 2 * n
+	}
+	cmd := make([]any, 0, size)
 	cmd = append(cmd, "evalsha", s.SHA, len(keys))
 	for _, k := range keys {
 		cmd = append(cmd, k)
 	}
-	return append(cmd, args...)
+	cmd = append(cmd, args...)
+	if s.Fn != "" {
+		fc := append(cmd[n:n], cmd...)
+		fc[0], fc[1] = "fcall", s.FnArg
+	}
+	return cmd
+}
+
+// fcallLine returns call c's FCALL line: the one EvalSha put beyond c.Cmd,
+// or else a copy of c.Cmd with FCALL and the function in front.
+func fcallLine(c *Call) []any {
+	n := len(c.Cmd)
+	if cap(c.Cmd) >= 2*n && n > 0 {
+		if fc := c.Cmd[n : 2*n : 2*n]; fc[0] == "fcall" && fc[1] == c.Script.FnArg {
+			return fc
+		}
+	}
+	cmd := make([]any, n)
+	copy(cmd, c.Cmd)
+	cmd[0], cmd[1] = "fcall", c.Script.FnArg
+	return cmd
 }
 
 // evalSrc is the same call with the script's source, for a node that lost

@@ -312,10 +312,7 @@ func (w *worker) line(c *Call) []any {
 	if !w.fn || c.Script == nil || c.Script.Fn == "" {
 		return c.Cmd
 	}
-	cmd := make([]any, len(c.Cmd))
-	copy(cmd, c.Cmd)
-	cmd[0], cmd[1] = "fcall", c.Script.Fn
-	return cmd
+	return fcallLine(c)
 }
 
 // deadlineCtx is a worker's reusable context: it carries only a deadline,

@@ -26,6 +26,8 @@ type Script struct {
 	// script does: a node that has the library gets FCALL Fn instead of
 	// EVALSHA, the same keys and arguments.
 	Fn string
+	// FnArg is Fn as a command argument, boxed once (as SHA).
+	FnArg any
 	// guarded is the variant for a call with the restart guard on (see
 	// Guarded); nil: the script itself.
 	guarded *Script
@@ -211,7 +213,8 @@ func newLibrary() (string, string) {
 		"acquire": Acquire, "acquire_multi": AcquireMulti, "handoff": Handoff,
 		"acquire_slot": AcquireSlot, "rw_read": RWRead, "rw_write": RWWrite,
 	} {
-		s.guarded = &Script{Script: s.Script, Src: s.Src, SHA: s.SHA, Fn: name + "_" + fn}
+		fn := name + "_" + fn
+		s.guarded = &Script{Script: s.Script, Src: s.Src, SHA: s.SHA, Fn: fn, FnArg: fn}
 	}
 	return "#!lua name=" + name + "\n" + strings.ReplaceAll(src, "--[[name]]", name), name + "_batch"
 }
