@@ -378,19 +378,20 @@ func TestGuardServerTime(t *testing.T) {
 		}
 		took := time.Since(began)
 		calls, _, usec := cmdStat(t, admin, v.cmd)
-		// The function's acquisitions that were sent together go as one
-		// FCALL of the library's batch.
-		if calls != n && (v.cmd != "fcall" || calls < 1 || calls > n) {
+		if calls != n {
 			t.Fatalf("%s: %v calls of %s for %d acquisitions", v.name, calls, v.cmd, n)
 		}
 		t.Logf("%-24s %v calls of %s for %d acquisitions", v.name, calls, v.cmd, n)
 		perCall[i] = usec / n
 		// What makes the function cheaper, by construction: it reads
 		// INFO at most once a millisecond (the eviction count; the
-		// policy every 100 ms), the script at every call. The server
-		// counts the INFO calls its scripts and functions make; a few
-		// more are the new connections' set-ups and cmdStat's own.
+		// policy every 100 ms), the script at every call; and a check
+		// that passed spares the next millisecond's their TIME. The
+		// server counts the INFO and TIME calls its scripts and
+		// functions make; a few more INFO calls are the new
+		// connections' set-ups and cmdStat's own.
 		infos, _, _ := cmdStat(t, admin, "info")
+		times, _, _ := cmdStat(t, admin, "time")
 		ms := float64(took.Milliseconds()) + 1
 		switch {
 		case v.opts == nil && infos > 10:
@@ -399,8 +400,10 @@ func TestGuardServerTime(t *testing.T) {
 			t.Errorf("%s: %v INFO calls for %d acquisitions, want one each", v.name, infos, n)
 		case v.cmd == "fcall" && infos > 2*ms+10:
 			t.Errorf("%s: %v INFO calls in %v (%d acquisitions), want at most about one a millisecond", v.name, infos, took, n)
+		case v.cmd == "fcall" && times > 2*ms+10:
+			t.Errorf("%s: %v TIME calls in %v (%d acquisitions), want at most about one a millisecond", v.name, times, took, n)
 		}
-		t.Logf("%-24s %v INFO calls in %v", v.name, infos, took)
+		t.Logf("%-24s %v INFO and %v TIME calls in %v", v.name, infos, times, took)
 		loads, refused, _ = cmdStat(t, admin, "function|load")
 		if loads += refused + before; (v.opts == nil) != (loads == 0) {
 			t.Errorf("%s: FUNCTION LOAD sent %v times, want it with the guard only", v.name, loads)

@@ -121,7 +121,7 @@ func (f ReplyFunc) Reply(cmd *redis.Cmd) { f(cmd) }
 // nodes of a round. For a script with a function of the guard's library
 // (Script.Fn), the same call's FCALL line follows in the same array,
 // beyond the returned line's length, for the nodes that have the library
-// (see fcallLine): built once too, not once per node.
+// (see the worker's line): built once too, not once per node.
 func EvalSha(s *scripts.Script, keys []string, args []any) []any {
 	n := 3 + len(keys) + len(args)
 	size := n
@@ -138,21 +138,6 @@ func EvalSha(s *scripts.Script, keys []string, args []any) []any {
 		fc := append(cmd[n:n], cmd...)
 		fc[0], fc[1] = "fcall", s.FnArg
 	}
-	return cmd
-}
-
-// fcallLine returns call c's FCALL line: the one EvalSha put beyond c.Cmd,
-// or else a copy of c.Cmd with FCALL and the function in front.
-func fcallLine(c *Call) []any {
-	n := len(c.Cmd)
-	if cap(c.Cmd) >= 2*n && n > 0 {
-		if fc := c.Cmd[n : 2*n : 2*n]; fc[0] == "fcall" && fc[1] == c.Script.FnArg {
-			return fc
-		}
-	}
-	cmd := make([]any, n)
-	copy(cmd, c.Cmd)
-	cmd[0], cmd[1] = "fcall", c.Script.FnArg
 	return cmd
 }
 

@@ -232,27 +232,27 @@ func (w *worker) send(batch []*Call, timeout time.Duration, now time.Time) []*re
 		// The batch gets a node timeout of its own after the set-up.
 		w.ctx.deadline = time.Now().Add(timeout)
 	}
-	cmds, out, runs := w.wire(ctx, batch)
-	if len(out) == 1 {
-		_ = w.conn.Process(ctx, out[0]) // the error is the command's
+	cmds := make([]*redis.Cmd, len(batch))
+	for i, c := range batch {
+		cmds[i] = redis.NewCmd(ctx, w.line(c)...)
+	}
+	if len(cmds) == 1 {
+		_ = w.conn.Process(ctx, cmds[0]) // the error is the command's
 	} else {
 		pl := w.conn.Pipeline()
-		for _, cmd := range out {
+		for _, cmd := range cmds {
 			_ = pl.Process(ctx, cmd)
 		}
 		if _, err := pl.Exec(ctx); err != nil {
 			// Per-command errors are read below; but go-redis leaves an
 			// error of the connection's setup (a wrong password, say) off
 			// the commands of a pipeline: give it to those with no reply.
-			for _, cmd := range out {
+			for _, cmd := range cmds {
 				if cmd.Err() == nil && cmd.Val() == nil {
 					cmd.SetErr(err)
 				}
 			}
 		}
-	}
-	for _, r := range runs {
-		spread(r, cmds)
 	}
 	// A node that lost its script cache while we stayed connected (SCRIPT
 	// FLUSH) answers NOSCRIPT: send those calls again with the script's
@@ -312,7 +312,17 @@ func (w *worker) line(c *Call) []any {
 	if !w.fn || c.Script == nil || c.Script.Fn == "" {
 		return c.Cmd
 	}
-	return fcallLine(c)
+	// The FCALL line EvalSha put beyond c.Cmd, or else a copy.
+	n := len(c.Cmd)
+	if cap(c.Cmd) >= 2*n && n > 0 {
+		if fc := c.Cmd[n : 2*n : 2*n]; fc[0] == "fcall" && fc[1] == c.Script.FnArg {
+			return fc
+		}
+	}
+	cmd := make([]any, n)
+	copy(cmd, c.Cmd)
+	cmd[0], cmd[1] = "fcall", c.Script.FnArg
+	return cmd
 }
 
 // deadlineCtx is a worker's reusable context: it carries only a deadline,

@@ -32,12 +32,6 @@ local statsMs, memoryMs = 1, 100
 -- the check's own rule allows; and passed is empty in a library created
 -- anew (a restart), so a key from an earlier run never counts.
 local passed
--- batching is set while a batch runs (see batch below): guard then keeps
--- its last answer (verdict, false for none) with what it was asked
--- (checked: marker, quarantine and maximum TTL). Nothing else runs on the
--- server until the batch ends, so a second check would find what the
--- first did.
-local batching, checked, verdict = false, nil, false
 
 local function field(info, name, pattern)
   local i = string.find(info, '\r\n' .. name .. ':', 1, true)
@@ -83,18 +77,7 @@ end
 -- the maximum TTL in ms: nil when the node may vote, else its ABSTAIN
 -- error. The marker's stamp is acquire.lua's (run_id and evicted_keys), so
 -- that the script and this function agree on a server.
-local check
 local function guard(marker, quarantine, maxTTL)
-  if not batching then
-    return check(marker, quarantine, maxTTL)
-  end
-  if not (checked and checked[1] == marker and checked[2] == quarantine and checked[3] == maxTTL) then
-    checked, verdict = {marker, quarantine, maxTTL}, check(marker, quarantine, maxTTL) or false
-  end
-  return verdict or nil
-end
-
-check = function(marker, quarantine, maxTTL)
   local recent = marker .. ':passed'
   if passed and redis.pcall('GET', recent) == passed then
     return nil
@@ -144,95 +127,24 @@ local function acquire(KEYS, ARGV)
   return plainAcquire(KEYS, ARGV)
 end
 
--- fns are the functions below by their registered names, for batch. Called
--- on their own, they first end any batching a batch may have left (it
--- never does, but a guard must not hang on that).
-local fns = {}
-local function register(name, f)
-  fns[name] = f
-  redis.register_function(name, function(KEYS, ARGV)
-    batching, checked = false, nil
-    return f(KEYS, ARGV)
-  end)
-end
+redis.register_function('--[[name]]_acquire', acquire)
 
-register('--[[name]]_acquire', acquire)
-
-register('--[[name]]_acquire_multi', function(KEYS, ARGV)
+redis.register_function('--[[name]]_acquire_multi', function(KEYS, ARGV)
 --[[acquire_multi.lua]]
 end)
 
-register('--[[name]]_handoff', function(KEYS, ARGV)
+redis.register_function('--[[name]]_handoff', function(KEYS, ARGV)
 --[[handoff.lua]]
 end)
 
-register('--[[name]]_acquire_slot', function(KEYS, ARGV)
+redis.register_function('--[[name]]_acquire_slot', function(KEYS, ARGV)
 --[[acquire_slot.lua]]
 end)
 
-register('--[[name]]_rw_read', function(KEYS, ARGV)
+redis.register_function('--[[name]]_rw_read', function(KEYS, ARGV)
 --[[rw_read.lua]]
 end)
 
-register('--[[name]]_rw_write', function(KEYS, ARGV)
+redis.register_function('--[[name]]_rw_write', function(KEYS, ARGV)
 --[[rw_write.lua]]
-end)
-
--- batch runs several calls of the functions above in one step, with one
--- guard check for all (guard, batching): what a client's pipelined batch
--- of guarded acquisitions costs the server is then one check, not one per
--- call. Nothing runs on the server between its calls, so each is as
--- guarded as if it had checked for itself.
---
--- ARGV[1]   m, the number of calls
--- ARGV[2..] for each call, its function's name, its number of keys and
---           its number of arguments; then every call's arguments, in order
--- KEYS      every call's keys, in order
---
--- Returns an array of m replies, each what its function returned, an error
--- reply for a call that raised one (the other calls go on).
-local function unpackFrom(t, from, n)
-  local out = {}
-  for i = 1, n do
-    out[i] = t[from + i - 1]
-  end
-  return out
-end
-
-local function runBatch(KEYS, ARGV)
-  local m = tonumber(ARGV[1])
-  local k, a = 1, 2 + 3 * m
-  local out = {}
-  for i = 1, m do
-    local f = fns[ARGV[3 * i - 1]]
-    local nk, na = tonumber(ARGV[3 * i]), tonumber(ARGV[3 * i + 1])
-    local ok, r
-    if f then
-      ok, r = pcall(f, unpackFrom(KEYS, k, nk), unpackFrom(ARGV, a, na))
-    else
-      ok, r = false, 'no function ' .. ARGV[3 * i - 1] .. ' in this library'
-    end
-    if not ok then
-      if type(r) == 'table' and r.err then
-        r = redis.error_reply(r.err)
-      else
-        r = redis.error_reply(tostring(r))
-      end
-    elseif r == nil then
-      r = false
-    end
-    out[i] = r
-    k, a = k + nk, a + na
-  end
-  return out
-end
-
-redis.register_function('--[[name]]_batch', function(KEYS, ARGV)
-  batching, checked = true, nil
-  local ok, out = pcall(runBatch, KEYS, ARGV)
-  batching, checked = false, nil
-  if not ok then
-    return redis.error_reply('ERR batch: ' .. tostring(type(out) == 'table' and out.err or out))
-  end
-  return out
 end)

@@ -186,15 +186,11 @@ var (
 // library runs it, guard included, as before); its Fn is the library's
 // function that does the same with the guard's reading of INFO kept
 // between calls.
-//
-// Batch is its function that runs several calls of those functions in one
-// step, with one guard check for all (library.lua's batch; see BatchLine).
-var Library, Batch = newLibrary()
+var Library = newLibrary()
 
 // newLibrary pastes the scripts into library.lua, names it, and gives each
-// acquisition its guarded variant; it returns the library and its batch
-// function's name.
-func newLibrary() (string, string) {
+// acquisition its guarded variant.
+func newLibrary() string {
 	// Inside the library's functions, the scripts' acquire.lua is the
 	// guarded one (library.lua's acquire), called as the scripts call theirs.
 	guarded := "return acquire(KEYS, ARGV)"
@@ -216,7 +212,7 @@ func newLibrary() (string, string) {
 		fn := name + "_" + fn
 		s.guarded = &Script{Script: s.Script, Src: s.Src, SHA: s.SHA, Fn: fn, FnArg: fn}
 	}
-	return "#!lua name=" + name + "\n" + strings.ReplaceAll(src, "--[[name]]", name), name + "_batch"
+	return "#!lua name=" + name + "\n" + strings.ReplaceAll(src, "--[[name]]", name)
 }
 
 // Guarded returns s's guarded variant when guard is true and s has one

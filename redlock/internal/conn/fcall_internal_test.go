@@ -2,6 +2,7 @@ package conn
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -58,13 +59,12 @@ func calls(t *testing.T, c *redis.Client, cmd string) int {
 	return n
 }
 
-// A run of guarded acquisitions in a batch goes as one call of the
-// library's batch function, each answered as on its own: one that raises
-// an error does not fail the others. A server that lost the library while
-// the connection stayed open answers the batch "Function not found": each
-// acquisition goes again as its script, which guards on its own, and the
-// library is loaded again.
-func TestBatchOfGuardedAcquisitions(t *testing.T) {
+// Guarded acquisitions in one batch each go as an FCALL of their function,
+// each answered on its own: one that raises an error does not fail the
+// others. A server that lost the library while the connection stayed open
+// answers "Function not found": each acquisition goes again as its
+// script, which guards on its own, and the library is loaded again.
+func TestPipelinedGuardedAcquisitions(t *testing.T) {
 	c, w := functionWorker(t)
 	ctx := context.Background()
 	got := make(chan *redis.Cmd, 3)
@@ -78,8 +78,8 @@ func TestBatchOfGuardedAcquisitions(t *testing.T) {
 	}
 	w.exec([]*Call{guardedAcquire("a", 0, got), guardedAcquire("b", 0, got), guardedAcquire("c", 0, got)})
 	r := replies()
-	if n := calls(t, c, "fcall"); n != 1 || !w.fn {
-		t.Fatalf("%d FCALLs for a batch of 3 function calls (library loaded: %v), want 1", n, w.fn)
+	if n := calls(t, c, "fcall"); n != 3 || !w.fn {
+		t.Fatalf("%d FCALLs for a batch of 3 function calls (library loaded: %v), want 3", n, w.fn)
 	}
 	for i, want := range []string{"", "WRONGTYPE", ""} {
 		if err := r[i].Err(); (err == nil) != (want == "") || err != nil && !strings.Contains(err.Error(), want) {
@@ -114,38 +114,30 @@ func TestBatchOfGuardedAcquisitions(t *testing.T) {
 	}
 }
 
-// Guarded acquisitions sent together move up to the first of them, past
-// the calls between, but never past a call on one of their keys: a
-// release of key b, then an acquisition of b, reach the node in that order.
-func TestBatchKeepsOrderOfEachKey(t *testing.T) {
-	c, w := functionWorker(t)
-	ctx := context.Background()
-	got := make(chan *redis.Cmd, 3)
-	release := func(key string) *Call {
-		keys := []string{key}
-		return &Call{Timeout: time.Second, Script: scripts.Release, Keys: keys,
-			Cmd: EvalSha(scripts.Release, keys, []any{"other\x00", "", 0, "1"}), Reply: ReplyFunc(func(cmd *redis.Cmd) { got <- cmd })}
+// A guarded call's FCALL line is its EVALSHA line with FCALL and its
+// function in front; EvalSha builds it once, beyond the EVALSHA line, and
+// a call whose line was built otherwise gets a copy.
+func TestFCALLLine(t *testing.T) {
+	got := make(chan *redis.Cmd)
+	c := guardedAcquire("k", 10000, got)
+	w := &worker{fn: true}
+	want := append([]any{"fcall", c.Script.Fn}, c.Cmd[2:]...)
+	fc := w.line(c)
+	if !slices.Equal(fc, want) {
+		t.Fatalf("FCALL line %v, want %v", fc, want)
 	}
-	for _, tc := range []struct {
-		released string
-		fcalls   int
-	}{
-		{"x", 1}, // not a key of theirs: the acquisitions go as one batch
-		{"b", 2}, // the acquisition of b waits for the release of b
-	} {
-		for _, err := range []error{c.FlushAll(ctx).Err(), c.ConfigResetStat(ctx).Err(),
-			c.Set(ctx, tc.released, "other\x001\x00", time.Minute).Err()} {
-			if err != nil {
-				t.Fatal(err)
-			}
-		}
-		w.exec([]*Call{guardedAcquire("a", 0, got), release(tc.released), guardedAcquire("b", 0, got)})
-		r := []*redis.Cmd{<-got, <-got, <-got}
-		if v, err := r[2].Int64(); err != nil || v != 0 {
-			t.Fatalf("%s released between: the acquisition of b answered %v, %v, want granted (0)", tc.released, v, err)
-		}
-		if n := calls(t, c, "fcall"); n != tc.fcalls {
-			t.Fatalf("%s released between: %d FCALLs, want %d", tc.released, n, tc.fcalls)
-		}
+	if &fc[0] != &c.Cmd[:cap(c.Cmd)][len(c.Cmd)] {
+		t.Errorf("the FCALL line is not the one EvalSha built")
+	}
+	if c.Cmd[0] != "evalsha" {
+		t.Errorf("the EVALSHA line became %v", c.Cmd)
+	}
+	c.Cmd = slices.Clip(slices.Clone(c.Cmd))
+	if fc := w.line(c); !slices.Equal(fc, want) {
+		t.Fatalf("FCALL line of a line without room %v, want %v", fc, want)
+	}
+	plain := EvalSha(scripts.Acquire, []string{"k"}, []any{"v", 1, "p"})
+	if cap(plain) != len(plain) {
+		t.Errorf("EvalSha of a script without a function: capacity %d for %d", cap(plain), len(plain))
 	}
 }
