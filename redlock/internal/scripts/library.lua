@@ -32,6 +32,10 @@ local statsMs, memoryMs = 1, 100
 -- the check's own rule allows; and passed is empty in a library created
 -- anew (a restart), so a key from an earlier run never counts.
 local passed
+-- quarantinedUntil is when (server clock, ms) the quarantine last seen
+-- running ends: its key gone before then makes the check read the
+-- eviction count at once (see guard).
+local quarantinedUntil
 
 local function field(info, name, pattern)
   local i = string.find(info, '\r\n' .. name .. ':', 1, true)
@@ -77,13 +81,9 @@ end
 -- the maximum TTL in ms: nil when the node may vote, else its ABSTAIN
 -- error. The marker's stamp is acquire.lua's (run_id and evicted_keys), so
 -- that the script and this function agree on a server.
-local function guard(marker, quarantine, maxTTL)
-  local recent = marker .. ':passed'
-  if passed and redis.pcall('GET', recent) == passed then
-    return nil
-  end
-  local t = redis.call('TIME')
-  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+-- vote is guard's check past the passed key, at now (server clock, ms):
+-- nil and the stamp when the node may vote, else its ABSTAIN error.
+local function vote(now, marker, quarantine, maxTTL)
   if stale(statsAt, now, statsMs) then
     local err = readInfo(now)
     if err then
@@ -102,10 +102,34 @@ local function guard(marker, quarantine, maxTTL)
   end
   local left = redis.call('PTTL', quarantine)
   if left > 0 then
+    quarantinedUntil = now + left
     return redis.error_reply('ABSTAIN node lost its memory, abstains for ' .. left .. ' ms more')
   end
+  return nil, stamp
+end
+
+local function guard(marker, quarantine, maxTTL)
+  local recent = marker .. ':passed'
+  if passed and redis.pcall('GET', recent) == passed then
+    return nil
+  end
+  local t = redis.call('TIME')
+  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  local err, stamp = vote(now, marker, quarantine, maxTTL)
+  if not err and quarantinedUntil and now < quarantinedUntil then
+    -- The quarantine's key is gone before its time: deleted on purpose
+    -- (Bootstrap's ClearQuarantine), or evicted, as a key with a TTL is
+    -- under a volatile-* policy switched on at run time. An eviction
+    -- moved the count: read it now, not a millisecond later, or a node
+    -- whose quarantine keeps being evicted would vote between readings.
+    statsAt = nil
+    err, stamp = vote(now, marker, quarantine, maxTTL)
+  end
+  if err then
+    return err
+  end
   -- A user that may not write the key only goes without the saving.
-  passed = stamp
+  quarantinedUntil, passed = nil, stamp
   redis.pcall('SET', recent, stamp, 'PX', statsMs)
 end
 

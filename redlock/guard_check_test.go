@@ -1,0 +1,137 @@
+package redlock_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/quorumlock/redlock/redlock/internal/scripts"
+)
+
+// The guard's function spares the checks that follow a passed one for a
+// millisecond of the server's clock (library.lua's passed key): inside one
+// transaction (MULTI/EXEC, no time passes for the server's keys), a
+// hundred guarded acquisitions cost the server a TIME or two, not a
+// hundred; and a FLUSHALL among them, which takes the key away with the
+// marker, is seen by the very next acquisition.
+func TestGuardPassedCheckSparesTheNext(t *testing.T) {
+	const n = 100
+	c := newCluster(t, 1)
+	l := c.locker(t, guardOpts...)
+	if err := l.Bootstrap(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	// The Locker's connection loads the library; its check stamps nothing
+	// more (Bootstrap did), and lets the node vote.
+	lock := mustObtain(t, l, "loaded")
+	if err := lock.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	cl := c.clients[0]
+	acquire := func(p redis.Pipeliner, key string) *redis.Cmd {
+		keys := []string{key, "redlock:fence:" + key, "redlock:guard:marker", "redlock:guard:quarantine"}
+		return p.FCall(t.Context(), scripts.Acquire.Guarded(true).Fn, keys, "t\x001\x00", 10000, "t\x00", "0", 10000, 60000, 0)
+	}
+
+	if err := cl.ConfigResetStat(t.Context()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	tx := cl.TxPipeline()
+	cmds := make([]*redis.Cmd, n)
+	for i := range cmds {
+		cmds[i] = acquire(tx, "k"+strings.Repeat("x", i))
+	}
+	if _, err := tx.Exec(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	for i, cmd := range cmds {
+		if v, err := cmd.Int64(); err != nil || v != 0 {
+			t.Fatalf("acquisition %d of %d in one transaction: %v %v, want granted (0)", i, n, v, err)
+		}
+	}
+	times, _, _ := cmdStat(t, cl, "time")
+	infos, _, _ := cmdStat(t, cl, "info")
+	if times > n/2 {
+		t.Errorf("%d guarded acquisitions in one transaction called TIME %v times, want a few (the first check's)", n, times)
+	}
+	t.Logf("%d guarded acquisitions in one transaction: %v TIME, %v INFO", n, times, infos)
+
+	tx = cl.TxPipeline()
+	before := acquire(tx, "before")
+	tx.FlushAll(t.Context())
+	after := acquire(tx, "after")
+	_, err := tx.Exec(t.Context())
+	if v, err := before.Int64(); err != nil || v != 0 {
+		t.Fatalf("the acquisition before FLUSHALL: %v %v, want granted (0)", v, err)
+	}
+	if err == nil || !strings.HasPrefix(after.Err().Error(), "ABSTAIN node lost its memory") {
+		t.Fatalf("the acquisition right after FLUSHALL (same transaction): %v (%v), want ABSTAIN node lost its memory", after.Err(), err)
+	}
+}
+
+// A quarantine whose key goes before its time (evicted, as a key with a
+// TTL is under a volatile-* policy switched on at run time) does not let
+// the node vote on an eviction count read before the eviction: the check
+// reads the count again at once. Inside one transaction, so that no
+// millisecond passes between the calls: the quarantine's key deleted and
+// the count moved (CONFIG RESETSTAT), as an eviction of that key leaves
+// them, keep the node out; the key deleted alone (Bootstrap's
+// ClearQuarantine) lets it vote at once, as before.
+func TestGuardQuarantineEvictedKeepsNodeOut(t *testing.T) {
+	c := newCluster(t, 1)
+	l := c.locker(t, guardOpts...)
+	if err := l.Bootstrap(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	lock := mustObtain(t, l, "loaded")
+	if err := lock.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	cl := c.clients[0]
+	// Some keys evicted: the count the next check reads is not the
+	// marker's.
+	configSet(t, cl, "maxmemory-policy", "volatile-lru", "maxmemory", "4mb")
+	if err := cl.Set(t.Context(), "victim", "x", time.Hour).Err(); err != nil {
+		t.Fatal(err)
+	}
+	evict(t, cl, "victim")
+	configSet(t, cl, "maxmemory", "0", "maxmemory-policy", "noeviction")
+
+	acquire := func(p redis.Pipeliner, key string) *redis.Cmd {
+		keys := []string{key, "redlock:fence:" + key, "redlock:guard:marker", "redlock:guard:quarantine"}
+		return p.FCall(t.Context(), scripts.Acquire.Guarded(true).Fn, keys, "t\x001\x00", 10000, "t\x00", "0", 10000, 60000, 0)
+	}
+	const abstain = "ABSTAIN node lost its memory"
+	for _, step := range []struct {
+		name      string
+		resetStat bool
+		want      string // "" for granted
+	}{
+		{"the quarantine's key evicted", true, abstain},
+		{"the quarantine's key deleted on purpose", false, ""},
+	} {
+		tx := cl.TxPipeline()
+		first := acquire(tx, "first")
+		tx.Del(t.Context(), "redlock:guard:quarantine")
+		if step.resetStat {
+			tx.ConfigResetStat(t.Context())
+		}
+		second := acquire(tx, "second")
+		_, _ = tx.Exec(t.Context()) // each command's error is read below
+		if err := first.Err(); err == nil || !strings.HasPrefix(err.Error(), abstain) {
+			t.Fatalf("%s: the acquisition before: %v, want %s", step.name, err, abstain)
+		}
+		err := second.Err()
+		switch {
+		case step.want == "" && err != nil:
+			t.Fatalf("%s: the acquisition after: %v, want granted", step.name, err)
+		case step.want != "" && (err == nil || !strings.HasPrefix(err.Error(), step.want)):
+			t.Fatalf("%s: the acquisition after: %v (%v), want %s", step.name, second.Val(), err, step.want)
+		}
+		if err := cl.Del(t.Context(), "first", "second").Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
