@@ -30,7 +30,7 @@ func TestGuardPassedCheckSparesTheNext(t *testing.T) {
 		t.Fatal(err)
 	}
 	cl := c.clients[0]
-	acquire := func(p redis.Pipeliner, key string) *redis.Cmd {
+	acquire := func(p redis.Cmdable, key string) *redis.Cmd {
 		keys := []string{key, "redlock:fence:" + key, "redlock:guard:marker", "redlock:guard:quarantine"}
 		return p.FCall(t.Context(), scripts.Acquire.Guarded(true).Fn, keys, "t\x001\x00", 10000, "t\x00", "0", 10000, 60000, 0)
 	}
@@ -57,6 +57,21 @@ func TestGuardPassedCheckSparesTheNext(t *testing.T) {
 		t.Errorf("%d guarded acquisitions in one transaction called TIME %v times, want a few (the first check's)", n, times)
 	}
 	t.Logf("%d guarded acquisitions in one transaction: %v TIME, %v INFO", n, times, infos)
+
+	// Checks far apart (a quiet node) write no passed key, which would
+	// expire unread: each acquisition's one SET is its lock key's.
+	if err := cl.ConfigResetStat(t.Context()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		time.Sleep(3 * time.Millisecond) // time must pass here: two ticks of the server's clock
+		if v, err := acquire(cl, "quiet"+strings.Repeat("x", i)).Int64(); err != nil || v != 0 {
+			t.Fatalf("quiet acquisition %d: %v %v, want granted (0)", i, v, err)
+		}
+	}
+	if sets, _, _ := cmdStat(t, cl, "set"); sets != 3 {
+		t.Errorf("3 guarded acquisitions 3 ms apart made %v SETs, want 3 (no passed key)", sets)
+	}
 
 	tx = cl.TxPipeline()
 	before := acquire(tx, "before")

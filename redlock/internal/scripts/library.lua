@@ -36,6 +36,11 @@ local passed
 -- running ends: its key gone before then makes the check read the
 -- eviction count at once (see guard).
 local quarantinedUntil
+-- checkedAt is when (server clock, ms) the check last ran past the passed
+-- key: the key is written only where checks come within statsMs of each
+-- other, as it would expire unread otherwise (no write per call at a low
+-- rate of calls).
+local checkedAt
 
 local function field(info, name, pattern)
   local i = string.find(info, '\r\n' .. name .. ':', 1, true)
@@ -115,6 +120,8 @@ local function guard(marker, quarantine, maxTTL)
   end
   local t = redis.call('TIME')
   local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  local close = checkedAt and now >= checkedAt and now - checkedAt <= statsMs
+  checkedAt = now
   local err, stamp = vote(now, marker, quarantine, maxTTL)
   if not err and quarantinedUntil and now < quarantinedUntil then
     -- The quarantine's key is gone before its time: deleted on purpose
@@ -128,9 +135,11 @@ local function guard(marker, quarantine, maxTTL)
   if err then
     return err
   end
-  -- A user that may not write the key only goes without the saving.
   quarantinedUntil, passed = nil, stamp
-  redis.pcall('SET', recent, stamp, 'PX', statsMs)
+  if close then
+    -- A user that may not write the key only goes without the saving.
+    redis.pcall('SET', recent, stamp, 'PX', statsMs)
+  end
 end
 
 local plainAcquire = function(KEYS, ARGV)
