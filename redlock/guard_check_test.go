@@ -10,14 +10,12 @@ import (
 	"github.com/quorumlock/redlock/redlock/internal/scripts"
 )
 
-// The guard's function spares the checks that follow a passed one for a
-// millisecond of the server's clock (library.lua's passed key): inside one
-// transaction (MULTI/EXEC, no time passes for the server's keys), a
-// hundred guarded acquisitions cost the server a TIME or two, not a
-// hundred; and a FLUSHALL among them, which takes the key away with the
-// marker, is seen by the very next acquisition.
-func TestGuardPassedCheckSparesTheNext(t *testing.T) {
-	const n = 100
+// guardedServer is one server that a guarded Locker has bootstrapped and
+// loaded the guard's library on, and one guarded acquisition of a key
+// there (the library's function, called directly), for tests of the
+// function's check.
+func guardedServer(t *testing.T) (*redis.Client, func(redis.Cmdable, string) *redis.Cmd) {
+	t.Helper()
 	c := newCluster(t, 1)
 	l := c.locker(t, guardOpts...)
 	if err := l.Bootstrap(t.Context()); err != nil {
@@ -29,11 +27,21 @@ func TestGuardPassedCheckSparesTheNext(t *testing.T) {
 	if err := lock.Release(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	cl := c.clients[0]
-	acquire := func(p redis.Cmdable, key string) *redis.Cmd {
+	return c.clients[0], func(p redis.Cmdable, key string) *redis.Cmd {
 		keys := []string{key, "redlock:fence:" + key, "redlock:guard:marker", "redlock:guard:quarantine"}
 		return p.FCall(t.Context(), scripts.Acquire.Guarded(true).Fn, keys, "t\x001\x00", 10000, "t\x00", "0", 10000, 60000, 0)
 	}
+}
+
+// The guard's function spares the checks that follow a passed one for a
+// millisecond of the server's clock (library.lua's passed key): inside one
+// transaction (MULTI/EXEC, no time passes for the server's keys), a
+// hundred guarded acquisitions cost the server a TIME or two, not a
+// hundred; and a FLUSHALL among them, which takes the key away with the
+// marker, is seen by the very next acquisition.
+func TestGuardPassedCheckSparesTheNext(t *testing.T) {
+	const n = 100
+	cl, acquire := guardedServer(t)
 
 	if err := cl.ConfigResetStat(t.Context()).Err(); err != nil {
 		t.Fatal(err)
@@ -95,16 +103,7 @@ func TestGuardPassedCheckSparesTheNext(t *testing.T) {
 // them, keep the node out; the key deleted alone (Bootstrap's
 // ClearQuarantine) lets it vote at once, as before.
 func TestGuardQuarantineEvictedKeepsNodeOut(t *testing.T) {
-	c := newCluster(t, 1)
-	l := c.locker(t, guardOpts...)
-	if err := l.Bootstrap(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	lock := mustObtain(t, l, "loaded")
-	if err := lock.Release(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	cl := c.clients[0]
+	cl, acquire := guardedServer(t)
 	// Some keys evicted: the count the next check reads is not the
 	// marker's.
 	configSet(t, cl, "maxmemory-policy", "volatile-lru", "maxmemory", "4mb")
@@ -114,10 +113,6 @@ func TestGuardQuarantineEvictedKeepsNodeOut(t *testing.T) {
 	evict(t, cl, "victim")
 	configSet(t, cl, "maxmemory", "0", "maxmemory-policy", "noeviction")
 
-	acquire := func(p redis.Pipeliner, key string) *redis.Cmd {
-		keys := []string{key, "redlock:fence:" + key, "redlock:guard:marker", "redlock:guard:quarantine"}
-		return p.FCall(t.Context(), scripts.Acquire.Guarded(true).Fn, keys, "t\x001\x00", 10000, "t\x00", "0", 10000, 60000, 0)
-	}
 	const abstain = "ABSTAIN node lost its memory"
 	for _, step := range []struct {
 		name      string
