@@ -1,12 +1,14 @@
 package redlock_test
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/quorumlock/redlock/redlock"
 	"github.com/quorumlock/redlock/redlock/internal/scripts"
 )
 
@@ -143,5 +145,36 @@ func TestGuardQuarantineEvictedKeepsNodeOut(t *testing.T) {
 		if err := cl.Del(t.Context(), "first", "second").Err(); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// A guarded acquisition that is not fenced goes in the function's lean
+// form (the lock key; value, TTL, prefix and maximum TTL): re-entry by
+// token, refusal of another token and release behave as in the full form.
+func TestGuardLeanAcquisitionKeepsHolds(t *testing.T) {
+	c := newCluster(t, 3)
+	l := c.locker(t, guardOpts...)
+	if err := l.Bootstrap(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	outer := mustObtain(t, l, "k")
+	inner := mustObtain(t, l, "k", redlock.WithToken(outer.Token()))
+	if _, err := l.TryObtain(t.Context(), "k"); !errors.Is(err, redlock.ErrNotObtained) {
+		t.Fatalf("another token while k is held: %v, want ErrNotObtained", err)
+	}
+	if err := inner.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	for i, cl := range c.clients {
+		if n, err := cl.Exists(t.Context(), "k").Result(); err != nil || n != 1 {
+			t.Fatalf("node %d after the inner release: %d keys (%v), want the outer hold kept", i, n, err)
+		}
+	}
+	if err := outer.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	c.assertNone(t, "k")
+	if calls, _, _ := cmdStat(t, c.clients[0], "fcall"); calls < 3 {
+		t.Fatalf("%v FCALLs for 3 guarded acquisitions, want them through the library", calls)
 	}
 }

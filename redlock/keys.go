@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/quorumlock/redlock/redlock/internal/scripts"
 )
 
 // ReservedPrefix starts every key and channel the library keeps for itself
@@ -28,10 +30,10 @@ const (
 	// WithFencing).
 	fencePrefix = ReservedPrefix + "fence:"
 	// guardMarker and guardQuarantine are the restart guard's memory marker
-	// (no expiry) and quarantine, one of each per node. The guard's
-	// function also keeps guardMarker+":passed" (library.lua).
-	guardMarker     = ReservedPrefix + "guard:marker"
-	guardQuarantine = ReservedPrefix + "guard:quarantine"
+	// (no expiry) and quarantine, one of each per node (named where the
+	// guard's function names them too).
+	guardMarker     = scripts.GuardMarker
+	guardQuarantine = scripts.GuardQuarantine
 )
 
 // ACLRule is the least a Redis user needs for everything the library does

@@ -115,22 +115,36 @@ func TestPipelinedGuardedAcquisitions(t *testing.T) {
 }
 
 // A guarded call's FCALL line is its EVALSHA line with FCALL and its
-// function in front; EvalSha builds it once, beyond the EVALSHA line, and
-// a call whose line was built otherwise gets a copy.
+// function in front, or for an acquisition that is not fenced the lean
+// form (the lock key; the value, TTL, prefix and maximum TTL); EvalSha
+// builds it once, beyond the EVALSHA line, and a call whose line was built
+// otherwise gets a copy in the full form.
 func TestFCALLLine(t *testing.T) {
 	got := make(chan *redis.Cmd)
-	c := guardedAcquire("k", 10000, got)
 	w := &worker{fn: true}
-	want := append([]any{"fcall", c.Script.Fn}, c.Cmd[2:]...)
+
+	c := guardedAcquire("k", 10000, got)
+	args := c.Cmd[3+4:]
 	fc := w.line(c)
-	if !slices.Equal(fc, want) {
-		t.Fatalf("FCALL line %v, want %v", fc, want)
+	name, _ := fc[1].(string)
+	if len(fc) != 8 || fc[0] != "fcall" || !strings.HasSuffix(name, "_acquire_lean") || fc[2] != 1 || fc[3] != "k" ||
+		!slices.Equal(fc[4:], []any{args[0], args[1], args[2], args[4]}) {
+		t.Fatalf("FCALL line of an acquisition that is not fenced: %v, want the lean form", fc)
 	}
 	if &fc[0] != &c.Cmd[:cap(c.Cmd)][len(c.Cmd)] {
 		t.Errorf("the FCALL line is not the one EvalSha built")
 	}
-	if c.Cmd[0] != "evalsha" {
+	if c.Cmd[0] != "evalsha" || len(c.Cmd) != 3+4+7 {
 		t.Errorf("the EVALSHA line became %v", c.Cmd)
+	}
+
+	// Fenced: the full form.
+	fenced := slices.Clone(c.Cmd)
+	fenced[3+4+3] = "1"
+	c.Cmd = EvalSha(c.Script, c.Keys, fenced[3+4:])
+	want := append([]any{"fcall", c.Script.Fn}, c.Cmd[2:]...)
+	if fc := w.line(c); !slices.Equal(fc, want) {
+		t.Fatalf("FCALL line of a fenced acquisition %v, want %v", fc, want)
 	}
 	c.Cmd = slices.Clip(slices.Clone(c.Cmd))
 	if fc := w.line(c); !slices.Equal(fc, want) {

@@ -119,25 +119,18 @@ func (f ReplyFunc) Reply(cmd *redis.Cmd) { f(cmd) }
 
 // EvalSha builds the EVALSHA command line of a script call, once for all
 // nodes of a round. For a script with a function of the guard's library
-// (Script.Fn), the same call's FCALL line follows in the same array,
-// beyond the returned line's length, for the nodes that have the library
-// (see the worker's line): built once too, not once per node.
+// (Script.Fn), the call's FCALL line (Script.AppendFCall) fills the same
+// array beyond the returned line's length, for the nodes that have the
+// library (see the worker's line): built once too, not once per node.
 func EvalSha(s *scripts.Script, keys []string, args []any) []any {
 	n := 3 + len(keys) + len(args)
-	size := n
-	if s.Fn != "" {
-		size = 2 * n
-	}
-	cmd := make([]any, 0, size)
+	cmd := make([]any, 0, n+s.FCallLen(keys, args))
 	cmd = append(cmd, "evalsha", s.SHA, len(keys))
 	for _, k := range keys {
 		cmd = append(cmd, k)
 	}
 	cmd = append(cmd, args...)
-	if s.Fn != "" {
-		fc := append(cmd[n:n], cmd...)
-		fc[0], fc[1] = "fcall", s.FnArg
-	}
+	_ = s.AppendFCall(cmd[n:], cmd)
 	return cmd
 }
 

@@ -313,13 +313,10 @@ func (w *worker) line(c *Call) []any {
 		return c.Cmd
 	}
 	// The FCALL line EvalSha put beyond c.Cmd, or else a copy.
-	n := len(c.Cmd)
-	if cap(c.Cmd) >= 2*n && n > 0 {
-		if fc := c.Cmd[n : 2*n : 2*n]; fc[0] == "fcall" && fc[1] == c.Script.FnArg {
-			return fc
-		}
+	if fc := c.Cmd[len(c.Cmd):cap(c.Cmd)]; len(fc) > 3 && fc[0] == "fcall" {
+		return fc
 	}
-	cmd := make([]any, n)
+	cmd := make([]any, len(c.Cmd))
 	copy(cmd, c.Cmd)
 	cmd[0], cmd[1] = "fcall", c.Script.FnArg
 	return cmd

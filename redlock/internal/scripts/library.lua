@@ -162,6 +162,24 @@ end
 
 redis.register_function('--[[name]]_acquire', acquire)
 
+-- acquire_lean is acquire for a single-key acquisition that is not
+-- fenced, in the lean form of scripts.go's Script.FCall: KEYS[1] the lock
+-- key; ARGV[1..3] acquire.lua's value, TTL and prefix; ARGV[4] the
+-- maximum TTL. The guard's keys are this server's marker and quarantine,
+-- by name (scripts.go's GuardMarker and GuardQuarantine): three keys and
+-- three arguments less to send and to parse per call.
+redis.register_function('--[[name]]_acquire_lean', function(KEYS, ARGV)
+  local maxTTL = tonumber(ARGV[4] or '0')
+  ARGV[4] = nil
+  if maxTTL > 0 then
+    local err = guard('--[[marker]]', '--[[quarantine]]', maxTTL)
+    if err then
+      return err
+    end
+  end
+  return plainAcquire(KEYS, ARGV)
+end)
+
 redis.register_function('--[[name]]_acquire_multi', function(KEYS, ARGV)
 --[[acquire_multi.lua]]
 end)

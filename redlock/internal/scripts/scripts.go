@@ -31,6 +31,53 @@ type Script struct {
 	// guarded is the variant for a call with the restart guard on (see
 	// Guarded); nil: the script itself.
 	guarded *Script
+	// lean, when set, is the function of a lean FCALL line (see FCall).
+	lean any
+}
+
+// The restart guard's keys on every node: its memory marker (no expiry)
+// and its quarantine. The guard's function also keeps GuardMarker +
+// ":passed" (library.lua).
+const (
+	GuardMarker     = "redlock:guard:marker"
+	GuardQuarantine = "redlock:guard:quarantine"
+)
+
+// AppendFCall appends to dst the FCALL line of a call of s whose EVALSHA
+// line is line, for a server that has the library, and returns it: FCALL
+// Fn with the same keys and arguments; or, for an acquisition of one key
+// that is not fenced (of Acquire's guarded variant, acquire.lua's layout
+// with ARGV[4] "0"), the lean form of library.lua's acquire_lean: the lock
+// key; the value, TTL, prefix and maximum TTL. Nothing when s has no
+// function. The line's elements are reused, not boxed again.
+func (s *Script) AppendFCall(dst, line []any) []any {
+	if s.Fn == "" {
+		return dst
+	}
+	if k, ok := line[2].(int); ok && s.isLean(k, line[3+k:]) {
+		args := line[3+k:]
+		return append(dst, "fcall", s.lean, 1, line[3], args[0], args[1], args[2], args[4])
+	}
+	return append(append(dst, "fcall", s.FnArg), line[2:]...)
+}
+
+// FCallLen is the length of AppendFCall's line for a call of s with keys
+// and args.
+func (s *Script) FCallLen(keys []string, args []any) int {
+	switch {
+	case s.Fn == "":
+		return 0
+	case s.isLean(len(keys), args):
+		return 8
+	}
+	return 3 + len(keys) + len(args)
+}
+
+// isLean reports whether a call of s with k keys and args goes in the
+// lean form: acquire.lua's four keys and seven arguments, ARGV[4]
+// (fenced) "0".
+func (s *Script) isLean(k int, args []any) bool {
+	return s.lean != nil && k == 4 && len(args) == 7 && args[3] == "0"
 }
 
 // newScript pastes holds.lua where src asks for it and drops the comment
@@ -203,6 +250,7 @@ func newLibrary() string {
 		"--[[rw_read.lua]]", withGuarded(rwReadTmpl),
 		"--[[rw_write.lua]]", withGuarded(rwWriteTmpl),
 	).Replace(libraryTmpl))
+	src = strings.NewReplacer("--[[marker]]", GuardMarker, "--[[quarantine]]", GuardQuarantine).Replace(src)
 	sum := sha1.Sum([]byte(src))
 	name := "redlock_" + hex.EncodeToString(sum[:6])
 	for fn, s := range map[string]*Script{
@@ -212,6 +260,7 @@ func newLibrary() string {
 		fn := name + "_" + fn
 		s.guarded = &Script{Script: s.Script, Src: s.Src, SHA: s.SHA, Fn: fn, FnArg: fn}
 	}
+	Acquire.guarded.lean = name + "_acquire_lean"
 	return "#!lua name=" + name + "\n" + strings.ReplaceAll(src, "--[[name]]", name)
 }
 

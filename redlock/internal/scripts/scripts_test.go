@@ -37,6 +37,12 @@ func TestGuardedVariants(t *testing.T) {
 			t.Errorf("the script %s without the guard is not itself", s.Hash())
 		}
 	}
+	// The lean acquisition names the guard's keys itself.
+	for _, want := range []string{"_acquire_lean'", "'" + scripts.GuardMarker + "'", "'" + scripts.GuardQuarantine + "'"} {
+		if !strings.Contains(scripts.Library, want) {
+			t.Errorf("the library has no %s", want)
+		}
+	}
 	if scripts.Release.Guarded(true) != scripts.Release {
 		t.Error("release.lua has a guarded variant")
 	}
