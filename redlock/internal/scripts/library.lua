@@ -113,8 +113,12 @@ local function vote(now, marker, quarantine, maxTTL)
   return nil, stamp
 end
 
+local passedOf, passedKey  -- the marker whose passed key's name is kept
 local function guard(marker, quarantine, maxTTL)
-  local recent = marker .. ':passed'
+  if marker ~= passedOf then
+    passedOf, passedKey = marker, marker .. ':passed'
+  end
+  local recent = passedKey
   if passed and redis.pcall('GET', recent) == passed then
     return nil
   end
@@ -146,18 +150,25 @@ local plainAcquire = function(KEYS, ARGV)
 --[[acquire.lua]]
 end
 
+-- guarded is acquire.lua behind the guard above, with the guard's keys and
+-- maximum TTL (0: no guard), and KEYS and ARGV for acquire.lua with its
+-- own guard off.
+local function guarded(marker, quarantine, maxTTL, KEYS, ARGV)
+  if maxTTL > 0 then
+    local err = guard(marker, quarantine, maxTTL)
+    if err then
+      return err
+    end
+  end
+  return plainAcquire(KEYS, ARGV)
+end
+
 -- acquire is acquire.lua with the guard above in place of its own: KEYS
 -- and ARGV are acquire.lua's.
 local function acquire(KEYS, ARGV)
   local maxTTL = tonumber(ARGV[5] or '0')
-  if maxTTL > 0 then
-    local err = guard(KEYS[3], KEYS[4], maxTTL)
-    if err then
-      return err
-    end
-    ARGV[5] = '0'
-  end
-  return plainAcquire(KEYS, ARGV)
+  ARGV[5] = '0'
+  return guarded(KEYS[3], KEYS[4], maxTTL, KEYS, ARGV)
 end
 
 redis.register_function('--[[name]]_acquire', acquire)
@@ -171,13 +182,7 @@ redis.register_function('--[[name]]_acquire', acquire)
 redis.register_function('--[[name]]_acquire_lean', function(KEYS, ARGV)
   local maxTTL = tonumber(ARGV[4] or '0')
   ARGV[4] = nil
-  if maxTTL > 0 then
-    local err = guard('--[[marker]]', '--[[quarantine]]', maxTTL)
-    if err then
-      return err
-    end
-  end
-  return plainAcquire(KEYS, ARGV)
+  return guarded('--[[marker]]', '--[[quarantine]]', maxTTL, KEYS, ARGV)
 end)
 
 redis.register_function('--[[name]]_acquire_multi', function(KEYS, ARGV)
