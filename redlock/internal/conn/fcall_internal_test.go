@@ -118,7 +118,7 @@ func TestPipelinedGuardedAcquisitions(t *testing.T) {
 // function in front, or for an acquisition that is not fenced the lean
 // form (the lock key; the value, TTL, prefix and maximum TTL); EvalSha
 // builds it once, beyond the EVALSHA line, and a call whose line was built
-// otherwise gets a copy in the full form.
+// otherwise gets the same line built then.
 func TestFCALLLine(t *testing.T) {
 	got := make(chan *redis.Cmd)
 	w := &worker{fn: true}
@@ -136,6 +136,11 @@ func TestFCALLLine(t *testing.T) {
 	}
 	if c.Cmd[0] != "evalsha" || len(c.Cmd) != 3+4+7 {
 		t.Errorf("the EVALSHA line became %v", c.Cmd)
+	}
+	lean := slices.Clone(fc)
+	c.Cmd = slices.Clip(slices.Clone(c.Cmd))
+	if fc := w.line(c); !slices.Equal(fc, lean) {
+		t.Fatalf("FCALL line of a line without room %v, want %v", fc, lean)
 	}
 
 	// Fenced: the full form.

@@ -312,14 +312,11 @@ func (w *worker) line(c *Call) []any {
 	if !w.fn || c.Script == nil || c.Script.Fn == "" {
 		return c.Cmd
 	}
-	// The FCALL line EvalSha put beyond c.Cmd, or else a copy.
+	// The FCALL line EvalSha put beyond c.Cmd, or else one built now.
 	if fc := c.Cmd[len(c.Cmd):cap(c.Cmd)]; len(fc) > 3 && fc[0] == "fcall" {
 		return fc
 	}
-	cmd := make([]any, len(c.Cmd))
-	copy(cmd, c.Cmd)
-	cmd[0], cmd[1] = "fcall", c.Script.FnArg
-	return cmd
+	return c.Script.AppendFCall(nil, c.Cmd)
 }
 
 // deadlineCtx is a worker's reusable context: it carries only a deadline,
