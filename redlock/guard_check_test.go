@@ -83,13 +83,21 @@ func TestGuardPassedCheckSparesTheNext(t *testing.T) {
 		t.Errorf("3 guarded acquisitions 3 ms apart made %v SETs, want 3 (no passed key)", sets)
 	}
 
+	// Two checks close together leave the passed key; a FLUSHALL takes it
+	// away, and the next acquisition checks in full.
 	tx = cl.TxPipeline()
-	before := acquire(tx, "before")
+	before := []*redis.Cmd{acquire(tx, "before"), acquire(tx, "before2")}
+	passedKey := tx.Exists(t.Context(), scripts.GuardMarker+":passed")
 	tx.FlushAll(t.Context())
 	after := acquire(tx, "after")
 	_, err := tx.Exec(t.Context())
-	if v, err := before.Int64(); err != nil || v != 0 {
-		t.Fatalf("the acquisition before FLUSHALL: %v %v, want granted (0)", v, err)
+	for i, cmd := range before {
+		if v, err := cmd.Int64(); err != nil || v != 0 {
+			t.Fatalf("acquisition %d before FLUSHALL: %v %v, want granted (0)", i, v, err)
+		}
+	}
+	if n := passedKey.Val(); n != 1 {
+		t.Fatalf("no passed key after two checks in one transaction (%v, %v): the FLUSHALL below would test nothing", n, passedKey.Err())
 	}
 	if err == nil || !strings.HasPrefix(after.Err().Error(), "ABSTAIN node lost its memory") {
 		t.Fatalf("the acquisition right after FLUSHALL (same transaction): %v (%v), want ABSTAIN node lost its memory", after.Err(), err)
