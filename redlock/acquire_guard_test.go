@@ -56,10 +56,7 @@ func (c *cluster) hasMarker(t *testing.T, i int) {
 
 func TestRestartGuardSnapshotReload(t *testing.T) {
 	c := newCluster(t, 3)
-	a, b := c.locker(t, guardOpts...), c.locker(t, guardOpts...)
-	if err := a.Bootstrap(t.Context()); err != nil {
-		t.Fatal(err)
-	}
+	a, b := c.bootstrapped(t), c.locker(t, guardOpts...)
 	// Redis's default persistence: an RDB snapshot, taken before the lock.
 	for _, cl := range c.clients[:2] {
 		if err := cl.Save(t.Context()).Err(); err != nil {
@@ -80,10 +77,7 @@ func TestRestartGuardSnapshotReload(t *testing.T) {
 func TestRestartGuardAOFLostTail(t *testing.T) {
 	servers := redistest.StartT(t, 3, redistest.Options{Args: []string{"--appendonly", "yes", "--appendfsync", "everysec"}})
 	c := &cluster{servers: servers, clients: redistest.ClientsT(t, servers)}
-	a, b := c.locker(t, guardOpts...), c.locker(t, guardOpts...)
-	if err := a.Bootstrap(t.Context()); err != nil {
-		t.Fatal(err)
-	}
+	a, b := c.bootstrapped(t), c.locker(t, guardOpts...)
 	crash := []func(){servers[0].CheckpointT(t), servers[1].CheckpointT(t)}
 	lock := mustObtain(t, a, "k")
 	// A power loss takes the last second of appendfsync everysec with it.
@@ -97,10 +91,7 @@ func TestRestartGuardAOFLostTail(t *testing.T) {
 
 func TestRestartGuardPromotedReplica(t *testing.T) {
 	c := newCluster(t, 3)
-	a := c.locker(t, guardOpts...)
-	if err := a.Bootstrap(t.Context()); err != nil {
-		t.Fatal(err)
-	}
+	a := c.bootstrapped(t)
 	// Replicas of nodes 0 and 1 have the markers, then lose their links
 	// (a partition) before A's grant.
 	replicas := []*redistest.Replica{
@@ -130,10 +121,7 @@ func TestRestartGuardPromotedReplica(t *testing.T) {
 // FLUSHALL removes the marker with the locks: the guard has always seen it.
 func TestRestartGuardFlushAll(t *testing.T) {
 	c := newCluster(t, 3)
-	a, b := c.locker(t, guardOpts...), c.locker(t, guardOpts...)
-	if err := a.Bootstrap(t.Context()); err != nil {
-		t.Fatal(err)
-	}
+	a, b := c.bootstrapped(t), c.locker(t, guardOpts...)
 	lock := mustObtain(t, a, "k")
 	for _, cl := range c.clients[:2] {
 		if err := cl.FlushAll(t.Context()).Err(); err != nil {
@@ -202,10 +190,7 @@ func TestRestartGuardEvictionPolicy(t *testing.T) {
 // noeviction, has forgotten locks: its evicted_keys count tells.
 func TestRestartGuardEvictedKeys(t *testing.T) {
 	c := newCluster(t, 3)
-	a, b := c.locker(t, guardOpts...), c.locker(t, guardOpts...)
-	if err := a.Bootstrap(t.Context()); err != nil {
-		t.Fatal(err)
-	}
+	a, b := c.bootstrapped(t), c.locker(t, guardOpts...)
 	lock := mustObtain(t, a, "k")
 	for i, cl := range c.clients[:2] {
 		configSet(t, cl, "maxmemory-policy", "volatile-lru", "maxmemory", "4mb")

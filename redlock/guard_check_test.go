@@ -19,10 +19,7 @@ import (
 func guardedServer(t *testing.T) (*redis.Client, func(redis.Cmdable, string) *redis.Cmd) {
 	t.Helper()
 	c := newCluster(t, 1)
-	l := c.locker(t, guardOpts...)
-	if err := l.Bootstrap(t.Context()); err != nil {
-		t.Fatal(err)
-	}
+	l := c.bootstrapped(t)
 	// The Locker's connection loads the library; its check stamps nothing
 	// more (Bootstrap did), and lets the node vote.
 	lock := mustObtain(t, l, "loaded")
@@ -161,10 +158,7 @@ func TestGuardQuarantineEvictedKeepsNodeOut(t *testing.T) {
 // token, refusal of another token and release behave as in the full form.
 func TestGuardLeanAcquisitionKeepsHolds(t *testing.T) {
 	c := newCluster(t, 3)
-	l := c.locker(t, guardOpts...)
-	if err := l.Bootstrap(t.Context()); err != nil {
-		t.Fatal(err)
-	}
+	l := c.bootstrapped(t)
 	outer := mustObtain(t, l, "k")
 	inner := mustObtain(t, l, "k", redlock.WithToken(outer.Token()))
 	if _, err := l.TryObtain(t.Context(), "k"); !errors.Is(err, redlock.ErrNotObtained) {

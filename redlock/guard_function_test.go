@@ -290,10 +290,7 @@ func guardWithoutFunctions(t *testing.T, servers []*redistest.Server, loads bool
 // ms or more after its last reading), without having evicted a key.
 func TestRestartGuardFunctionSeesPolicySwitch(t *testing.T) {
 	c := newCluster(t, 3)
-	a := c.locker(t, guardOpts...)
-	if err := a.Bootstrap(t.Context()); err != nil {
-		t.Fatal(err)
-	}
+	a := c.bootstrapped(t)
 	first := mustObtain(t, a, "k1")
 	if err := first.Release(t.Context()); err != nil {
 		t.Fatal(err)

@@ -15,10 +15,7 @@ func TestGuardQueuedAcquisitionsAbstainAfterFlush(t *testing.T) {
 	const n = 4
 	c := newCluster(t, 3)
 	answers := make(chan redlock.NodeEvent, 100)
-	l := c.locker(t, append(guardOpts, redlock.WithObserver(nodeAnswers{ch: answers}))...)
-	if err := l.Bootstrap(t.Context()); err != nil {
-		t.Fatal(err)
-	}
+	l := c.bootstrapped(t, redlock.WithObserver(nodeAnswers{ch: answers}))
 	// Node 0's queue of the semaphore's attempts is held while nodes 1
 	// and 2 grant n of them.
 	s := l.Semaphore("queued", n)

@@ -43,6 +43,17 @@ func (c *cluster) locker(t *testing.T, opts ...redlock.Option) *redlock.Locker {
 	return newLocker(t, c.clients, opts...)
 }
 
+// bootstrapped returns a Locker over the cluster's clients with the
+// restart guard (guardOpts, then opts) that has bootstrapped the cluster.
+func (c *cluster) bootstrapped(t *testing.T, opts ...redlock.Option) *redlock.Locker {
+	t.Helper()
+	l := c.locker(t, append(slices.Clone(guardOpts), opts...)...)
+	if err := l.Bootstrap(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
 func newLocker(t *testing.T, clients []*redis.Client, opts ...redlock.Option) *redlock.Locker {
 	t.Helper()
 	l, err := redlock.New(clients, append(append([]redlock.Option{}, testOpts...), opts...)...)

@@ -322,10 +322,7 @@ func TestObtainMultiRefusesBadInput(t *testing.T) {
 // its memory, and that node keeps none of the keys.
 func TestObtainMultiRestartGuard(t *testing.T) {
 	c := newCluster(t, 3)
-	l := c.locker(t, guardOpts...)
-	if err := l.Bootstrap(t.Context()); err != nil {
-		t.Fatal(err)
-	}
+	l := c.bootstrapped(t)
 	for _, s := range c.servers[:2] {
 		if err := s.Restart(); err != nil {
 			t.Fatal(err)

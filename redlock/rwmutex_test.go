@@ -367,10 +367,7 @@ func TestRWMutexInvalidOutageSingleNode(t *testing.T) {
 		t.Errorf("TryRLock WithToken: %v; want ErrInvalid", err)
 	}
 
-	guarded := c.locker(t, guardOpts...)
-	if err := guarded.Bootstrap(t.Context()); err != nil {
-		t.Fatal(err)
-	}
+	guarded := c.bootstrapped(t)
 	g := mustRLock(t, guarded.RWMutex("guarded"))
 	if err := g.Release(t.Context()); err != nil {
 		t.Fatal(err)

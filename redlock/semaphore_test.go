@@ -307,10 +307,7 @@ func TestSemaphoreOneLockerFillsPermits(t *testing.T) {
 // while its permit is valid.
 func TestSemaphoreRestartGuard(t *testing.T) {
 	c := newCluster(t, 3)
-	a, b := c.locker(t, guardOpts...), c.locker(t, guardOpts...)
-	if err := a.Bootstrap(t.Context()); err != nil {
-		t.Fatal(err)
-	}
+	a, b := c.bootstrapped(t), c.locker(t, guardOpts...)
 	lock := mustPermit(t, a.Semaphore("guarded", 1))
 	for _, cl := range c.clients[:2] {
 		if err := cl.FlushAll(t.Context()).Err(); err != nil {
