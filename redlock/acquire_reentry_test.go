@@ -261,6 +261,7 @@ func TestReentryCountsHolds(t *testing.T) {
 	if second.Token() != first.Token() {
 		t.Fatal("re-entry changed the token")
 	}
+	settledHolds(t, l, "r", 2)
 	st, err := l.Inspect(t.Context(), "r")
 	if err != nil || st.Holder != first.Token() || st.Nodes[0].Holds != 2 || st.Nodes[0].Metadata != "m" {
 		t.Fatalf("Inspect = %+v, %v; want 2 holds of our token", st, err)

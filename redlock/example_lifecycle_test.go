@@ -25,12 +25,20 @@ func ExampleWithToken() {
 	if err != nil {
 		panic(err)
 	}
+	// The holds a majority of the nodes report: a call returns once a
+	// majority has answered, and the last node's may still be on its way.
 	holds := func() int {
 		st, err := locker.Inspect(ctx, "cart:7")
 		if err != nil {
 			panic(err)
 		}
-		return st.Nodes[0].Holds
+		seen := map[int]int{}
+		for _, n := range st.Nodes {
+			if seen[n.Holds]++; seen[n.Holds] > len(st.Nodes)/2 {
+				return n.Holds
+			}
+		}
+		return -1
 	}
 	fmt.Println("holds:", holds())
 

@@ -161,6 +161,7 @@ func TestGuardLeanAcquisitionKeepsHolds(t *testing.T) {
 	l := c.bootstrapped(t)
 	outer := mustObtain(t, l, "k")
 	inner := mustObtain(t, l, "k", redlock.WithToken(outer.Token()))
+	settledHolds(t, l, "k", 2)
 	if _, err := l.TryObtain(t.Context(), "k"); !errors.Is(err, redlock.ErrNotObtained) {
 		t.Fatalf("another token while k is held: %v, want ErrNotObtained", err)
 	}
@@ -176,7 +177,15 @@ func TestGuardLeanAcquisitionKeepsHolds(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.assertNone(t, "k")
-	if calls, _, _ := cmdStat(t, c.clients[0], "fcall"); calls < 3 {
-		t.Fatalf("%v FCALLs for 3 guarded acquisitions, want them through the library", calls)
+	// Each of the three acquisitions was decided by at least two of the
+	// three nodes' replies; the third node's call may still be on its way
+	// (the quorum does not wait for it), so count over all the nodes.
+	var calls float64
+	for _, cl := range c.clients {
+		n, _, _ := cmdStat(t, cl, "fcall")
+		calls += n
+	}
+	if calls < 6 {
+		t.Fatalf("%v FCALLs over the nodes for 3 guarded acquisitions, want at least 6 (two decided each) through the library", calls)
 	}
 }

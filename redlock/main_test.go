@@ -106,6 +106,28 @@ func (c *cluster) emptiedWithin(t *testing.T, d time.Duration, keys ...string) b
 	})
 }
 
+// settledHolds waits, up to 10s, for every node to report n holds of key
+// through l.Inspect: an acquisition returns at a majority, and the last
+// node's call may still be on its way.
+func settledHolds(t *testing.T, l *redlock.Locker, key string, n int) {
+	t.Helper()
+	var last []int
+	ok := poll(t, 10*time.Second, func() bool {
+		st, err := l.Inspect(context.Background(), key)
+		if err != nil {
+			t.Fatalf("Inspect %s: %v", key, err)
+		}
+		last = last[:0]
+		for _, ns := range st.Nodes {
+			last = append(last, ns.Holds)
+		}
+		return !slices.ContainsFunc(last, func(h int) bool { return h != n })
+	})
+	if !ok {
+		t.Fatalf("%s: the nodes report %v holds, want %d on each", key, last, n)
+	}
+}
+
 // value returns the raw value of key on node i ("" when missing; its type
 // in angle brackets when it is not a string: an index of leases is a set).
 func (c *cluster) value(t *testing.T, i int, key string) string {
