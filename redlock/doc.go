@@ -27,9 +27,9 @@
 //
 //   - Node workers: New starts two per node, each with a connection of the
 //     Locker's own (a timer notes a slow set-up); Close waits for them.
-//   - Release listeners: one per node for the whole Locker, started by the
-//     first wait, and one per node for each subscribe or unsubscribe call;
-//     Close ends them and waits.
+//   - Release listeners: one per node for the whole Locker, made by a timer
+//     after a wait (a failed one is closed apart), one per node for each
+//     subscribe or unsubscribe call; Close ends them and waits.
 //   - ObtainMulti, while it waits, runs a goroutine per key that passes its
 //     release announcements on, and ends them before it returns.
 //   - The extender: one goroutine keeps all of the Locker's KeepAlive locks

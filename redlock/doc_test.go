@@ -36,7 +36,8 @@ func TestDocGoroutines(t *testing.T) {
 	// or WaitGroup.Go), and what the section calls it.
 	owners := map[string]string{
 		"NewPipe":              "Node workers",
-		"(*notifier).sub":      "Release listeners",
+		"(*notifier).connect":  "Release listeners",
+		"(*notifier).settled":  "Release listeners",
 		"(*Locker).listenAll":  "ObtainMulti",
 		"(*extender).kick":     "The extender",
 		"(*extender).run":      "each round in a goroutine of its own",

@@ -79,7 +79,7 @@ func New(clients []*redis.Client, opts ...Option) (*Locker, error) {
 			l.nodes[i].pipe.UseFunctions()
 		}
 	}
-	l.notify = newNotifier(l.nodes, &l.bg)
+	l.notify = newNotifier(l.nodes, &l.bg, cfg.nodeTimeout)
 	return l, nil
 }
 

@@ -24,9 +24,18 @@ type notifier struct {
 	// subMu serialises the (un)subscribe traffic so that a key's channel is
 	// subscribed exactly while it has waiters; mu guards the maps and is
 	// never held across I/O.
-	subMu   sync.Mutex
-	mu      sync.Mutex
-	subs    []*redis.PubSub
+	subMu sync.Mutex
+	mu    sync.Mutex
+	subs  []*redis.PubSub
+	// retryAt and backoff are each node's wait after its subscription
+	// failed (see settled): until retryAt the node is left out, and a
+	// timer (timers) subscribes it again then if anyone still waits.
+	retryAt []time.Time
+	backoff []time.Duration
+	timers  []*time.Timer
+	timeout time.Duration   // the node timeout, for the timers' tries
+	ctx     context.Context // ended by close, for the timers' tries
+	cancel  context.CancelFunc
 	waiters map[string]map[chan struct{}]struct{}
 	// active holds, for each key with waiters, the nodes that confirmed
 	// its subscription.
@@ -35,8 +44,14 @@ type notifier struct {
 	wg     sync.WaitGroup
 }
 
-func newNotifier(nodes []node, bg *sync.WaitGroup) *notifier {
-	return &notifier{nodes: nodes, bg: bg, subs: make([]*redis.PubSub, len(nodes)), waiters: map[string]map[chan struct{}]struct{}{}, active: map[string]map[int]bool{}}
+func newNotifier(nodes []node, bg *sync.WaitGroup, timeout time.Duration) *notifier {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &notifier{
+		nodes: nodes, bg: bg, timeout: timeout, ctx: ctx, cancel: cancel,
+		subs: make([]*redis.PubSub, len(nodes)), retryAt: make([]time.Time, len(nodes)),
+		backoff: make([]time.Duration, len(nodes)), timers: make([]*time.Timer, len(nodes)),
+		waiters: map[string]map[chan struct{}]struct{}{}, active: map[string]map[int]bool{},
+	}
 }
 
 // wait registers a waiter for key and makes sure the key's channel is
@@ -61,10 +76,10 @@ func (n *notifier) wait(ctx context.Context, key string, timeout time.Duration) 
 	first := len(set) == 1
 	n.mu.Unlock()
 	if first {
-		n.each(ctx, timeout, func(ctx context.Context, ps *redis.PubSub) {
-			// A node we cannot subscribe on just does not wake us; the
-			// timer does.
-			_ = ps.Subscribe(ctx, releaseChannel(key))
+		// A node we cannot subscribe on just does not wake us; the
+		// timer does.
+		n.each(ctx, timeout, true, func(ctx context.Context, ps *redis.PubSub) error {
+			return ps.Subscribe(ctx, releaseChannel(key))
 		})
 	}
 	return ch, func() { n.leave(ctx, key, ch, timeout) }
@@ -84,41 +99,95 @@ func (n *notifier) leave(ctx context.Context, key string, ch chan struct{}, time
 	closed := n.closed
 	n.mu.Unlock()
 	if last && !closed {
-		n.each(context.WithoutCancel(ctx), timeout, func(ctx context.Context, ps *redis.PubSub) {
-			_ = ps.Unsubscribe(ctx, releaseChannel(key))
+		n.each(context.WithoutCancel(ctx), timeout, false, func(ctx context.Context, ps *redis.PubSub) error {
+			return ps.Unsubscribe(ctx, releaseChannel(key))
 		})
 	}
 }
 
-// each runs fn on every node's subscription (created on first use) in
-// parallel, each bounded by the node timeout.
-func (n *notifier) each(ctx context.Context, timeout time.Duration, fn func(context.Context, *redis.PubSub)) {
+// each runs fn on every node's subscription in parallel, each bounded by
+// the node timeout. fn only writes on a connection that is up: a node
+// without a subscription is left out, and with create its timer makes one
+// (see connect), on which every key with waiters is subscribed then. A
+// subscription fn could not use is dropped (see settled).
+func (n *notifier) each(ctx context.Context, timeout time.Duration, create bool, fn func(context.Context, *redis.PubSub) error) {
 	quorum.Each(ctx, len(n.nodes), timeout, n.bg, func(ctx context.Context, i int) {
-		if ps := n.sub(i); ps != nil {
-			fn(ctx, ps)
+		n.mu.Lock()
+		ps := n.subs[i]
+		if ps == nil && create {
+			n.retryLater(i)
+		}
+		n.mu.Unlock()
+		if ps != nil {
+			n.settled(i, ps, fn(ctx, ps))
 		}
 	})
 }
 
-// sub returns node i's subscription, creating it and its dispatch goroutine
-// on first use; nil after close. It is made on the pipe's own subscription
-// client, whose every wait is bounded by the node timeout: a hung node then
-// holds up neither a waiter nor close.
-func (n *notifier) sub(i int) *redis.PubSub {
+// The wait after a node's subscription failed before the next try:
+// subRetryFirst, doubled by each failure in a row, at most subRetryMax.
+// Without it a node that resets or refuses connections was dialled at
+// every waiter's arrival and departure, with subMu held: in the chaos
+// suite's reset fault, hundreds of dials a second, and the waiters of
+// every key queued behind each. A node back from an outage wakes waiters
+// again within subRetryMax; the other nodes' announcements and the timers
+// wake them meanwhile.
+const (
+	subRetryFirst = 5 * time.Millisecond
+	subRetryMax   = time.Second
+)
+
+// retryLater starts node i's timer, for the end of its wait after a
+// failure or at once, unless it is set already or the notifier closed;
+// under mu.
+func (n *notifier) retryLater(i int) {
+	if n.closed || n.timers[i] != nil {
+		return
+	}
+	n.wg.Add(1)
+	n.timers[i] = time.AfterFunc(time.Until(n.retryAt[i]), func() {
+		defer n.wg.Done()
+		n.connect(i)
+	})
+}
+
+// connect is node i's timer: if anyone waits, it makes the node's
+// subscription, its connection first and outside subMu (a dial that hangs
+// holds up no waiter), then subscribes every key that has waiters.
+// Confirmations of keys the node's last subscription had wake their
+// waiters (see confirmed): releases in between went unannounced there.
+func (n *notifier) connect(i int) {
 	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.closed {
-		return nil
+	n.timers[i] = nil
+	idle := n.closed || n.subs[i] != nil || len(n.waiters) == 0
+	n.mu.Unlock()
+	if idle {
+		return
 	}
-	if n.subs[i] != nil {
-		return n.subs[i]
+	// As long as a worker's connection may take to come up: a node far
+	// away (a TLS handshake, say) needs more than one call's time.
+	pipe := n.nodes[i].pipe
+	ctx, cancel := context.WithTimeout(n.ctx, max(n.timeout, pipe.SetUp()))
+	defer cancel()
+	ps := pipe.Sub().Subscribe(context.Background())
+	if err := ps.Ping(ctx); err != nil {
+		_ = ps.Close() // it has no connection
+		n.mu.Lock()
+		n.failed(i)
+		n.mu.Unlock()
+		return
 	}
-	ps := n.nodes[i].pipe.Sub().Subscribe(context.Background())
+	n.subMu.Lock()
+	defer n.subMu.Unlock()
+	n.mu.Lock()
+	if n.closed || n.subs[i] != nil {
+		n.mu.Unlock()
+		_ = ps.Close() // nothing reads from it yet: no wait
+		return
+	}
 	n.subs[i] = ps
 	msgs := ps.ChannelWithSubscriptions()
-	n.wg.Add(1)
-	go func() {
-		defer n.wg.Done()
+	n.wg.Go(func() {
 		for m := range msgs {
 			switch m := m.(type) {
 			case *redis.Message:
@@ -127,8 +196,52 @@ func (n *notifier) sub(i int) *redis.PubSub {
 				n.confirmed(i, keyOf(m.Channel), m.Kind == "subscribe")
 			}
 		}
-	}()
-	return ps
+	})
+	channels := n.channels()
+	n.mu.Unlock()
+	if len(channels) > 0 {
+		n.settled(i, ps, ps.Subscribe(ctx, channels...))
+	}
+}
+
+// settled records how a call on node i's subscription ps went. An
+// (un)subscribe only writes (the replies come to the dispatch goroutine),
+// so its error is the connection's: it broke, and go-redis could not make
+// another. That drops the subscription; the node is left out for a while.
+func (n *notifier) settled(i int, ps *redis.PubSub, err error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.subs[i] != ps {
+		return
+	}
+	if err == nil {
+		n.backoff[i] = 0
+		return
+	}
+	n.subs[i] = nil
+	n.failed(i)
+	// Its dispatch goroutine ends with it. go-redis's reader may be in a
+	// dial, holding what Close needs: Close in the background. active
+	// keeps the node, so that the next subscription's confirmations wake
+	// the waiters, as after a reconnection (see confirmed).
+	n.wg.Go(func() { _ = ps.Close() })
+}
+
+// failed starts node i's wait after a failure, and its timer; under mu.
+func (n *notifier) failed(i int) {
+	n.backoff[i] = min(max(2*n.backoff[i], subRetryFirst), subRetryMax)
+	n.retryAt[i] = time.Now().Add(n.backoff[i])
+	n.retryLater(i)
+}
+
+// channels is the release channel of every key that has waiters; under
+// mu.
+func (n *notifier) channels() []string {
+	out := make([]string, 0, len(n.waiters))
+	for key := range n.waiters {
+		out = append(out, releaseChannel(key))
+	}
+	return out
 }
 
 // keyOf is the key of a release channel.
@@ -170,10 +283,16 @@ func (n *notifier) wake(key string) {
 
 // close ends every subscription and waits for the dispatch goroutines.
 func (n *notifier) close() {
+	n.cancel()
 	n.subMu.Lock()
 	n.mu.Lock()
 	n.closed = true
 	subs := n.subs
+	for _, t := range n.timers {
+		if t != nil && t.Stop() {
+			n.wg.Done()
+		}
+	}
 	n.mu.Unlock()
 	n.subMu.Unlock()
 	for _, ps := range subs {

@@ -299,6 +299,10 @@ func (p *Pipe) Client() *redis.Client { return p.own }
 // Sub is the client of the node's release subscription.
 func (p *Pipe) Sub() *redis.Client { return p.sub }
 
+// SetUp is how long a new connection may take to come up: its dial and
+// set-up, as a worker's.
+func (p *Pipe) SetUp() time.Duration { return p.setup }
+
 // Replica reports whether the server said it was a replica when a
 // connection last opened.
 func (p *Pipe) Replica() bool { return p.replica.Load() }
