@@ -157,9 +157,12 @@ func (n *notifier) retryLater(i int) {
 // Confirmations of keys the node's last subscription had wake their
 // waiters (see confirmed): releases in between went unannounced there.
 func (n *notifier) connect(i int) {
+	// The timer stays set until the try ends: one try at a time.
 	n.mu.Lock()
-	n.timers[i] = nil
 	idle := n.closed || n.subs[i] != nil || len(n.waiters) == 0
+	if idle {
+		n.timers[i] = nil
+	}
 	n.mu.Unlock()
 	if idle {
 		return
@@ -173,6 +176,7 @@ func (n *notifier) connect(i int) {
 	if err := ps.Ping(ctx); err != nil {
 		_ = ps.Close() // it has no connection
 		n.mu.Lock()
+		n.timers[i] = nil
 		n.failed(i)
 		n.mu.Unlock()
 		return
@@ -180,6 +184,7 @@ func (n *notifier) connect(i int) {
 	n.subMu.Lock()
 	defer n.subMu.Unlock()
 	n.mu.Lock()
+	n.timers[i] = nil
 	if n.closed || n.subs[i] != nil {
 		n.mu.Unlock()
 		_ = ps.Close() // nothing reads from it yet: no wait
@@ -189,6 +194,7 @@ func (n *notifier) connect(i int) {
 	msgs := ps.ChannelWithSubscriptions()
 	n.wg.Go(func() {
 		for m := range msgs {
+			n.answered(i, ps)
 			switch m := m.(type) {
 			case *redis.Message:
 				n.wake(keyOf(m.Channel))
@@ -208,14 +214,14 @@ func (n *notifier) connect(i int) {
 // (un)subscribe only writes (the replies come to the dispatch goroutine),
 // so its error is the connection's: it broke, and go-redis could not make
 // another. That drops the subscription; the node is left out for a while.
+// A write that went out proves nothing (a node cut off takes them all).
 func (n *notifier) settled(i int, ps *redis.PubSub, err error) {
+	if err == nil {
+		return
+	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.subs[i] != ps {
-		return
-	}
-	if err == nil {
-		n.backoff[i] = 0
 		return
 	}
 	n.subs[i] = nil
@@ -225,6 +231,16 @@ func (n *notifier) settled(i int, ps *redis.PubSub, err error) {
 	// keeps the node, so that the next subscription's confirmations wake
 	// the waiters, as after a reconnection (see confirmed).
 	n.wg.Go(func() { _ = ps.Close() })
+}
+
+// answered notes that node i's subscription ps had a reply: the node's
+// waits after failures start again from the shortest.
+func (n *notifier) answered(i int, ps *redis.PubSub) {
+	n.mu.Lock()
+	if n.subs[i] == ps {
+		n.backoff[i] = 0
+	}
+	n.mu.Unlock()
 }
 
 // failed starts node i's wait after a failure, and its timer; under mu.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/quorumlock/redlock/internal/redistest"
 	"github.com/quorumlock/redlock/redlock"
 )
 
@@ -32,7 +33,7 @@ func (c resetConn) Write([]byte) (int, error) {
 // waiter's (un)subscription used to dial the node again, with the
 // Locker's subscription lock held: in the chaos suite's reset fault that
 // was hundreds of dials a second and 63 % of the acquisitions of the
-// moment before (84 % with this). Once the node answers again, a waiter is
+// moment before (100 % with this). Once the node answers again, a waiter is
 // subscribed there again.
 func TestWaitersLeaveAResettingNodeAlone(t *testing.T) {
 	c := newCluster(t, 3)
@@ -50,43 +51,17 @@ func TestWaitersLeaveAResettingNodeAlone(t *testing.T) {
 	t.Cleanup(func() { _ = resets.Close() })
 	clients := []*redis.Client{c.clients[0], c.clients[1], resets}
 
-	const waiters, rounds = 4, 40
 	holder := c.locker(t)
-	for i := range waiters {
-		mustObtain(t, holder, fmt.Sprint("k", i), redlock.WithTTL(time.Minute))
-	}
 	l := newLocker(t, clients, redlock.WithNodeTimeout(200*time.Millisecond))
 	resetting.Store(true)
-	before, start := dials.Load(), time.Now()
-	var wg sync.WaitGroup
-	errs := make(chan error, waiters*rounds)
-	for i := range waiters {
-		wg.Go(func() {
-			for range rounds {
-				// Each Obtain finds the key held, waits (subscribing on
-				// every node), gives up and leaves (unsubscribing).
-				ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
-				_, err := l.Obtain(ctx, fmt.Sprint("k", i))
-				cancel()
-				if !errors.Is(err, context.DeadlineExceeded) {
-					errs <- err
-				}
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatalf("an Obtain of a held key: %v, want its context's deadline", err)
-	}
-	elapsed, n := time.Since(start), dials.Load()-before
+	n, elapsed, waits := waitsOnHeldKeys(t, holder, l, dials.Load)
 	// The two queues' workers try a node that refuses about 20 times a
 	// second each; the subscription, a few times in all. Without the
 	// wait, every Obtain dialled twice: at least 320 here.
 	limit := int64(2*2*20*elapsed.Seconds()) + 40
-	t.Logf("%d dials of the resetting node in %v for %d waits", n, elapsed.Round(time.Millisecond), waiters*rounds)
+	t.Logf("%d dials of the resetting node in %v for %d waits", n, elapsed.Round(time.Millisecond), waits)
 	if n > limit {
-		t.Fatalf("%d dials of the resetting node in %v for %d waits, want at most %d", n, elapsed.Round(time.Millisecond), waiters*rounds, limit)
+		t.Fatalf("%d dials of the resetting node in %v for %d waits, want at most %d", n, elapsed.Round(time.Millisecond), waits, limit)
 	}
 
 	// The node answers again: a waiter's subscription reaches it once the
@@ -108,4 +83,58 @@ func TestWaitersLeaveAResettingNodeAlone(t *testing.T) {
 	if err := <-got; err != nil {
 		t.Fatal(err)
 	}
+}
+
+// The same with a node that accepts connections and never answers (a
+// process stopped behind a live socket, a partition): the subscription's
+// connection is tried once at a time. A try that hangs left the node's
+// timer free to start another at every wait: hundreds of connections a
+// second, each hanging until its set-up's deadline.
+func TestWaitersLeaveAHungNodeAlone(t *testing.T) {
+	c := newCluster(t, 3)
+	hung := redistest.HangT(t)
+	silent := redis.NewClient(&redis.Options{Addr: hung.Addr})
+	t.Cleanup(func() { _ = silent.Close() })
+	holder := c.locker(t)
+	l := newLocker(t, []*redis.Client{c.clients[0], c.clients[1], silent}, redlock.WithNodeTimeout(200*time.Millisecond))
+	n, elapsed, waits := waitsOnHeldKeys(t, holder, l, func() int64 { return int64(hung.Accepted()) })
+	// A dial each for the two queues' workers and the subscription, each
+	// hanging until its set-up's deadline (the client's DialTimeout, 5s).
+	t.Logf("%d connections to the hung node in %v for %d waits", n, elapsed.Round(time.Millisecond), waits)
+	if n > 10 {
+		t.Fatalf("%d connections to the hung node in %v for %d waits, want at most 10", n, elapsed.Round(time.Millisecond), waits)
+	}
+}
+
+// waitsOnHeldKeys has four goroutines make 40 Obtains each, of keys holder
+// holds, on l: each finds its key held, waits (subscribing on every node),
+// gives up at its 20ms deadline and leaves (unsubscribing). It returns how
+// much dials grew meanwhile, how long that took, and the number of waits.
+func waitsOnHeldKeys(t *testing.T, holder, l *redlock.Locker, dials func() int64) (n int64, elapsed time.Duration, waits int) {
+	t.Helper()
+	const waiters, rounds = 4, 40
+	for i := range waiters {
+		mustObtain(t, holder, fmt.Sprint("k", i), redlock.WithTTL(time.Minute))
+	}
+	before, start := dials(), time.Now()
+	var wg sync.WaitGroup
+	errs := make(chan error, waiters*rounds)
+	for i := range waiters {
+		wg.Go(func() {
+			for range rounds {
+				ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
+				_, err := l.Obtain(ctx, fmt.Sprint("k", i))
+				cancel()
+				if !errors.Is(err, context.DeadlineExceeded) {
+					errs <- err
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("an Obtain of a held key: %v, want its context's deadline", err)
+	}
+	return dials() - before, time.Since(start), waiters * rounds
 }
