@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -221,8 +222,8 @@ func (n *notifier) settled(i int, ps *redis.PubSub, err error) {
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.subs[i] != ps {
-		return
+	if n.closed || n.subs[i] != ps {
+		return // close ends it
 	}
 	n.subs[i] = nil
 	n.failed(i)
@@ -303,7 +304,9 @@ func (n *notifier) close() {
 	n.subMu.Lock()
 	n.mu.Lock()
 	n.closed = true
-	subs := n.subs
+	// A copy: a call that outlived its timeout may still drop one (see
+	// settled, which leaves them to this once closed).
+	subs := slices.Clone(n.subs)
 	for _, t := range n.timers {
 		if t != nil && t.Stop() {
 			n.wg.Done()

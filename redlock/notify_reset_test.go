@@ -138,3 +138,55 @@ func waitsOnHeldKeys(t *testing.T, holder, l *redlock.Locker, dials func() int64
 	}
 	return dials() - before, time.Since(start), waiters * rounds
 }
+
+// Close while a waiter's unsubscription outlives its node timeout: its
+// node's subscription lost its connection, and the new dial is slow to
+// fail. The unsubscription then drops the subscription while Close ends
+// them all; both must agree on who closes it (the race detector caught
+// Close reading the subscriptions unguarded in the chaos suite).
+func TestCloseWhileUnsubscribeFails(t *testing.T) {
+	c := newCluster(t, 3)
+	var slow atomic.Bool
+	var slowDials atomic.Int64
+	clients := dialClients(t, c.servers, func(context.Context, string) error {
+		if !slow.Load() {
+			return nil
+		}
+		slowDials.Add(1)
+		// Longer than the node timeout, whatever the dial's deadline:
+		// the unsubscription fails after its round has stopped waiting.
+		time.Sleep(150 * time.Millisecond)
+		return errors.New("refused by the test, slowly")
+	})
+	l, err := redlock.New(clients, redlock.WithNodeTimeout(50*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := mustObtain(t, c.locker(t), "k", redlock.WithTTL(time.Minute))
+	ctx, cancel := context.WithCancel(t.Context())
+	got := make(chan error, 1)
+	go func() {
+		_, err := l.Obtain(ctx, "k")
+		got <- err
+	}()
+	c.subscribedEverywhere(t, "k")
+	slow.Store(true)
+	if err := c.clients[2].ClientKillByFilter(t.Context(), "TYPE", "pubsub").Err(); err != nil {
+		t.Fatal(err)
+	}
+	// go-redis's reader notices and dials, slowly, with no connection
+	// left; then the waiter leaves.
+	if !poll(t, 10*time.Second, func() bool { return slowDials.Load() > 0 }) {
+		t.Fatal("no new dial of the subscription in 10s after its connection was killed")
+	}
+	cancel()
+	if err := <-got; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Obtain of a held key: %v, want its context's end", err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := held.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+}
