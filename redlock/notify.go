@@ -2,7 +2,6 @@ package redlock
 
 import (
 	"context"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -25,15 +24,9 @@ type notifier struct {
 	// subMu serialises the (un)subscribe traffic so that a key's channel is
 	// subscribed exactly while it has waiters; mu guards the maps and is
 	// never held across I/O.
-	subMu sync.Mutex
-	mu    sync.Mutex
-	subs  []*redis.PubSub
-	// retryAt and backoff are each node's wait after its subscription
-	// failed (see settled): until retryAt the node is left out, and a
-	// timer (timers) subscribes it again then if anyone still waits.
-	retryAt []time.Time
-	backoff []time.Duration
-	timers  []*time.Timer
+	subMu   sync.Mutex
+	mu      sync.Mutex
+	subs    []nodeSub       // one per node, under mu
 	timeout time.Duration   // the node timeout, for the timers' tries
 	ctx     context.Context // ended by close, for the timers' tries
 	cancel  context.CancelFunc
@@ -45,12 +38,21 @@ type notifier struct {
 	wg     sync.WaitGroup
 }
 
+// nodeSub is the notifier's subscription on one node.
+type nodeSub struct {
+	ps *redis.PubSub // nil while there is none
+	// After a failure (see settled) the node is left out until retryAt,
+	// and timer subscribes it again then if anyone still waits; backoff
+	// is that wait, doubled by each failure in a row.
+	retryAt time.Time
+	backoff time.Duration
+	timer   *time.Timer
+}
+
 func newNotifier(nodes []node, bg *sync.WaitGroup, timeout time.Duration) *notifier {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &notifier{
-		nodes: nodes, bg: bg, timeout: timeout, ctx: ctx, cancel: cancel,
-		subs: make([]*redis.PubSub, len(nodes)), retryAt: make([]time.Time, len(nodes)),
-		backoff: make([]time.Duration, len(nodes)), timers: make([]*time.Timer, len(nodes)),
+		nodes: nodes, bg: bg, timeout: timeout, ctx: ctx, cancel: cancel, subs: make([]nodeSub, len(nodes)),
 		waiters: map[string]map[chan struct{}]struct{}{}, active: map[string]map[int]bool{},
 	}
 }
@@ -114,7 +116,7 @@ func (n *notifier) leave(ctx context.Context, key string, ch chan struct{}, time
 func (n *notifier) each(ctx context.Context, timeout time.Duration, create bool, fn func(context.Context, *redis.PubSub) error) {
 	quorum.Each(ctx, len(n.nodes), timeout, n.bg, func(ctx context.Context, i int) {
 		n.mu.Lock()
-		ps := n.subs[i]
+		ps := n.subs[i].ps
 		if ps == nil && create {
 			n.retryLater(i)
 		}
@@ -142,11 +144,11 @@ const (
 // failure or at once, unless it is set already or the notifier closed;
 // under mu.
 func (n *notifier) retryLater(i int) {
-	if n.closed || n.timers[i] != nil {
+	if n.closed || n.subs[i].timer != nil {
 		return
 	}
 	n.wg.Add(1)
-	n.timers[i] = time.AfterFunc(time.Until(n.retryAt[i]), func() {
+	n.subs[i].timer = time.AfterFunc(time.Until(n.subs[i].retryAt), func() {
 		defer n.wg.Done()
 		n.connect(i)
 	})
@@ -160,9 +162,9 @@ func (n *notifier) retryLater(i int) {
 func (n *notifier) connect(i int) {
 	// The timer stays set until the try ends: one try at a time.
 	n.mu.Lock()
-	idle := n.closed || n.subs[i] != nil || len(n.waiters) == 0
+	idle := n.closed || n.subs[i].ps != nil || len(n.waiters) == 0
 	if idle {
-		n.timers[i] = nil
+		n.subs[i].timer = nil
 	}
 	n.mu.Unlock()
 	if idle {
@@ -177,7 +179,7 @@ func (n *notifier) connect(i int) {
 	if err := ps.Ping(ctx); err != nil {
 		_ = ps.Close() // it has no connection
 		n.mu.Lock()
-		n.timers[i] = nil
+		n.subs[i].timer = nil
 		n.failed(i)
 		n.mu.Unlock()
 		return
@@ -185,22 +187,21 @@ func (n *notifier) connect(i int) {
 	n.subMu.Lock()
 	defer n.subMu.Unlock()
 	n.mu.Lock()
-	n.timers[i] = nil
-	if n.closed || n.subs[i] != nil {
+	n.subs[i].timer = nil
+	if n.closed || n.subs[i].ps != nil {
 		n.mu.Unlock()
 		_ = ps.Close() // nothing reads from it yet: no wait
 		return
 	}
-	n.subs[i] = ps
+	n.subs[i].ps = ps
 	msgs := ps.ChannelWithSubscriptions()
 	n.wg.Go(func() {
 		for m := range msgs {
-			n.answered(i, ps)
 			switch m := m.(type) {
 			case *redis.Message:
 				n.wake(keyOf(m.Channel))
 			case *redis.Subscription:
-				n.confirmed(i, keyOf(m.Channel), m.Kind == "subscribe")
+				n.confirmed(i, ps, keyOf(m.Channel), m.Kind == "subscribe")
 			}
 		}
 	})
@@ -222,10 +223,10 @@ func (n *notifier) settled(i int, ps *redis.PubSub, err error) {
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.closed || n.subs[i] != ps {
+	if n.closed || n.subs[i].ps != ps {
 		return // close ends it
 	}
-	n.subs[i] = nil
+	n.subs[i].ps = nil
 	n.failed(i)
 	// Its dispatch goroutine ends with it. go-redis's reader may be in a
 	// dial, holding what Close needs: Close in the background. active
@@ -234,20 +235,19 @@ func (n *notifier) settled(i int, ps *redis.PubSub, err error) {
 	n.wg.Go(func() { _ = ps.Close() })
 }
 
-// answered notes that node i's subscription ps had a reply: the node's
-// waits after failures start again from the shortest.
+// answered notes that node i confirmed a subscription on ps (go-redis
+// passes on no pong; a release announcement, the hot path, takes no note):
+// the node's waits after failures start again from the shortest; under mu.
 func (n *notifier) answered(i int, ps *redis.PubSub) {
-	n.mu.Lock()
-	if n.subs[i] == ps {
-		n.backoff[i] = 0
+	if n.subs[i].ps == ps {
+		n.subs[i].backoff = 0
 	}
-	n.mu.Unlock()
 }
 
 // failed starts node i's wait after a failure, and its timer; under mu.
 func (n *notifier) failed(i int) {
-	n.backoff[i] = min(max(2*n.backoff[i], subRetryFirst), subRetryMax)
-	n.retryAt[i] = time.Now().Add(n.backoff[i])
+	n.subs[i].backoff = min(max(2*n.subs[i].backoff, subRetryFirst), subRetryMax)
+	n.subs[i].retryAt = time.Now().Add(n.subs[i].backoff)
 	n.retryLater(i)
 }
 
@@ -265,10 +265,11 @@ func (n *notifier) channels() []string {
 func keyOf(channel string) string { return strings.TrimPrefix(channel, releaseChannel("")) }
 
 // confirmed notes that node i confirmed key's subscription (on) or its
-// end, and wakes key's waiters when releases may have gone unannounced
-// (see notifier).
-func (n *notifier) confirmed(i int, key string, on bool) {
+// end on ps, and wakes key's waiters when releases may have gone
+// unannounced (see notifier).
+func (n *notifier) confirmed(i int, ps *redis.PubSub, key string, on bool) {
 	n.mu.Lock()
+	n.answered(i, ps)
 	nodes := n.active[key]
 	if !on || n.waiters[key] == nil {
 		delete(nodes, i)
@@ -304,11 +305,12 @@ func (n *notifier) close() {
 	n.subMu.Lock()
 	n.mu.Lock()
 	n.closed = true
-	// A copy: a call that outlived its timeout may still drop one (see
-	// settled, which leaves them to this once closed).
-	subs := slices.Clone(n.subs)
-	for _, t := range n.timers {
-		if t != nil && t.Stop() {
+	// Taken under mu: a call that outlived its timeout may still drop one
+	// (see settled, which leaves them to this once closed).
+	subs := make([]*redis.PubSub, 0, len(n.subs))
+	for _, sub := range n.subs {
+		subs = append(subs, sub.ps)
+		if sub.timer != nil && sub.timer.Stop() {
 			n.wg.Done()
 		}
 	}
