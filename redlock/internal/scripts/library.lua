@@ -118,8 +118,7 @@ local function guard(marker, quarantine, maxTTL)
   if marker ~= passedOf then
     passedOf, passedKey = marker, marker .. ':passed'
   end
-  local recent = passedKey
-  if passed and redis.pcall('GET', recent) == passed then
+  if passed and redis.pcall('GET', passedKey) == passed then
     return nil
   end
   local t = redis.call('TIME')
@@ -142,7 +141,7 @@ local function guard(marker, quarantine, maxTTL)
   quarantinedUntil, passed = nil, stamp
   if close then
     -- A user that may not write the key only goes without the saving.
-    redis.pcall('SET', recent, stamp, 'PX', statsMs)
+    redis.pcall('SET', passedKey, stamp, 'PX', statsMs)
   end
 end
 
