@@ -27,7 +27,7 @@ func guardedServer(t *testing.T) (*redis.Client, func(redis.Cmdable, string) *re
 		t.Fatal(err)
 	}
 	return c.clients[0], func(p redis.Cmdable, key string) *redis.Cmd {
-		keys := []string{key, "redlock:fence:" + key, "redlock:guard:marker", "redlock:guard:quarantine"}
+		keys := []string{key, "redlock:fence:" + key, scripts.GuardMarker, scripts.GuardQuarantine}
 		return p.FCall(t.Context(), scripts.Acquire.Guarded(true).Fn, keys, "t\x001\x00", 10000, "t\x00", "0", 10000, 60000, 0)
 	}
 }
@@ -159,6 +159,14 @@ func TestGuardQuarantineEvictedKeepsNodeOut(t *testing.T) {
 func TestGuardLeanAcquisitionKeepsHolds(t *testing.T) {
 	c := newCluster(t, 3)
 	l := c.bootstrapped(t)
+	// Every command goes to the slow log, with its arguments: which
+	// function each acquisition called.
+	for _, cl := range c.clients {
+		configSet(t, cl, "slowlog-log-slower-than", "0", "slowlog-max-len", "1024")
+		if err := cl.SlowLogReset(t.Context()).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
 	outer := mustObtain(t, l, "k")
 	inner := mustObtain(t, l, "k", redlock.WithToken(outer.Token()))
 	settledHolds(t, l, "k", 2)
@@ -187,5 +195,20 @@ func TestGuardLeanAcquisitionKeepsHolds(t *testing.T) {
 	}
 	if calls < 6 {
 		t.Fatalf("%v FCALLs over the nodes for 3 guarded acquisitions, want at least 6 (two decided each) through the library", calls)
+	}
+	lean := 0
+	for _, cl := range c.clients {
+		entries, err := cl.SlowLogGet(t.Context(), -1).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			if len(e.Args) > 1 && strings.EqualFold(e.Args[0], "fcall") && strings.HasSuffix(e.Args[1], "_acquire_lean") {
+				lean++
+			}
+		}
+	}
+	if lean < 6 {
+		t.Fatalf("%d calls of the lean function over the nodes for 3 guarded acquisitions, want at least 6", lean)
 	}
 }
