@@ -201,7 +201,7 @@ func (a *acquisition) conclude(ctx context.Context, p *acquirePlan, g *granting,
 // to f; its grant there raises the counter past f, and its fence, a
 // maximum, is larger still. Nodes agree on f when they granted the same
 // holders of the key and took the start the client offered (fenceStart),
-// or granted within one 100 ms window of the clock floor (see
+// or granted within one 100 ms window of the clock (see
 // acquire.lua), the usual case, which is why one round trip usually does.
 // This needs nodes that keep their counters. Where a node lost its counter
 // (it expired, or the node lost its memory, or a reload brought back an

@@ -1,7 +1,9 @@
 package redlock_test
 
 import (
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -172,4 +174,69 @@ func TestReentryAfterCounterExpired(t *testing.T) {
 	if err := outer.Release(t.Context()); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// A busy key's counter is written with its expiry only when a grant moves
+// it up to a new start, which the client offers on the servers' 100 ms
+// grid; the grants in between count on by one (INCR). At 10 ms steps
+// nearly every grant of a key locked more than a hundred times a second
+// wrote it: one command more per grant on every node.
+func TestFenceCounterOfBusyKeyWrittenOncePerWindow(t *testing.T) {
+	c := newCluster(t, 3)
+	l := c.locker(t, append(slices.Clone(testOpts), redlock.WithFencing())...)
+	// The first grant starts each counter from the exact clock (and may
+	// need a write-back); counted from after it.
+	lock := mustObtain(t, l, "busy")
+	if err := lock.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	for _, cl := range c.clients {
+		if err := cl.ConfigResetStat(t.Context()).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start, grants := time.Now(), 0
+	for time.Since(start) < 600*time.Millisecond || grants < 100 {
+		if time.Since(start) > 10*time.Second {
+			t.Fatalf("only %d grants in %v", grants, time.Since(start))
+		}
+		lock := mustObtain(t, l, "busy")
+		grants++
+		if err := lock.Release(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	elapsed := time.Since(start)
+	// One write per 100 ms window begun, twice over for the margin.
+	bound := 2 * (int(elapsed/(100*time.Millisecond)) + 2)
+	for i, cl := range c.clients {
+		// Each grant's SET NX of the lock key, and the counter's writes.
+		writes := commandCalls(t, cl, "set") - grants
+		t.Logf("node %d: %d counter writes in %d grants over %v", i, writes, grants, elapsed.Round(time.Millisecond))
+		if writes > bound {
+			t.Errorf("node %d: the counter was written %d times in %d grants over %v, want at most %d", i, writes, grants, elapsed.Round(time.Millisecond), bound)
+		}
+	}
+}
+
+// commandCalls is how many times cl's server ran cmd since its statistics
+// were last reset (INFO commandstats).
+func commandCalls(t *testing.T, cl *redis.Client, cmd string) int {
+	t.Helper()
+	info, err := cl.Info(t.Context(), "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.SplitSeq(info, "\r\n") {
+		rest, ok := strings.CutPrefix(line, "cmdstat_"+cmd+":calls=")
+		if !ok {
+			continue
+		}
+		n, err := strconv.Atoi(rest[:strings.IndexByte(rest, ',')])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	return 0
 }

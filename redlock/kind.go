@@ -172,10 +172,12 @@ func acquireArgs(value string, h holder, cfg *config, more ...any) []any {
 // down to fenceStartStep: the same on all nodes of an attempt, so that
 // they answer the same fence although their own clocks' 100 ms windows
 // may turn between their grants (each then needs no write-back). A node
-// takes it only where it lies within its own last 100 ms; the lag is the
-// allowance for a server's clock behind this one, and the rounding lets a
-// busy key's grants count on by one (INCR) rather than restart the
-// counter each time.
+// takes it only where it lies within its own last 200 ms; the lag is the
+// allowance for a server's clock behind this one. The rounding, to the
+// servers' own 100 ms grid, lets a busy key's grants count on by one
+// (INCR) between starts: a new start costs each node a write of the
+// counter with its expiry, which at 10 ms steps most grants of a busy key
+// paid.
 func fenceStart(cfg *config) (fenced string, start int64) {
 	if !cfg.fencing {
 		return "0", 0
@@ -190,5 +192,5 @@ const acquireStartArg = 6
 // fenceStartLag and fenceStartStep (µs) shape fenceStart's start.
 const (
 	fenceStartLag  = 10 * time.Millisecond
-	fenceStartStep = 10_000
+	fenceStartStep = 100_000
 )

@@ -235,9 +235,9 @@ func TestCheckGuard(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep = checkGuard()
-	// The quarantine lasts the guard's maximum TTL and one fence window
-	// (100ms, see acquire.lua).
-	if g := rep.Nodes[1].Guard; !g.Current || g.Abstain <= 0 || g.Abstain > time.Minute+100*time.Millisecond {
+	// The quarantine lasts the guard's maximum TTL and two fence windows
+	// (200ms, see acquire.lua).
+	if g := rep.Nodes[1].Guard; !g.Current || g.Abstain <= 0 || g.Abstain > time.Minute+200*time.Millisecond {
 		t.Errorf("abstaining node: %+v", g)
 	}
 	finding(t, rep, doctor.Guard, servers[1].Addr, "abstains for")

@@ -13,7 +13,7 @@
 -- ARGV[5]  restart guard: the maximum TTL in ms, "0" for off (optional)
 -- ARGV[6]  the fencing counter's lifetime in ms (with ARGV[4] = "1")
 -- ARGV[7]  the client's start for a counter, in µs since 1970 (optional;
---          used only within this server's last 100 ms, see below)
+--          used only within this server's last 200 ms, see below)
 --
 -- Returns, when granted: the fencing token in fencing mode (the counter,
 -- raised in this same step for a new holder), else 0 for a new holder
@@ -68,11 +68,11 @@ if guard > 0 then
     if policy ~= 'noeviction' and field('maxmemory', '^%d+') ~= '0' then
       return redis.error_reply('ABSTAIN maxmemory-policy ' .. tostring(policy) .. ' may evict lock keys: set noeviction or maxmemory 0')
     end
-    -- A quarantine already running is only ever lengthened. It lasts one
-    -- fence window (100 ms, see below) longer than the maximum TTL: a
-    -- counter that went back meets the window's start, not the clock.
-    if redis.call('PTTL', KEYS[4]) < guard + 100 then
-      redis.call('SET', KEYS[4], '1', 'PX', guard + 100)
+    -- A quarantine already running is only ever lengthened. It lasts two
+    -- fence windows (200 ms, see below) longer than the maximum TTL: a
+    -- counter that went back meets a start up to that old, not the clock.
+    if redis.call('PTTL', KEYS[4]) < guard + 200 then
+      redis.call('SET', KEYS[4], '1', 'PX', guard + 200)
     end
     redis.call('SET', KEYS[3], stamp)
   end
@@ -115,44 +115,47 @@ if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
     -- to a new window's start at its first grant in that window; nodes
     -- whose grants of one acquisition fall on both sides of a window's
     -- start disagree, so a longer window makes that rarer (with 10 ms
-    -- windows, about a quarter of the acquisitions under load). Fences stay
-    -- at or below the exact clock, as before; a counter that restarts from
-    -- the window's start may be up to one window below the exact clock, so
-    -- each case of a lost counter keeps its margin as follows. A counter
-    -- that is gone (INCR gives 1) starts from the exact clock. One that went
-    -- back is used, under the restart guard, only after a quarantine one
-    -- window longer than the maximum TTL. Without the guard (which such a
-    -- node's locks need anyway), one that went back starts from the
-    -- window's start: the margin there is the time since the lost fences
-    -- were written less one window.
-    --
-    -- The counter's expiry (its lifetime, ARGV[6]) is set when a grant
-    -- starts it again from the clock (a fresh start, or a window's first
-    -- grant), not at every grant: one command less for a busy key. A
-    -- counter so set is at most the clock. It then grows by one per grant
-    -- (a node makes far fewer than one per microsecond), far slower than
-    -- the clock, so the first grant after the next window's start finds it
-    -- below that start and sets it again: the last expiry was set at most
-    -- about two windows before any grant, and a counter lives at least its
-    -- lifetime less 200 ms after its last grant. A write-back (fence.lua)
-    -- that raises it above this clock adds the lead to its lifetime, for
-    -- the grants that follow do not set it until the clock has caught up.
+    -- windows, about a quarter of the acquisitions under load).
     --
     -- The client sends every node of an acquisition the same start
-    -- (ARGV[7]: its own clock a little back, see kind.go, fenceStart); a
-    -- node takes it in place of its window's start when it lies within
-    -- this server's last 100 ms, the same range as the window's start, so
-    -- the margins above hold as they are. Then the nodes agree even when their grants
-    -- fall on both sides of a window's start, as under deep queues they
-    -- mostly do; a start out of that range (a client's clock off by more
-    -- than the allowance, or a grant late by a window) is the window's. A
-    -- counter that is gone still starts from the exact clock.
+    -- (ARGV[7]: its own clock a little back, on the windows' 100 ms grid,
+    -- see kind.go, fenceStart); a node takes it in place of its window's
+    -- start when it lies within this server's last 200 ms (two windows).
+    -- Then the nodes agree even when their grants fall on both sides of a
+    -- window's start, as under deep queues they mostly do; a start out of
+    -- that range (a client's clock off by more than the allowance, or a
+    -- grant late by two windows) is the window's. A counter that is gone
+    -- still starts from the exact clock.
+    --
+    -- Fences stay at or below the exact clock; a counter that restarts
+    -- from a start or a window's start may be up to two windows below it,
+    -- so each case of a lost counter keeps its margin as follows. A
+    -- counter that is gone (INCR gives 1) starts from the exact clock. One
+    -- that went back is used, under the restart guard, only after a
+    -- quarantine two windows longer than the maximum TTL. Without the
+    -- guard (which such a node's locks need anyway), one that went back
+    -- starts from a start or the window's: the margin there is the time
+    -- since the lost fences were written less two windows.
+    --
+    -- The counter's expiry (its lifetime, ARGV[6]) is set when a grant
+    -- starts it again from the clock (a fresh start, a new start's or a
+    -- window's first grant), not at every grant: one command less for a
+    -- busy key, whose grants count on by one (INCR) between starts, which
+    -- move every 100 ms. A counter so set is at most the clock. It then
+    -- grows by one per grant (a node makes far fewer than one per
+    -- microsecond), far slower than the clock, so a grant more than two
+    -- windows later finds it below its start (or its window's) and sets it
+    -- again: the last expiry was set at most about two windows before any
+    -- grant, and a counter lives at least its lifetime less 200 ms after
+    -- its last grant. A write-back (fence.lua) that raises it above this
+    -- clock adds the lead to its lifetime, for the grants that follow do
+    -- not set it until the clock has caught up.
     local t = redis.call('TIME')
     local c = redis.call('INCR', KEYS[2])
     local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
     if c > 1 then
       local start = tonumber(ARGV[7] or '')
-      if start and start <= now and start > now - 100000 then
+      if start and start <= now and start > now - 200000 then
         now = start
       else
         now = now - now % 100000

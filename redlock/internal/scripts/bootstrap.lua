@@ -54,10 +54,10 @@ if marker == stamp then
   return 0
 end
 if marker then
-  -- One fence window (100 ms) longer than the maximum TTL, as acquire.lua.
+  -- Two fence windows (200 ms) longer than the maximum TTL, as acquire.lua.
   local guard = tonumber(ARGV[1])
   if guard > 0 then
-    guard = guard + 100
+    guard = guard + 200
     redis.call('SET', KEYS[2], '1', 'PX', guard)
     redis.call('SET', KEYS[1], stamp)
     return -guard

@@ -100,8 +100,8 @@ local function vote(now, marker, quarantine, maxTTL)
   end
   local stamp = run .. ' ' .. evicted
   if redis.call('GET', marker) ~= stamp then
-    if redis.call('PTTL', quarantine) < maxTTL + 100 then
-      redis.call('SET', quarantine, '1', 'PX', maxTTL + 100)
+    if redis.call('PTTL', quarantine) < maxTTL + 200 then
+      redis.call('SET', quarantine, '1', 'PX', maxTTL + 200)
     end
     redis.call('SET', marker, stamp)
   end
