@@ -66,7 +66,7 @@ func run() error {
 		from       = flag.String("from", "", "run nothing: print the table and draw the chart of this earlier JSON file")
 		modes      = flag.String("modes", "", "only these modes, as impl/nodes (redlock/5,redsync/5); default all")
 		cpuProfile = flag.String("cpuprofile", "", "write a CPU profile of the run (the benchmark process only) to this file")
-		scens      = flag.String("scenarios", "", "only these scenarios (uncontended,throughput,contention,slow-node,node-down,scaling); default all")
+		scens      = flag.String("scenarios", "", "only these scenarios (uncontended,throughput,contention,slow-node,node-down,server-time,scaling); default all")
 	)
 	flag.Parse()
 	if flag.NArg() > 0 {
@@ -206,10 +206,13 @@ func run() error {
 	return nil
 }
 
-// writeCharts draws the scenarios' chart and, when the scaling scenario
-// ran, the scaling chart, naming on stderr what it wrote.
+// writeCharts draws the scenarios' chart (the server-time scenario has
+// none) and, when the scaling scenario ran, the scaling chart, naming on
+// stderr what it wrote.
 func writeCharts(rep *report.Report, chartPath, scalePath string) error {
-	if slices.ContainsFunc(rep.Results, func(x report.Result) bool { return x.Scenario != report.Scaling }) {
+	if slices.ContainsFunc(rep.Results, func(x report.Result) bool {
+		return x.Scenario != report.Scaling && x.Scenario != report.ServerTime
+	}) {
 		if err := rep.WriteChart(chartPath); err != nil {
 			return err
 		}

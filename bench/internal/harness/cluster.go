@@ -126,22 +126,34 @@ func (c *Cluster) Close() error {
 // from INFO cpu, summed over every node of Direct), in µs.
 func (c *Cluster) ServerCPU(ctx context.Context) (float64, error) {
 	var total float64
-	for i, cl := range c.Direct {
-		info, err := cl.Info(ctx, "cpu").Result()
+	for i := range c.Direct {
+		cpu, err := c.nodeCPU(ctx, i)
 		if err != nil {
-			return 0, fmt.Errorf("INFO cpu of node %d: %w", i+1, err)
+			return 0, err
 		}
-		for _, line := range strings.Split(info, "\n") {
-			k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
-			if !ok || (k != "used_cpu_user" && k != "used_cpu_sys") {
-				continue
-			}
-			sec, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				return 0, fmt.Errorf("INFO cpu of node %d: %s: %w", i+1, k, err)
-			}
-			total += sec * 1e6
+		total += cpu
+	}
+	return total, nil
+}
+
+// nodeCPU returns the CPU time node i of Direct has used (user and
+// system, from INFO cpu), in µs.
+func (c *Cluster) nodeCPU(ctx context.Context, i int) (float64, error) {
+	info, err := c.Direct[i].Info(ctx, "cpu").Result()
+	if err != nil {
+		return 0, fmt.Errorf("INFO cpu of node %d: %w", i+1, err)
+	}
+	var total float64
+	for _, line := range strings.Split(info, "\n") {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok || (k != "used_cpu_user" && k != "used_cpu_sys") {
+			continue
 		}
+		sec, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return 0, fmt.Errorf("INFO cpu of node %d: %s: %w", i+1, k, err)
+		}
+		total += sec * 1e6
 	}
 	return total, nil
 }

@@ -163,6 +163,9 @@ type scenario struct {
 	faulty bool
 	// serverCPU measures the servers' CPU time per operation.
 	serverCPU bool
+	// redlockOnly scenarios run redlock's modes alone (the server-time
+	// scenario counts script calls, which are all of redlock's calls).
+	redlockOnly bool
 	// setup injects the fault and returns its undo.
 	setup func(*Cluster) (func() error, error)
 	run   func(ctx context.Context, impl lockers.Impl, key string, d time.Duration) report.Figures
@@ -192,6 +195,8 @@ func scenarios(cfg *Config) []scenario {
 				cl.Proxy.Down()
 				return cl.Proxy.Up, nil
 			}},
+		// Run by Run itself, with the cluster's counters (serverTime).
+		{name: report.ServerTime, redlockOnly: true},
 	}
 }
 
@@ -326,6 +331,15 @@ func Run(ctx context.Context, cfg Config) (rep *report.Report, err error) {
 					impl = mi.faulty
 				}
 				key := fmt.Sprintf("redlock-bench:%s:%d:%s:%s", runID, round, s.name, strings.ReplaceAll(mi.mode.Name(), "/", ","))
+				if s.name == report.ServerTime {
+					f, err := serverTime(ctx, cl, impl, mi.mode.Nodes, key, cfg.Workers, cfg.Duration)
+					if err != nil {
+						return nil, fmt.Errorf("%s: %w", s.name, err)
+					}
+					r := rep.Find(mi.mode.Impl, mi.mode.Nodes, s.name)
+					r.Rounds = append(r.Rounds, f)
+					continue
+				}
 				measure := func(key string) report.Figures {
 					if cfg.Warmup > 0 {
 						s.run(ctx, impl, key+":warmup", cfg.Warmup)
@@ -390,7 +404,8 @@ func Run(ctx context.Context, cfg Config) (rep *report.Report, err error) {
 
 // skips reports whether the scenario leaves the mode out.
 func (s scenario) skips(m lockers.Mode) bool {
-	return (s.quorumOnly && !m.Quorum()) || (s.locksOnly && !m.Excludes())
+	return (s.quorumOnly && !m.Quorum()) || (s.locksOnly && !m.Excludes()) ||
+		(s.redlockOnly && !slices.Contains([]string{lockers.Redlock, lockers.RedlockFencing, lockers.RedlockGuard}, m.Impl))
 }
 
 // rotate returns a copy of xs rotated left by n.

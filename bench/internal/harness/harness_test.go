@@ -124,6 +124,30 @@ func TestRunSmall(t *testing.T) {
 		t.Error("no server CPU time measured in any mode")
 	}
 
+	// The server time per acquisition and per release, apart, for
+	// redlock's modes only: each acquisition and release is a script call
+	// on every node, whose own time is part of the server's CPU.
+	for _, m := range lockers.Modes() {
+		r := rep.Find(m.Impl, m.Nodes, report.ServerTime)
+		if !strings.HasPrefix(m.Impl, lockers.Redlock) {
+			if r != nil {
+				t.Errorf("%s: a server-time result", m.Name())
+			}
+			continue
+		}
+		if r == nil || len(r.Rounds) != 1 || r.Median[report.Ops] <= 0 {
+			t.Errorf("%s server-time: result %+v", m.Name(), r)
+			continue
+		}
+		// The CPU figures may be 0 in a window this short (the kernel
+		// accounts in ticks); the scripts' own time is counted in µs.
+		for _, k := range []string{report.AcquireCPU, report.AcquireScript, report.ReleaseCPU, report.ReleaseScript} {
+			if v, ok := r.Median[k]; !ok || v < 0 || (v == 0 && (k == report.AcquireScript || k == report.ReleaseScript)) {
+				t.Errorf("%s server-time: %s = %v in %v", m.Name(), k, v, r.Median)
+			}
+		}
+	}
+
 	// redsync by default waits for every node, the slow one included, on
 	// both Obtain and Release: proof that the latency was in place.
 	if p50 := rep.Find(lockers.Redsync, 5, report.SlowNode).Median[report.P50]; p50 < 2*float64(cfg.SlowLatency/time.Microsecond) {

@@ -25,6 +25,9 @@ const (
 	Contention  = "contention"
 	SlowNode    = "slow-node"
 	NodeDown    = "node-down"
+	// ServerTime is the servers' time per acquisition and per release,
+	// apart, for redlock's modes.
+	ServerTime = "server-time"
 	// Scaling is throughput against workers and against nodes; its
 	// results carry their worker count.
 	Scaling = "scaling"
@@ -47,11 +50,20 @@ const (
 	// summed) per completed operation, in µs: what bounds a deployment's
 	// lock rate. Measured in the uncontended and throughput scenarios.
 	ServerCPU = "server_cpu_us"
-	AcqPerSec = "acquisitions_per_s"
-	WaitP50   = "wait_p50_ms"
-	WaitP99   = "wait_p99_ms"
-	GaveUp    = "gave_up" // Obtain calls that returned without the lock
-	Cut       = "cut"     // waits still unfinished when the run cut them off
+	// AcquireCPU and ReleaseCPU are the servers' CPU time (INFO cpu) per
+	// acquisition and per release on one node, in µs; AcquireScript and
+	// ReleaseScript the part of it in the scripts themselves (INFO
+	// commandstats: EVALSHA, EVAL, FCALL), the commands they run
+	// included. Measured in the server-time scenario.
+	AcquireCPU    = "acquire_server_cpu_us"
+	ReleaseCPU    = "release_server_cpu_us"
+	AcquireScript = "acquire_script_us"
+	ReleaseScript = "release_script_us"
+	AcqPerSec     = "acquisitions_per_s"
+	WaitP50       = "wait_p50_ms"
+	WaitP99       = "wait_p99_ms"
+	GaveUp        = "gave_up" // Obtain calls that returned without the lock
+	Cut           = "cut"     // waits still unfinished when the run cut them off
 )
 
 // Figures are one scenario's numbers for one mode: from one round, or the
@@ -308,6 +320,20 @@ func (r *Report) WriteTable(w io.Writer) error {
 			num(db, 0), num(dn(P50), 0), num(dn(P99), 0), num(dn(P50)/db, 2), num(dn(Errors), 0)})
 	}
 
+	srv := Table{
+		Title:  fmt.Sprintf("Server time per call and node, µs: %d workers obtain a key each, then release them all; cpu = the server's CPU (INFO cpu), script = the script's own (INFO commandstats)", s.Workers),
+		Header: []string{"impl", "nodes", "acquire cpu", "acquire script", "release cpu", "release script", "errors"},
+		Left:   1,
+	}
+	for _, m := range modes {
+		if r.Find(m.Impl, m.Nodes, ServerTime) == nil {
+			continue
+		}
+		v := func(k string) float64 { return r.value(m.Impl, m.Nodes, ServerTime, k) }
+		srv.Rows = append(srv.Rows, []string{m.Impl, fmt.Sprint(m.Nodes),
+			num(v(AcquireCPU), 2), num(v(AcquireScript), 2), num(v(ReleaseCPU), 2), num(v(ReleaseScript), 2), num(v(Errors), 0)})
+	}
+
 	var b strings.Builder
 	where := "given"
 	if s.LocalServers {
@@ -316,7 +342,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 	fmt.Fprintf(&b, "%d %s redis-server %s nodes; %s %s/%s, %d CPUs, GOMAXPROCS %d; load average %s before, %s after\n\n",
 		len(s.Nodes), where, orDash(r.Env.RedisServer), r.Env.GoVersion, r.Env.GOOS, r.Env.GOARCH, r.Env.NumCPU, r.Env.GOMAXPROCS,
 		orDash(r.Env.LoadBefore), orDash(r.Env.LoadAfter))
-	for _, t := range append([]Table{lat, tput, cont, faults}, r.scalingTables()...) {
+	for _, t := range append([]Table{lat, tput, cont, faults, srv}, r.scalingTables()...) {
 		if len(t.Rows) == 0 {
 			continue
 		}
