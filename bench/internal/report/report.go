@@ -483,6 +483,8 @@ func (r *Report) ComputeRatios() {
 		add("uncontended p50, "+feature+" / redlock (nodes=5)", p50(feature, 5, Uncontended), p50(ours, 5, Uncontended))
 		add("throughput ops/s, "+feature+" / redlock (nodes=5)",
 			r.value(feature, 5, Throughput, OpsPerSec), r.value(ours, 5, Throughput, OpsPerSec))
+		add("server cpu per acquisition, "+feature+" / redlock (nodes=5)",
+			r.value(feature, 5, ServerTime, AcquireCPU), r.value(ours, 5, ServerTime, AcquireCPU))
 	}
 	// All slow-node ratios first, then all node-down ones; the scenario
 	// names double as the ratio names' prefixes.

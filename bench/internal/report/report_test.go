@@ -63,6 +63,11 @@ func sample() *report.Report {
 	add("redlock", 5, report.SlowNode, withBase(lat(250), 200), withBase(lat(250), 240))
 	add("redsync", 5, report.SlowNode, lat(4500), lat(4500))
 	add("redlock", 5, report.NodeDown, lat(240))
+	srv := func(acq, rel float64) report.Figures {
+		return report.Figures{report.AcquireCPU: acq, report.AcquireScript: acq / 2, report.ReleaseCPU: rel, report.ReleaseScript: rel / 2, report.Errors: 0}
+	}
+	add("redlock", 5, report.ServerTime, srv(10, 12), srv(12, 14))
+	add("redlock+fencing", 5, report.ServerTime, srv(16, 12), srv(18, 14))
 	r.Median()
 	r.ComputeRatios()
 	return r
@@ -85,12 +90,13 @@ func TestRatios(t *testing.T) {
 		got[x.Name] = x.Value
 	}
 	want := map[string]float64{
-		"uncontended p50, redlock nodes=5 / nodes=1":       250.0 / 110,
-		"throughput ops/s, redlock / redsync (nodes=5)":    6000.0 / 4000,
-		"contended wait p99, redlock / redsync (nodes=5)":  0.25,
-		"slow-node p50 / p50 just before, redlock nodes=5": 250.0 / 220,
-		"slow-node p50 / p50 just before, redsync nodes=5": 4500.0 / 300,
-		"node-down p50 / p50 just before, redlock nodes=5": 240.0 / 250,
+		"uncontended p50, redlock nodes=5 / nodes=1":                      250.0 / 110,
+		"throughput ops/s, redlock / redsync (nodes=5)":                   6000.0 / 4000,
+		"contended wait p99, redlock / redsync (nodes=5)":                 0.25,
+		"slow-node p50 / p50 just before, redlock nodes=5":                250.0 / 220,
+		"slow-node p50 / p50 just before, redsync nodes=5":                4500.0 / 300,
+		"node-down p50 / p50 just before, redlock nodes=5":                240.0 / 250,
+		"server cpu per acquisition, redlock+fencing / redlock (nodes=5)": 17.0 / 11,
 	}
 	for name, w := range want {
 		if g, ok := got[name]; !ok || math.Abs(g-w) > 1e-9 {
@@ -120,6 +126,8 @@ func TestWriteTable(t *testing.T) {
 		"redlock      5         220       250      1000         1.14         250       240       960         0.96            0",
 		"redsync      5         300      4500     18000        15.00           -         -         -            -            -",
 		"slow-node p50 / p50 just before, redsync nodes=5",
+		"Server time per call and node, µs: 64 workers",
+		"redlock+fencing      5        17.00            8.50        13.00            6.50       0",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
