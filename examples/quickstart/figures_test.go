@@ -42,6 +42,8 @@ var figures = []figure{
 	{"docs/safety.md", "After 8 handoffs in a row", "redlock", "maxHandoffs", "8"},
 	{"docs/safety.md", "A counter expires 7 days plus the lock's TTL", "redlock", "defaultFenceLifetime", "7 * 24 * time.Hour"},
 	{"docs/safety.md", "TTL/20 (at least 5 ms)", "redlock", "minWarnMargin", "5 * time.Millisecond"},
+	{"docs/safety.md", "its own clock 10 ms back,", "redlock", "fenceStartLag", "10 * time.Millisecond"},
+	{"docs/safety.md", "rounded down to the servers' 100 ms grid", "redlock", "fenceStartStep", "100_000"},
 	{"README.md", "30s (`--ttl`); `elect`: 10s", "cmd/redlock", "defaultTTL", "30 * time.Second"},
 	{"README.md", "30s (`--ttl`); `elect`: 10s", "cmd/redlock", "defaultElectTTL", "10 * time.Second"},
 	{"README.md", "500ms (`--node-timeout`)", "cmd/redlock", "defaultNodeTimeout", "500 * time.Millisecond"},
