@@ -212,3 +212,56 @@ func TestGuardLeanAcquisitionKeepsHolds(t *testing.T) {
 		t.Fatalf("%d calls of the lean function over the nodes for 3 guarded acquisitions, want at least 6", lean)
 	}
 }
+
+// A quarantine lasts the maximum TTL and two fence windows (200 ms) more,
+// wherever it starts: the guard's function, the acquire script (servers
+// without functions) and Bootstrap. A fenced grant after it may restart a
+// counter that went back from a start up to two windows old (acquire.lua),
+// which must still lie above every fence of the node's lost grants, as far
+// as the maximum TTL ahead of its clock.
+func TestRestartGuardQuarantineCoversTwoFenceWindows(t *testing.T) {
+	const maxTTL = 10000 // ms: guardOpts' maximum TTL, and guardedServer's
+	quarantine := func(t *testing.T, cl *redis.Client, path string) {
+		t.Helper()
+		d, err := cl.PTTL(t.Context(), scripts.GuardQuarantine).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Read a moment after it began: more than one window above the
+		// maximum TTL, at most two.
+		t.Logf("%s: the quarantine lasts %v more", path, d)
+		if ms := d.Milliseconds(); ms <= maxTTL+100 || ms > maxTTL+200 {
+			t.Errorf("%s: the quarantine lasts %v, want more than %dms and at most %dms", path, d, maxTTL+100, maxTTL+200)
+		}
+	}
+	cl, acquire := guardedServer(t)
+	keys := []string{"k", "redlock:fence:k", scripts.GuardMarker, scripts.GuardQuarantine}
+	for _, path := range []string{"the function", "the script"} {
+		if err := cl.FlushAll(t.Context()).Err(); err != nil {
+			t.Fatal(err)
+		}
+		var err error
+		if path == "the function" {
+			err = acquire(cl, "k").Err()
+		} else {
+			err = scripts.Acquire.Run(t.Context(), cl, keys, "t\x001\x00", 10000, "t\x00", "0", maxTTL, 60000, 0).Err()
+		}
+		if err == nil || !strings.HasPrefix(err.Error(), "ABSTAIN node lost its memory") {
+			t.Fatalf("%s on a flushed node: %v, want ABSTAIN node lost its memory", path, err)
+		}
+		quarantine(t, cl, path)
+	}
+	// Bootstrap finds a marker with another stamp (a loss) and starts the
+	// quarantine itself.
+	if err := cl.FlushAll(t.Context()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.Set(t.Context(), scripts.GuardMarker, "0000 0", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	l := newLocker(t, []*redis.Client{cl}, guardOpts...)
+	if err := l.Bootstrap(t.Context()); err == nil {
+		t.Fatal("Bootstrap over a marker with another stamp: no error, want the node reported as abstaining")
+	}
+	quarantine(t, cl, "Bootstrap")
+}
