@@ -35,6 +35,10 @@ var (
 	LongHolds = flag.Float64("chaos.longholds", 0, "share of holds that last a quarter to half the TTL, whatever -chaos.maxhold says (in [0, 1])")
 	// ClientProfiles is where client processes write CPU profiles.
 	ClientProfiles = flag.String("chaos.clientprofiles", "", "directory where each client process writes its CPU profile (none when empty)")
+	// Availability, when set, runs the availability measurement (package
+	// availability) with phases this long.
+	Availability = flag.Duration("chaos.availability", 0,
+		"phase length of the availability measurement: each minority fault on one node of five for a phase, against a phase without, alternated (0 skips it)")
 	// Processes is the number of client processes.
 	Processes = flag.Int("chaos.processes", 2, "client processes on top of the in-process clients (each one Locker; the client-stop fault freezes them)")
 )
