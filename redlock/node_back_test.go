@@ -2,6 +2,8 @@ package redlock_test
 
 import (
 	"net"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -210,4 +212,85 @@ func TestNodeBackAfterLongOutageVotesAtOnce(t *testing.T) {
 	if err := <-restarted; err != nil {
 		t.Fatal(err)
 	}
+}
+
+// A node that answers READONLY (a replica, for good or until a failover
+// promotes it) is tried again at most every 50 ms per queue, as a node that
+// refuses connections: READONLY ends the connection, and the replica's
+// batches that write nothing (the release of a key it does not hold)
+// succeed and used to end the wait between tries, so nearly every
+// acquisition cost a new connection (118 a second from one goroutine). And
+// once promoted it votes again.
+func TestReplicaNodeTriedNowAndThen(t *testing.T) {
+	servers := redistest.StartT(t, 3, redistest.Options{})
+	direct := redistest.ClientsT(t, servers)
+	port, err := redistest.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A replica of an address where nothing listens: it refuses writes.
+	if err := direct[2].ReplicaOf(t.Context(), "127.0.0.1", strconv.Itoa(port)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	l := newLocker(t, redistest.ClientsT(t, servers), testOpts...)
+	before := connectionsReceived(t, direct[2])
+	start, pairs := time.Now(), 0
+	for time.Since(start) < time.Second {
+		lock, err := l.TryObtain(t.Context(), "k")
+		if err != nil {
+			t.Fatal(err)
+		}
+		pairs++
+		if err := lock.Release(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	elapsed := time.Since(start)
+	// Two queues per node, each trying at most every 50 ms, and a margin.
+	opened := connectionsReceived(t, direct[2]) - before
+	bound := 2 * (int(elapsed/(50*time.Millisecond)) + 5)
+	t.Logf("%d connections to the replica in %d pairs over %v", opened, pairs, elapsed.Round(time.Millisecond))
+	if opened > bound {
+		t.Errorf("%d connections to a replica in %v (%d pairs), want at most %d", opened, elapsed.Round(time.Millisecond), pairs, bound)
+	}
+	// Promoted, it votes again.
+	if err := direct[2].ReplicaOf(t.Context(), "NO", "ONE").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if !poll(t, 5*time.Second, func() bool {
+		lock, err := l.TryObtain(t.Context(), "promoted")
+		if err != nil {
+			return false
+		}
+		defer func() {
+			if err := lock.Release(t.Context()); err != nil {
+				t.Error(err)
+			}
+		}()
+		v, err := direct[2].Get(t.Context(), "promoted").Result()
+		return err == nil && v != ""
+	}) {
+		t.Fatal("the promoted node never granted")
+	}
+}
+
+// connectionsReceived is the server's count of connections accepted so far
+// (INFO stats).
+func connectionsReceived(t *testing.T, cl *redis.Client) int {
+	t.Helper()
+	info, err := cl.Info(t.Context(), "stats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.SplitSeq(info, "\r\n") {
+		if v, ok := strings.CutPrefix(line, "total_connections_received:"); ok {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+	}
+	t.Fatal("INFO stats shows no total_connections_received")
+	return 0
 }

@@ -65,6 +65,21 @@ func (w *worker) refused(err error, now time.Time, timeout time.Duration) {
 	w.refusal, w.retryAt = err, end.Add(w.backoff)
 }
 
+// readOnly records a READONLY reply, on whichever batch of a connection:
+// the node is a replica (for good, or until a failover promotes it). It
+// ends the connection (see keepsConn), and the batches of the next
+// refuseMax get err at once, as after refuseMax of refusals in a row. Its
+// batches that do not write (the release of a key it does not hold)
+// succeed and end a row of refusals, so with refused's doubling nearly
+// every acquisition batch cost a new connection and its set-up (113 a
+// second from one goroutine, 20 now; TestReplicaNodeTriedNowAndThen). A
+// replica promoted votes again within refuseMax, as a node back from an
+// outage.
+func (w *worker) readOnly(err error) {
+	w.backoff = refuseMax
+	w.refusal, w.retryAt = err, time.Now().Add(refuseMax)
+}
+
 // failed is n replies that are all err.
 func failed(ctx context.Context, n int, err error) []*redis.Cmd {
 	cmds := make([]*redis.Cmd, n)

@@ -40,7 +40,8 @@ type worker struct {
 	// read by Start.
 	silentSince, probeAt atomic.Int64
 	// refusal is the node's last quick refusal of a new connection (a
-	// refused dial, a reset set-up, READONLY on a fresh connection),
+	// refused dial, a reset set-up, LOADING on a fresh connection), or
+	// its last READONLY (see readOnly),
 	// answered to every batch until retryAt instead of another dial;
 	// backoff is the wait it set, doubled by each refusal in a row (see
 	// refused). Under the queue's mu.
@@ -292,10 +293,14 @@ func (w *worker) send(batch []*Call, timeout time.Duration, now time.Time) []*re
 		if err := cmd.Err(); err != nil && !keepsConn(err) {
 			w.abandon()
 			var re redis.Error
-			if fresh && errors.As(err, &re) {
-				// A new connection's first batch refused (READONLY,
-				// LOADING, ...). A network error after its set-up
-				// is none: the node took the connection.
+			switch {
+			case redis.IsReadOnlyError(err):
+				// A replica, on any batch (see readOnly).
+				w.readOnly(err)
+			case fresh && errors.As(err, &re):
+				// A new connection's first batch refused (LOADING,
+				// ...). A network error after its set-up is none:
+				// the node took the connection.
 				w.refused(err, now, timeout)
 			}
 			return cmds
