@@ -3,7 +3,6 @@ package redlock_test
 import (
 	"slices"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -211,32 +210,11 @@ func TestFenceCounterOfBusyKeyWrittenOncePerWindow(t *testing.T) {
 	bound := 2 * (int(elapsed/(100*time.Millisecond)) + 2)
 	for i, cl := range c.clients {
 		// Each grant's SET NX of the lock key, and the counter's writes.
-		writes := commandCalls(t, cl, "set") - grants
+		sets, _, _ := cmdStat(t, cl, "set")
+		writes := int(sets) - grants
 		t.Logf("node %d: %d counter writes in %d grants over %v", i, writes, grants, elapsed.Round(time.Millisecond))
 		if writes > bound {
 			t.Errorf("node %d: the counter was written %d times in %d grants over %v, want at most %d", i, writes, grants, elapsed.Round(time.Millisecond), bound)
 		}
 	}
-}
-
-// commandCalls is how many times cl's server ran cmd since its statistics
-// were last reset (INFO commandstats).
-func commandCalls(t *testing.T, cl *redis.Client, cmd string) int {
-	t.Helper()
-	info, err := cl.Info(t.Context(), "commandstats").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for line := range strings.SplitSeq(info, "\r\n") {
-		rest, ok := strings.CutPrefix(line, "cmdstat_"+cmd+":calls=")
-		if !ok {
-			continue
-		}
-		n, err := strconv.Atoi(rest[:strings.IndexByte(rest, ',')])
-		if err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
-	return 0
 }

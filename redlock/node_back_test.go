@@ -3,7 +3,6 @@ package redlock_test
 import (
 	"net"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -233,7 +232,7 @@ func TestReplicaNodeTriedNowAndThen(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := newLocker(t, redistest.ClientsT(t, servers), testOpts...)
-	before := connectionsReceived(t, direct[2])
+	before := redistest.ConnectionsReceived(t, direct[2])
 	start, pairs := time.Now(), 0
 	for time.Since(start) < time.Second {
 		lock, err := l.TryObtain(t.Context(), "k")
@@ -247,7 +246,7 @@ func TestReplicaNodeTriedNowAndThen(t *testing.T) {
 	}
 	elapsed := time.Since(start)
 	// Two queues per node, each trying at most every 50 ms, and a margin.
-	opened := connectionsReceived(t, direct[2]) - before
+	opened := redistest.ConnectionsReceived(t, direct[2]) - before
 	bound := 2 * (int(elapsed/(50*time.Millisecond)) + 5)
 	t.Logf("%d connections to the replica in %d pairs over %v", opened, pairs, elapsed.Round(time.Millisecond))
 	if opened > bound {
@@ -272,25 +271,4 @@ func TestReplicaNodeTriedNowAndThen(t *testing.T) {
 	}) {
 		t.Fatal("the promoted node never granted")
 	}
-}
-
-// connectionsReceived is the server's count of connections accepted so far
-// (INFO stats).
-func connectionsReceived(t *testing.T, cl *redis.Client) int {
-	t.Helper()
-	info, err := cl.Info(t.Context(), "stats").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for line := range strings.SplitSeq(info, "\r\n") {
-		if v, ok := strings.CutPrefix(line, "total_connections_received:"); ok {
-			n, err := strconv.Atoi(v)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return n
-		}
-	}
-	t.Fatal("INFO stats shows no total_connections_received")
-	return 0
 }

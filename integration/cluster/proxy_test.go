@@ -3,34 +3,11 @@ package cluster_test
 import (
 	"context"
 	"net"
-	"strconv"
-	"strings"
 	"testing"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/quorumlock/redlock/integration/cluster"
+	"github.com/quorumlock/redlock/internal/redistest"
 )
-
-// connectionsReceived reads the server's count of connections it accepted.
-func connectionsReceived(t *testing.T, rc *redis.Client) int {
-	t.Helper()
-	info, err := rc.Info(t.Context(), "stats").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for line := range strings.SplitSeq(info, "\r\n") {
-		if v, ok := strings.CutPrefix(line, "total_connections_received:"); ok {
-			n, err := strconv.Atoi(v)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return n
-		}
-	}
-	t.Fatal("INFO stats has no total_connections_received")
-	return 0
-}
 
 // TestProxyAbandonedConnections: a storm of connections whose clients gave
 // up before sending anything (clients that time out and reconnect on a
@@ -50,7 +27,7 @@ func TestProxyAbandonedConnections(t *testing.T) {
 	})
 	direct := cluster.NewClient(c.Nodes[0].Server().Addr())
 	t.Cleanup(func() { _ = direct.Close() })
-	before := connectionsReceived(t, direct)
+	before := redistest.ConnectionsReceived(t, direct)
 
 	const storm = 300
 	for range storm {
@@ -69,7 +46,7 @@ func TestProxyAbandonedConnections(t *testing.T) {
 	if err := rc.Ping(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if got := connectionsReceived(t, direct) - before; got != 1 {
+	if got := redistest.ConnectionsReceived(t, direct) - before; got != 1 {
 		t.Fatalf("the server received %d connections for %d abandoned ones and one client; want 1", got, storm)
 	}
 }

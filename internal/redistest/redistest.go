@@ -358,3 +358,24 @@ func (b *tailBuffer) String() string {
 	defer b.mu.Unlock()
 	return strings.Join(b.lines, "\n")
 }
+
+// ConnectionsReceived is the count of connections cl's server has accepted
+// since it started (INFO stats' total_connections_received).
+func ConnectionsReceived(t testing.TB, cl *redis.Client) int {
+	t.Helper()
+	info, err := cl.Info(t.Context(), "stats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.SplitSeq(info, "\r\n") {
+		if v, ok := strings.CutPrefix(line, "total_connections_received:"); ok {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+	}
+	t.Fatal("INFO stats shows no total_connections_received")
+	return 0
+}
