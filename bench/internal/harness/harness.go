@@ -169,6 +169,9 @@ type scenario struct {
 	// setup injects the fault and returns its undo.
 	setup func(*Cluster) (func() error, error)
 	run   func(ctx context.Context, impl lockers.Impl, key string, d time.Duration) report.Figures
+	// measure, set instead of run, measures with the cluster's own
+	// counters in hand, a mode over nodes of it.
+	measure func(ctx context.Context, cl *Cluster, impl lockers.Impl, nodes int, key string) (report.Figures, error)
 }
 
 func scenarios(cfg *Config) []scenario {
@@ -195,8 +198,10 @@ func scenarios(cfg *Config) []scenario {
 				cl.Proxy.Down()
 				return cl.Proxy.Up, nil
 			}},
-		// Run by Run itself, with the cluster's counters (serverTime).
-		{name: report.ServerTime, redlockOnly: true},
+		{name: report.ServerTime, redlockOnly: true,
+			measure: func(ctx context.Context, cl *Cluster, impl lockers.Impl, nodes int, key string) (report.Figures, error) {
+				return serverTime(ctx, cl, impl, nodes, key, cfg.Workers, cfg.Duration)
+			}},
 	}
 }
 
@@ -331,8 +336,8 @@ func Run(ctx context.Context, cfg Config) (rep *report.Report, err error) {
 					impl = mi.faulty
 				}
 				key := fmt.Sprintf("redlock-bench:%s:%d:%s:%s", runID, round, s.name, strings.ReplaceAll(mi.mode.Name(), "/", ","))
-				if s.name == report.ServerTime {
-					f, err := serverTime(ctx, cl, impl, mi.mode.Nodes, key, cfg.Workers, cfg.Duration)
+				if s.measure != nil {
+					f, err := s.measure(ctx, cl, impl, mi.mode.Nodes, key)
 					if err != nil {
 						return nil, fmt.Errorf("%s: %w", s.name, err)
 					}
