@@ -113,8 +113,10 @@ func faultCounts(byKind map[string]int) string {
 
 // availability formats the acquisition rate under each kind of fault as a
 // share of the rate before the first fault, in the scenarios that injected
-// it: kind=share (rate under it), sorted by kind; the faults that hit a
-// majority of the nodes (checker.MajoritySuffix) after the others.
+// it: kind=share (rate under it vs rate before, and the time the kind's
+// faults were active, which the share rests on), sorted by kind; the
+// faults that hit a majority of the nodes (checker.MajoritySuffix) after
+// the others.
 func availability(during, before map[string]checker.Rate) string {
 	if len(during) == 0 {
 		return "no faults"
@@ -126,7 +128,7 @@ func availability(during, before map[string]checker.Rate) string {
 		if b.PerSecond() > 0 {
 			share = fmt.Sprintf("%.0f%%", 100*d.PerSecond()/b.PerSecond())
 		}
-		part := fmt.Sprintf("%s=%s (%.0f/s vs %.0f/s)", k, share, d.PerSecond(), b.PerSecond())
+		part := fmt.Sprintf("%s=%s (%.0f/s vs %.0f/s over %v)", k, share, d.PerSecond(), b.PerSecond(), d.Time.Round(100*time.Millisecond))
 		if strings.HasSuffix(k, checker.MajoritySuffix) {
 			majority = append(majority, part)
 		} else {
