@@ -409,8 +409,7 @@ func Run(ctx context.Context, cfg Config) (rep *report.Report, err error) {
 
 // skips reports whether the scenario leaves the mode out.
 func (s scenario) skips(m lockers.Mode) bool {
-	return (s.quorumOnly && !m.Quorum()) || (s.locksOnly && !m.Excludes()) ||
-		(s.redlockOnly && !slices.Contains([]string{lockers.Redlock, lockers.RedlockFencing, lockers.RedlockGuard}, m.Impl))
+	return (s.quorumOnly && !m.Quorum()) || (s.locksOnly && !m.Excludes()) || (s.redlockOnly && !m.Ours())
 }
 
 // rotate returns a copy of xs rotated left by n.

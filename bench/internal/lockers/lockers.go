@@ -76,6 +76,12 @@ func (m Mode) Quorum() bool { return m.Nodes > 1 }
 // which has nothing to contend for.
 func (m Mode) Excludes() bool { return m.Impl != Floor }
 
+// Ours reports whether the mode is this library (plain, fenced or
+// guarded), whose every call is a script on each node.
+func (m Mode) Ours() bool {
+	return m.Impl == Redlock || m.Impl == RedlockFencing || m.Impl == RedlockGuard
+}
+
 // Modes returns the modes the harness compares, in table order: each group
 // of node counts led by its floor.
 func Modes() []Mode {
