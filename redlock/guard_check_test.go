@@ -236,20 +236,22 @@ func TestRestartGuardQuarantineCoversTwoFenceWindows(t *testing.T) {
 	}
 	cl, acquire := guardedServer(t)
 	keys := []string{"k", "redlock:fence:k", scripts.GuardMarker, scripts.GuardQuarantine}
-	for _, path := range []string{"the function", "the script"} {
+	for _, path := range []struct {
+		name string
+		run  func() error
+	}{
+		{"the function", func() error { return acquire(cl, "k").Err() }},
+		{"the script", func() error {
+			return scripts.Acquire.Run(t.Context(), cl, keys, "t\x001\x00", 10000, "t\x00", "0", maxTTL, 60000, 0).Err()
+		}},
+	} {
 		if err := cl.FlushAll(t.Context()).Err(); err != nil {
 			t.Fatal(err)
 		}
-		var err error
-		if path == "the function" {
-			err = acquire(cl, "k").Err()
-		} else {
-			err = scripts.Acquire.Run(t.Context(), cl, keys, "t\x001\x00", 10000, "t\x00", "0", maxTTL, 60000, 0).Err()
+		if err := path.run(); err == nil || !strings.HasPrefix(err.Error(), "ABSTAIN node lost its memory") {
+			t.Fatalf("%s on a flushed node: %v, want ABSTAIN node lost its memory", path.name, err)
 		}
-		if err == nil || !strings.HasPrefix(err.Error(), "ABSTAIN node lost its memory") {
-			t.Fatalf("%s on a flushed node: %v, want ABSTAIN node lost its memory", path, err)
-		}
-		quarantine(t, cl, path)
+		quarantine(t, cl, path.name)
 	}
 	// Bootstrap finds a marker with another stamp (a loss) and starts the
 	// quarantine itself.
