@@ -1,22 +1,20 @@
 package redlock
 
 import (
-	"github.com/quorumlock/redlock/redlock/internal/conn"
-
-	"github.com/quorumlock/redlock/redlock/internal/scripts"
-
 	"context"
 	"errors"
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/quorumlock/redlock/quorum"
+	"github.com/quorumlock/redlock/redlock/internal/conn"
+	"github.com/quorumlock/redlock/redlock/internal/scripts"
+	"github.com/quorumlock/redlock/redlock/internal/wire"
 )
 
 // Status is what the nodes know of a lock, from Inspect.
@@ -141,20 +139,62 @@ func (l *Locker) inspect(ctx context.Context, key, index string) (*Status, []str
 // extension. It fails with ErrNoQuorum when fewer than a majority could be
 // reached, and with ErrInvalid, asking no node, for a key Obtain rejects.
 func (l *Locker) ForceRelease(ctx context.Context, key string) (err error) {
-	ctx, tr := l.cfg.obs.begin(ctx, OpForceRelease, key)
-	defer func() { tr.done(ctx, err) }()
 	if err := checkKey(key); err != nil {
-		return err
+		return l.forceFailed(ctx, key, err)
 	}
+	return l.forceRelease(ctx, key, []string{key}, 0)
+}
+
+// ForceRelease deletes every permit of the semaphore on every node,
+// whoever holds them, and its size key, and wakes its waiters; as
+// Locker.ForceRelease otherwise.
+func (s *Semaphore) ForceRelease(ctx context.Context) error {
+	if err := s.kind.check(&s.l.cfg); err != nil {
+		return s.l.forceFailed(ctx, wire.Sem(s.name), err)
+	}
+	return s.l.forceRelease(ctx, wire.Sem(s.name), append([]string{wire.SemSize(s.name)}, s.slots()...), 0)
+}
+
+// ForceRelease deletes the read-write lock's writer key and every
+// reader's lease on every node, whoever holds them, with the lock's index
+// of leases and a waiting writer's mark, and wakes its waiters; as
+// Locker.ForceRelease otherwise.
+func (m *RWMutex) ForceRelease(ctx context.Context) error {
+	if err := checkKey(m.name); err != nil {
+		return m.l.forceFailed(ctx, m.name, err)
+	}
+	return m.l.forceRelease(ctx, m.name, []string{m.name, wire.RWMark(m.name), wire.RWIndex(m.name)}, 3)
+}
+
+// forceFailed is the error of a ForceRelease of name that asked no node,
+// observed as any ForceRelease.
+func (l *Locker) forceFailed(ctx context.Context, name string, err error) error {
+	ctx, tr := l.cfg.obs.begin(ctx, OpForceRelease, name)
+	tr.done(ctx, err)
+	return err
+}
+
+// forceRelease deletes keys on every node, announcing the release of
+// name's lock, with the members of the index of leases at position index
+// of keys (1-based; 0 for none): force.lua.
+func (l *Locker) forceRelease(ctx context.Context, name string, keys []string, index int) (err error) {
+	ctx, tr := l.cfg.obs.begin(ctx, OpForceRelease, name)
+	defer func() { tr.done(ctx, err) }()
 	// Logged before any node deletes: a Lock of this Locker that then
 	// finds its key gone is told it was released, not that it expired.
-	l.forced.note(key)
+	for _, k := range keys {
+		l.forced.note(k)
+	}
+	args := []any{releaseChannel(name)}
+	if index > 0 {
+		args = append(args, index)
+	}
 	timeout := l.cfg.nodeTimeout
 	res, err := l.call(ctx, round[int64]{
 		need:    len(l.nodes), // ask every node; success below needs a majority
 		timeout: timeout,
 		waitAll: true,
-		start:   l.observeNodes(OpForceRelease, key, l.sender(timeout, scriptCall{script: scripts.Force, keys: []string{key}, args: []any{releaseChannel(key)}}, decodeDone, nil)),
+		start:   l.observeNodes(OpForceRelease, name, l.sender(timeout, scriptCall{script: scripts.Force, keys: keys, args: args}, decodeDone, nil)),
 	})
 	if err != nil {
 		return err
@@ -162,7 +202,7 @@ func (l *Locker) ForceRelease(ctx context.Context, key string) (err error) {
 	if res.Yes >= l.need {
 		return nil
 	}
-	return withContext(ctx, l.roundError("force-release", key, &res, compareOutcome, ErrNoQuorum))
+	return withContext(ctx, l.roundError("force-release", name, &res, compareOutcome, ErrNoQuorum))
 }
 
 // Bootstrap seeds the restart guard's marker on every node so that a fresh
@@ -234,7 +274,7 @@ func (l *Locker) noLockKeys(ctx context.Context) error {
 			}
 			return withContext(ctx, fmt.Errorf("%w: bootstrap: cannot search %s for lock keys: %s", reason, addr, nodeErrText(err)))
 		case key != "":
-			return invalid("bootstrap: %s holds the lock key %s: a lock may be held, so no quarantine is cleared", addr, quoteKey(key))
+			return invalid("bootstrap: %s holds %s: a lock may be held, so no quarantine is cleared", addr, describeHold(key))
 		}
 	}
 	return nil
@@ -265,7 +305,9 @@ func (l *Locker) scanLockKeys(ctx context.Context, c *redis.Client, cursor uint6
 	if err != nil {
 		return "", 0, err
 	}
-	keys = slices.DeleteFunc(keys, func(k string) bool { return strings.HasPrefix(k, ReservedPrefix) })
+	// Every kind of key that can be a hold (wire.Kind.Holds): a lock key,
+	// a permit, a reader's lease.
+	keys = slices.DeleteFunc(keys, func(k string) bool { return !wire.KindOf(k).Holds() })
 	gets := make([]*redis.StringCmd, len(keys))
 	_, err = c.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for j, k := range keys {
@@ -278,26 +320,22 @@ func (l *Locker) scanLockKeys(ctx context.Context, c *redis.Client, cursor uint6
 		return "", 0, err
 	}
 	for j, g := range gets {
-		if v, err := g.Result(); err == nil && isLockValue(v) {
+		if v, err := g.Result(); err == nil && wire.IsLockValue(v) {
 			return keys[j], 0, nil
 		}
 	}
 	return "", next, nil
 }
 
-// isLockValue reports whether v is a value the scripts write: token, NUL,
-// the holds (hold ids of [0-9a-z], each maybe with ":" and its fence,
-// separated by spaces; none while a cooldown keeps the key), NUL,
-// metadata.
-func isLockValue(v string) bool {
-	parts := strings.SplitN(v, "\x00", 3)
-	if len(parts) != 3 || parts[0] == "" {
-		return false
+// describeHold names the lock that key, a hold, belongs to, in the
+// user's names: the lock key, a semaphore's permit, a reader of a
+// read-write lock.
+func describeHold(key string) string {
+	switch wire.KindOf(key) {
+	case wire.Permit:
+		return "a permit of semaphore " + quoteKey(wire.Name(key))
+	case wire.Lease:
+		return "a reader's lease of read-write lock " + quoteKey(wire.Name(key))
 	}
-	for _, r := range parts[1] {
-		if (r < '0' || r > '9') && (r < 'a' || r > 'z') && r != ':' && r != ' ' {
-			return false
-		}
-	}
-	return true
+	return "the lock key " + quoteKey(key)
 }

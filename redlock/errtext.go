@@ -1,10 +1,6 @@
 package redlock
 
 import (
-	"github.com/quorumlock/redlock/redlock/internal/conn"
-
-	"github.com/quorumlock/redlock/redlock/internal/scripts"
-
 	"context"
 	"slices"
 	"strings"
@@ -14,6 +10,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/quorumlock/redlock/quorum"
+	"github.com/quorumlock/redlock/redlock/internal/conn"
+	"github.com/quorumlock/redlock/redlock/internal/scripts"
+	"github.com/quorumlock/redlock/redlock/internal/wire"
 )
 
 // Error text: every message the library builds is one line (a log line or
@@ -96,7 +95,8 @@ func (f *forceLog) since(keys []string, born uint64) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, k := range keys {
-		if f.keys[k] > born {
+		// A reader's lease is removed with its read-write lock's index.
+		if f.keys[k] > born || (wire.KindOf(k) == wire.Lease && f.keys[wire.IndexOfLease(k)] > born) {
 			return true
 		}
 	}

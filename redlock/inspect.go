@@ -3,8 +3,9 @@ package redlock
 import (
 	"context"
 	"slices"
-	"strconv"
 	"sync"
+
+	"github.com/quorumlock/redlock/redlock/internal/wire"
 )
 
 // A semaphore's permits and a read-write lock's readers are lock keys of
@@ -20,11 +21,7 @@ func (s *Semaphore) Inspect(ctx context.Context) ([]*Status, error) {
 	if err := s.kind.check(&s.l.cfg); err != nil {
 		return nil, err
 	}
-	keys := make([]string, s.size)
-	for j := range keys {
-		keys[j] = semPrefix + s.name + ":" + strconv.Itoa(j)
-	}
-	return s.l.inspectAll(ctx, keys)
+	return s.l.inspectAll(ctx, s.slots())
 }
 
 // Inspect is Locker.Inspect of the writer key, and of each reader's lease
@@ -33,7 +30,7 @@ func (m *RWMutex) Inspect(ctx context.Context) (writer *Status, readers []*Statu
 	if err := checkKey(m.name); err != nil {
 		return nil, nil, err
 	}
-	writer, leases, err := m.l.inspect(ctx, m.name, rwPrefix+m.name+":readers")
+	writer, leases, err := m.l.inspect(ctx, m.name, wire.RWIndex(m.name))
 	if writer == nil {
 		return nil, nil, err
 	}

@@ -8,32 +8,22 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/quorumlock/redlock/redlock/internal/scripts"
+	"github.com/quorumlock/redlock/redlock/internal/wire"
 )
 
 // ReservedPrefix starts every key and channel the library keeps for itself
 // on the nodes; lock keys that start with it fail with ErrInvalid.
-const ReservedPrefix = "redlock:"
+const ReservedPrefix = wire.Reserved
 
-// The library's own keys and channels. No lock key may start with
-// ReservedPrefix (checkKey): a lock named like one of them could otherwise
-// delete the restart guard's marker (a cluster-wide outage, as every
-// guarded node then abstains), reset another key's fencing counter, or fake
-// a release announcement. The names are those of earlier versions, so
-// existing markers and counters stay in use.
+// The library's own keys and channels are named in internal/wire, and
+// nowhere else. No lock key may start with ReservedPrefix (checkKey): a
+// lock named like one of them could otherwise delete the restart guard's
+// marker (a cluster-wide outage, as every guarded node then abstains),
+// reset another key's fencing counter, or fake a release announcement.
 const (
-	// releasePrefix starts the channel on which the release of a key is
-	// announced.
-	releasePrefix = ReservedPrefix + "released:"
-	// fencePrefix starts the key of a lock key's fencing counter, which
-	// expires defaultFenceLifetime after its last grant or write-back (see
-	// WithFencing).
-	fencePrefix = ReservedPrefix + "fence:"
-	// guardMarker and guardQuarantine are the restart guard's memory marker
-	// (no expiry) and quarantine, one of each per node (named where the
-	// guard's function names them too).
-	guardMarker     = scripts.GuardMarker
-	guardQuarantine = scripts.GuardQuarantine
+	releasePrefix   = wire.ReleasePrefix
+	guardMarker     = wire.GuardMarker
+	guardQuarantine = wire.GuardQuarantine
 )
 
 // ACLRule is the least a Redis user needs for everything the library does
@@ -83,10 +73,10 @@ func checkKeys(keys []string) error {
 }
 
 // releaseChannel is where the release script announces that key is free.
-func releaseChannel(key string) string { return releasePrefix + key }
+func releaseChannel(key string) string { return wire.ReleaseChannel(key) }
 
 // fenceKey is the key of the fencing counter of a lock key.
-func fenceKey(key string) string { return fencePrefix + key }
+func fenceKey(key string) string { return wire.FenceKey(key) }
 
 // keyError is a bad key's error, matching ErrInvalid: the key's rules and
 // their messages in one place.

@@ -2,12 +2,12 @@ package redlock
 
 import (
 	"context"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/quorumlock/redlock/redlock/internal/scripts"
+	"github.com/quorumlock/redlock/redlock/internal/wire"
 )
 
 // Read-write locks (docs/safety.md#read-write-locks). The writer holds the
@@ -19,11 +19,6 @@ import (
 // never both. A reader and a writer that both hold a majority share a node
 // where both keys would live at once, so the mutex's proof carries over
 // as it is. What differs from a lock on one key is the kind alone.
-
-// rwPrefix starts a read-write lock's own keys: its leases (rwPrefix +
-// name + ":r:" + token), its index of leases (":readers") and the waiting
-// writer's mark (":wait").
-const rwPrefix = ReservedPrefix + "rw:"
 
 // RWMutex is a read-write lock (docs/safety.md#read-write-locks). Its
 // writer holds the key name itself. Safe for concurrent use.
@@ -115,9 +110,8 @@ var readLease = lockKind{
 // newReadPlan is an attempt at a reader's lease of name: a fresh token,
 // which names the lease.
 func newReadPlan(name string, cfg *config) acquirePlan {
-	rw := rwPrefix + name
 	p := fullPlan(uuid.NewString(), "1", cfg)
-	p.keys = []string{rw + ":r:" + p.token, fenceKey(name), guardMarker, guardQuarantine, name, rw + ":wait", rw + ":readers"}
+	p.keys = []string{wire.RWLease(name, p.token), fenceKey(name), guardMarker, guardQuarantine, name, wire.RWMark(name), wire.RWIndex(name)}
 	p.lockKeys = p.keys[:1]
 	// On the writer's queue, as all of the lock's calls: a reader's
 	// release, or an attempt's undo, is not overtaken by the writer's
@@ -139,9 +133,8 @@ func newWritePlan(name string, mark bool, cfg *config) acquirePlan {
 	if mark {
 		margin = markMargin + 2*cfg.nodeTimeout
 	}
-	rw := rwPrefix + name
 	p := fullPlan(token, hold, cfg, serverMillis(margin))
-	p.keys = []string{name, fenceKey(name), guardMarker, guardQuarantine, rw + ":readers", rw + ":wait"}
+	p.keys = []string{name, fenceKey(name), guardMarker, guardQuarantine, wire.RWIndex(name), wire.RWMark(name)}
 	p.lockKeys = p.keys[:1]
 	return p
 }
@@ -156,17 +149,10 @@ func fullPlan(token, hold string, cfg *config, more ...any) acquirePlan {
 
 // rwName is the read-write lock's name (its writer key) of a lease key;
 // rwIndex is its index of leases.
-func rwName(lease string) string {
-	return lease[len(rwPrefix):strings.LastIndex(lease, ":r:")]
-}
+func rwName(lease string) string { return wire.RWOfLease(lease) }
 
-func rwIndex(lease string) string { return lease[:strings.LastIndex(lease, ":r:")] + ":readers" }
+func rwIndex(lease string) string { return wire.IndexOfLease(lease) }
 
 // counterOf is the fencing counter of lock key: a reader's lease counts on
 // its writer key's, so that fences order readers and writers.
-func counterOf(key string) string {
-	if strings.HasPrefix(key, rwPrefix) && strings.Contains(key, ":r:") {
-		return fenceKey(rwName(key))
-	}
-	return fenceKey(key)
-}
+func counterOf(key string) string { return wire.CounterOf(key) }

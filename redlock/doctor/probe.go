@@ -12,8 +12,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/quorumlock/redlock/redlock"
 	"github.com/quorumlock/redlock/redlock/internal/scripts"
+	"github.com/quorumlock/redlock/redlock/internal/wire"
 )
 
 // Round trips that Check makes to measure a node's latency, and to read
@@ -23,13 +23,11 @@ const (
 	clockRuns = 5
 )
 
-// The library's own keys that Check reads or writes: the restart guard's
-// marker and quarantine, and the prefix of a lock key's fencing counter
-// (see redlock's keys.go; TestCheckGuard proves the guard's names).
+// The library's own keys that Check reads: the restart guard's marker and
+// quarantine, named where the lock core names them.
 const (
-	guardMarker     = redlock.ReservedPrefix + "guard:marker"
-	guardQuarantine = redlock.ReservedPrefix + "guard:quarantine"
-	fencePrefix     = redlock.ReservedPrefix + "fence:"
+	guardMarker     = wire.GuardMarker
+	guardQuarantine = wire.GuardQuarantine
 )
 
 // nodeProbe gathers the facts of one node.
@@ -201,14 +199,14 @@ func (p *nodeProbe) readConfig(cfg []*redis.MapStringStringCmd, info map[string]
 // Check's own that lives a second at most: inspect (read only), then, on
 // a master, acquire and release. The error names the step.
 func (p *nodeProbe) runScripts(ctx context.Context, c *redis.Client, timeout time.Duration) error {
-	key := redlock.ReservedPrefix + "check:" + uuid.NewString()
+	key := wire.CheckPrefix + uuid.NewString()
 	token := "check-" + uuid.NewString()
 	type step struct {
 		name string
 		run  func(ctx context.Context) error
 	}
 	steps := []step{{"inspect script", func(ctx context.Context) error {
-		return scripts.Inspect.Run(ctx, c, []string{key, fencePrefix + key}).Err()
+		return scripts.Inspect.Run(ctx, c, []string{key, wire.FenceKey(key)}).Err()
 	}}}
 	// A replica refuses writes: its role is the finding, not its scripts.
 	if p.rep.Role != "slave" {

@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/quorumlock/redlock/redlock/internal/wire"
 )
 
 // Script is a Lua script and its source: calls go out as EVALSHA, and a
@@ -39,8 +41,8 @@ type Script struct {
 // and its quarantine. The guard's function also keeps GuardMarker +
 // ":passed" (library.lua).
 const (
-	GuardMarker     = "redlock:guard:marker"
-	GuardQuarantine = "redlock:guard:quarantine"
+	GuardMarker     = wire.GuardMarker
+	GuardQuarantine = wire.GuardQuarantine
 )
 
 // AppendFCall appends to dst the FCALL line of a call of s whose EVALSHA
@@ -214,6 +216,11 @@ var (
 	//go:embed rw_release.lua
 	rwReleaseTmpl string
 	RWRelease     = newScript(strings.Replace(rwReleaseTmpl, "--[[release.lua]]", releaseSrc, 1))
+	// sem_release.lua releases a permit, or undoes an attempt on a
+	// semaphore's slots, and keeps the size key as long as the slots.
+	//go:embed sem_release.lua
+	semReleaseTmpl string
+	SemRelease     = newScript(strings.Replace(semReleaseTmpl, "--[[release.lua]]", releaseSrc, 1))
 
 	// announce.lua tells a key's waiters that its holder changed (a won
 	// Campaign).
