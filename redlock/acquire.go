@@ -70,9 +70,9 @@ func (a *acquisition) attempt(ctx context.Context) (*Lock, error) {
 		late: func(r quorum.Reply[int64], _ bool) { g.late.arrived(r) },
 	}
 	if a.kind.decide != nil {
-		// Grants of different slots: wait for one slot's majority.
+		// Grants of different slots, and a node that may say the
+		// semaphore has another size: every answer counts (decideSlot).
 		rd.waitAll = true
-		rd.decided = func(r *quorum.Result[int64]) bool { return slotDecided(r, l.need, cfg.fencing) }
 	}
 	g.res = runRound(ctx, l, rd)
 	g.granted = g.res.Yes

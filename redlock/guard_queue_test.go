@@ -15,16 +15,28 @@ func TestGuardQueuedAcquisitionsAbstainAfterFlush(t *testing.T) {
 	const n = 4
 	c := newCluster(t, 3)
 	answers := make(chan redlock.NodeEvent, 100)
-	l := c.bootstrapped(t, redlock.WithObserver(nodeAnswers{ch: answers}))
+	// A slot round waits for every node's answer: node 0's calls must not
+	// expire in its held queue while the test sets up.
+	l := c.bootstrapped(t, redlock.WithObserver(nodeAnswers{ch: answers}), redlock.WithNodeTimeout(5*time.Second))
 	// Node 0's queue of the semaphore's attempts is held while nodes 1
 	// and 2 grant n of them.
 	s := l.Semaphore("queued", n)
 	letGo := sync.OnceFunc(redlock.HoldQueue(l, 0, redlock.ReservedPrefix+"sem:queued:size"))
 	t.Cleanup(letGo)
+	var wg sync.WaitGroup
+	defer wg.Wait()
 	for range n {
-		if _, err := s.TryObtain(t.Context()); err != nil {
-			t.Fatal(err)
-		}
+		wg.Go(func() {
+			if _, err := s.TryObtain(t.Context()); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	if !poll(t, 10*time.Second, func() bool {
+		keys := c.clients[2].Keys(t.Context(), redlock.ReservedPrefix+"sem:queued:[0-9]*").Val()
+		return len(keys) == n
+	}) {
+		t.Fatal("nodes 1 and 2 did not grant every attempt")
 	}
 	// Node 0 forgets everything before they reach it.
 	if err := c.clients[0].FlushAll(t.Context()).Err(); err != nil {

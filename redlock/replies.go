@@ -283,3 +283,14 @@ func decodeHandoff(c *redis.Cmd) (quorum.Vote, handoffReply, error) {
 	}
 	return quorum.No, r, nil
 }
+
+// otherSize is the size that a node's reply err says its semaphore has,
+// when err is acquire_slot.lua's SIZE error: the node keeps permits of
+// that size.
+func otherSize(err error) (string, bool) {
+	var re redis.Error
+	if err == nil || !errors.As(err, &re) {
+		return "", false
+	}
+	return strings.CutPrefix(re.Error(), "SIZE ")
+}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/quorumlock/redlock/quorum"
 	"github.com/quorumlock/redlock/redlock/internal/scripts"
+	"github.com/quorumlock/redlock/redlock/internal/wire"
 )
 
 // Semaphores: a permit is a mutex on one of size slot keys, so it inherits
@@ -24,25 +25,31 @@ import (
 // MaxSemaphoreSize bounds a semaphore's size (an attempt sends all slots).
 const MaxSemaphoreSize = 1000
 
-// semPrefix starts a semaphore's keys: its slots (semPrefix + name + ":"
-// + index) and its size key (semPrefix + name + ":size").
-const semPrefix = ReservedPrefix + "sem:"
-
 // Semaphore is a counting semaphore over the nodes (docs/safety.md#semaphores).
 // Safe for concurrent use.
 type Semaphore struct {
-	l    *Locker
-	kind lockKind
-	name string
-	size int
+	l *Locker
+	// kind is the semaphore's acquisition, permit the kind of the Locks
+	// it gives: both know the semaphore's slots.
+	kind, permit lockKind
+	name         string
+	size         int
 }
 
 // Semaphore returns the semaphore name (a lock key) of size permits, 1 to
 // MaxSemaphoreSize; a bad one, or another size than its live permits', is
 // an ErrInvalid of its calls.
 func (l *Locker) Semaphore(name string, size int) *Semaphore {
-	s := &Semaphore{l: l, kind: slotKind, name: name, size: size}
-	s.kind.line = func([]string) string { return semPrefix + name }
+	s := &Semaphore{l: l, kind: slotKind, permit: permitKind, name: name, size: size}
+	s.kind.line = func([]string) string { return wire.Sem(name) }
+	s.kind.permit = &s.permit
+	s.permit.release = func(keys []string, h holder, announce bool, cooldownMs int64) scriptCall {
+		channel := ""
+		if announce {
+			channel = releaseChannel(wire.Sem(name))
+		}
+		return semRelease(keys[0], s.slots(), h, channel, cooldownMs)
+	}
 	s.kind.plan = func(_ []string, cfg *config) acquirePlan { return newSlotPlan(name, size, cfg) }
 	s.kind.check = func(cfg *config) error {
 		if err := checkKey(name); err != nil {
@@ -84,10 +91,42 @@ var slotKind = lockKind{
 	shared:  true,
 }
 
-// undoSlots takes an attempt's hold h off the slot keys (it announces
-// nothing: no permit was held).
+// slots are the semaphore's slot keys, in order.
+func (s *Semaphore) slots() []string {
+	keys := make([]string, s.size)
+	for j := range keys {
+		keys[j] = wire.SemSlot(s.name, j)
+	}
+	return keys
+}
+
+// undoSlots takes an attempt's hold h off the slot keys, all of its
+// semaphore's (it announces nothing: no permit was held).
 func undoSlots(keys []string, h holder, _ bool, cooldownMs int64) scriptCall {
-	return onSemQueue(scriptCall{script: scripts.Multi, keys: keys, args: []any{"release", h.prefix, "", cooldownMs, h.hold, "", 0}})
+	return semCall(keys, len(keys), h, "", cooldownMs)
+}
+
+// semRelease takes hold h off slot (a permit's release, or the undo of a
+// grant of that slot alone) with its semaphore's slots all, announcing on
+// channel unless it is "".
+func semRelease(slot string, all []string, h holder, channel string, cooldownMs int64) scriptCall {
+	keys := make([]string, 0, len(all))
+	keys = append(keys, slot)
+	for _, k := range all {
+		if k != slot {
+			keys = append(keys, k)
+		}
+	}
+	return semCall(keys, 1, h, channel, cooldownMs)
+}
+
+// semCall is sem_release.lua's call: hold h taken off slots[:m], and the
+// size key made to live as long as the slots.
+func semCall(slots []string, m int, h holder, channel string, cooldownMs int64) scriptCall {
+	keys := make([]string, 0, len(slots)+1)
+	keys = append(append(keys, wire.SizeOfSlot(slots[0])), slots...)
+	args := append(releaseArgs(h, channel, cooldownMs), m, strconv.Itoa(len(slots)))
+	return onSemQueue(scriptCall{script: scripts.SemRelease, keys: keys, args: args}, slots[0])
 }
 
 // onSemQueue sends c, a call on slot keys, on the queue of the attempts
@@ -95,32 +134,24 @@ func undoSlots(keys []string, h holder, _ bool, cooldownMs int64) scriptCall {
 // reaches each node before the next attempt, which it would otherwise find
 // refused by that very grant, and a permit's release before the same
 // Locker's next attempt.
-func onSemQueue(c scriptCall) scriptCall {
-	c.queue = semOf(c.keys[0]) + ":size"
+func onSemQueue(c scriptCall, slot string) scriptCall {
+	c.queue = wire.SizeOfSlot(slot)
 	return c
 }
 
 // permitKind is the kind of a permit: a lock on one slot key whose release
-// wakes the whole semaphore's waiters and whose Extend keeps the size key
-// alive as long as the slot (so it is extended alone, never batched).
+// wakes the whole semaphore's waiters, and whose release, cooldown and
+// Extend keep the size key alive exactly as long as the slots (so it is
+// extended alone, never batched). Each Semaphore sets its release, which
+// needs all of its slots.
 var permitKind = lockKind{
-	release: func(keys []string, h holder, announce bool, cooldownMs int64) scriptCall {
-		channel := ""
-		if announce {
-			channel = releaseChannel(semOf(keys[0]))
-		}
-		return onSemQueue(scriptCall{script: scripts.Release, keys: keys, args: releaseArgs(h, channel, cooldownMs)})
-	},
 	extend: func(keys []string, h holder, ttlMs int64, timeout time.Duration) scriptCall {
-		return onSemQueue(scriptCall{script: scripts.ExtendSlot, keys: []string{keys[0], semOf(keys[0]) + ":size"}, args: extendArgs(h, ttlMs, timeout)})
+		return onSemQueue(scriptCall{script: scripts.ExtendSlot, keys: []string{keys[0], wire.SizeOfSlot(keys[0])}, args: extendArgs(h, ttlMs, timeout)}, keys[0])
 	},
 	pttl:  oneKey.pttl,
-	line:  func(keys []string) string { return semOf(keys[0]) },
+	line:  func(keys []string) string { return wire.SemOfSlot(keys[0]) },
 	alone: true,
 }
-
-// semOf is the semaphore key (semPrefix + name) of a slot key.
-func semOf(slot string) string { return slot[:strings.LastIndexByte(slot, ':')] }
 
 // newSlotPlan is an attempt on semaphore name of size: a fresh token, and
 // the slots in a random rotation, the same for every node, so that nodes
@@ -128,12 +159,11 @@ func semOf(slot string) string { return slot[:strings.LastIndexByte(slot, ':')] 
 // start on different ones.
 func newSlotPlan(name string, size int, cfg *config) acquirePlan {
 	prefix := uuid.NewString() + "\x00"
-	sem := semPrefix + name
 	keys := make([]string, 3, 3+2*size)
-	keys[0], keys[1], keys[2] = sem+":size", guardMarker, guardQuarantine
+	keys[0], keys[1], keys[2] = wire.SemSize(name), guardMarker, guardQuarantine
 	first := rand.IntN(size)
 	for j := range size {
-		keys = append(keys, sem+":"+strconv.Itoa((first+j)%size))
+		keys = append(keys, wire.SemSlot(name, (first+j)%size))
 	}
 	if cfg.fencing {
 		for j := range size {
@@ -175,75 +205,83 @@ func slotVotes(res *quorum.Result[int64], fenced bool) (best, count int) {
 	return best, count
 }
 
-// slotDecided reports whether a slot round is decided: a slot has need
-// grants, or none can get them from the nodes still silent and those could
-// no longer tell contention from outage (as quorum.Round's Classify; a
-// grant of another slot counts as a refusal, as decideSlot makes it).
-func slotDecided(res *quorum.Result[int64], need int, fenced bool) bool {
-	_, count := slotVotes(res, fenced)
-	pending := res.Pending()
-	if count >= need || count+pending >= need {
-		return count >= need
-	}
-	spare, refused := len(res.Replies)-need, res.No+res.Yes-count
-	return refused > spare || refused+pending <= spare
-}
-
-// decideSlot turns a slot round into a one-key round: the lock is the slot
+// decideSlot turns a slot round, which waited for every node's answer
+// (or the node timeout), into a one-key round. A node that says the
+// semaphore has another size fails the attempt with ErrInvalid, whatever
+// the other nodes said and in whatever order they said it: every answer
+// is in before the round is decided. Otherwise the lock is the slot
 // granted by a majority, whose grants keep their fence as value; every
-// other grant is undone at once and counts as a refusal (contention). A
-// node's INVALID error (another size) fails the attempt with ErrInvalid.
+// other grant is undone at once and counts as a refusal, and a node whose
+// answer was an error may have granted any slot, so every other slot is
+// undone there too. When no slot has a majority, the grants stay votes
+// for the attempt, so that the round is classified as a lock on one key
+// that some nodes granted is, and conclude undoes them all.
 func decideSlot(a *acquisition, p *acquirePlan, g *granting) {
 	l, fenced := a.l, a.cfg.fencing
+	slots := p.lockKeys
 	best, count := slotVotes(&g.res, fenced)
 	won := count >= l.need
 	for i := range g.res.Replies {
-		r := &g.res.Replies[i]
-		if r.Err != nil && strings.Contains(r.Err.Error(), "INVALID semaphore") {
-			g.reason = invalid("%s", r.Err.Error())
-			g.res.OK = false
+		if size, ok := otherSize(g.res.Replies[i].Err); ok {
+			g.reason = invalid("semaphore %s is in use with size %s, not %d", p.args[1], size, p.args[0])
+			won = false
 		}
-		if r.Vote != quorum.Yes {
-			continue
-		}
-		pos, fence := slotOf(r.Value, fenced)
-		if won && pos == best {
-			r.Value = fence
-			continue
-		}
-		l.sendOn(i, a.cfg.nodeTimeout, onSemQueue(oneKey.release(p.lockKeys[pos:pos+1], p.holder, false, 0)))
-		r.Vote, r.Value = quorum.No, 0
-		g.res.Yes--
-		g.res.No++
 	}
-	if won {
-		p.lockKeys = p.lockKeys[best : best+1]
-	} else {
+	if !won {
+		// As for one key: contention when the best slot could not have
+		// had a majority even had every node that failed granted it.
+		if g.reason == nil && count+len(g.res.Replies)-g.res.Yes-g.res.No < l.need {
+			g.reason = ErrNotObtained
+		}
 		g.res.OK = false
+		return
 	}
+	for i := range g.res.Replies {
+		r := &g.res.Replies[i]
+		switch {
+		case r.Vote == quorum.Yes:
+			pos, fence := slotOf(r.Value, fenced)
+			if pos == best {
+				r.Value = fence
+				continue
+			}
+			l.sendOn(i, a.cfg.nodeTimeout, semRelease(slots[pos], slots, p.holder, "", 0))
+			r.Vote, r.Value = quorum.No, 0
+			g.res.Yes--
+			g.res.No++
+		case mustUndo(*r):
+			l.sendOn(i, a.cfg.nodeTimeout, undoOthers(slots, slots[best], p.holder))
+		}
+	}
+	p.lockKeys = slots[best : best+1]
 }
 
-// straySlot is what a straggler of a won slot round needs: a grant of
-// another slot is undone; a node that failed may have granted any slot,
-// so the attempt's hold is taken off all but the won one.
+// undoOthers takes hold h off every slot of all but won.
+func undoOthers(all []string, won string, h holder) scriptCall {
+	keys := make([]string, 0, len(all))
+	for _, k := range all {
+		if k != won {
+			keys = append(keys, k)
+		}
+	}
+	keys = append(keys, won) // read for the size key's life, not released
+	return semCall(keys, len(keys)-1, h, "", 0)
+}
+
+// straySlot is what a straggler of a won slot round needs (one that
+// answered after the node timeout): a grant of another slot is undone; a
+// node that failed may have granted any slot, so the attempt's hold is
+// taken off all but the won one.
 func straySlot(p *acquirePlan, r quorum.Reply[int64]) (scriptCall, bool) {
 	slots, won, fenced := p.keys[3:3+p.args[0].(int)], p.lockKeys[0], p.args[5] == "1"
-	switch r.Vote {
-	case quorum.Yes:
+	switch {
+	case r.Vote == quorum.Yes:
 		pos, _ := slotOf(r.Value, fenced)
 		if slots[pos] != won {
-			return onSemQueue(oneKey.release(slots[pos:pos+1], p.holder, false, 0)), true
+			return semRelease(slots[pos], slots, p.holder, "", 0), true
 		}
-	case quorum.Failed:
-		others := make([]string, 0, len(slots))
-		for _, s := range slots {
-			if s != won {
-				others = append(others, s)
-			}
-		}
-		if len(others) > 0 {
-			return undoSlots(others, p.holder, false, 0), true
-		}
+	case mustUndo(r) && len(slots) > 1:
+		return undoOthers(slots, won, p.holder), true
 	}
 	return scriptCall{}, false
 }

@@ -10,7 +10,7 @@
 -- KEYS[4..n+3] the slot keys, in the order to try them
 -- KEYS[n+4..]  their fencing counters           (fencing only)
 -- ARGV[1]      n, the semaphore's size
--- ARGV[2]      the semaphore's name, for the error message
+-- ARGV[2]      the semaphore's name, quoted, for the client's messages
 -- ARGV[3..]    acquire.lua's ARGV (value, TTL, prefix, fenced, guard,
 --              counter lifetime, counter start)
 --
@@ -18,8 +18,8 @@
 -- KEYS, or, with fencing, the fence followed by j in three digits, as a
 -- string (the number is above what Lua's doubles hold exactly). When every
 -- slot is held: -(PTTL + 2) of the slot that expires first (-1: none
--- expires); nothing is written. A size key that says another size: an
--- INVALID error, nothing written. With the restart guard, a node that
+-- expires); nothing is written. A size key that says another size: the
+-- error SIZE followed by that size, nothing written. With the restart guard, a node that
 -- abstains answers acquire.lua's ABSTAIN error, nothing written.
 local acquire = function(KEYS, ARGV)
 --[[acquire.lua]]
@@ -27,7 +27,7 @@ end
 local n = tonumber(ARGV[1])
 local size = redis.call('GET', KEYS[1])
 if size and size ~= ARGV[1] then
-  return redis.error_reply('INVALID semaphore ' .. ARGV[2] .. ' has size ' .. size .. ', not ' .. ARGV[1])
+  return redis.error_reply('SIZE ' .. size)
 end
 local args = {unpack(ARGV, 3)}
 local fenced = args[4] == '1'

@@ -1,0 +1,154 @@
+package redlock_test
+
+import (
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/quorumlock/redlock/redlock"
+	proto "github.com/quorumlock/redlock/redlock/internal/wire"
+)
+
+// The semaphore's size key lives exactly as long as its slots, in every
+// path that keeps a slot: a cooldown keeps it too, so that a user of
+// another size is refused (ErrInvalid) while the real size's users are
+// told the permit is busy; and once no slot lives it is gone.
+func TestSemaphoreSizeKeyFollowsSlots(t *testing.T) {
+	c := newCluster(t, 3)
+	l := c.locker(t, redlock.WithNodeTimeout(250*time.Millisecond))
+	const ttl, cooldown = 600 * time.Millisecond, 5 * time.Second
+	sem := l.Semaphore("cool", 1)
+	lock := mustPermit(t, sem, redlock.WithTTL(ttl))
+	start := time.Now()
+	if err := lock.ReleaseAfter(t.Context(), cooldown); err != nil {
+		t.Fatal(err)
+	}
+	c.sizeOutlivesSlots(t, "cool", 1)
+	// Past the permit's TTL, inside the cooldown.
+	if !poll(t, 10*time.Second, func() bool { return time.Since(start) > 2*ttl }) {
+		t.Fatal("unreachable")
+	}
+	if _, err := l.Semaphore("cool", 2).TryObtain(t.Context()); !errors.Is(err, redlock.ErrInvalid) {
+		t.Fatalf("size 2 during size 1's cooldown: %v; want ErrInvalid", err)
+	}
+	if _, err := sem.TryObtain(t.Context()); !errors.Is(err, redlock.ErrNotObtained) {
+		t.Fatalf("size 1 during its cooldown: %v; want ErrNotObtained", err)
+	}
+	if time.Since(start) > cooldown {
+		t.Fatal("the cooldown ended before the checks (slow machine?): the test shows nothing")
+	}
+
+	// A release without a cooldown takes the size key with the last slot:
+	// the semaphore may be used with another size at once.
+	other := mustPermit(t, l.Semaphore("resized", 2))
+	if err := other.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if !c.emptied(t, proto.SemSize("resized")) {
+		t.Fatalf("the size key outlived the last permit: %q", c.values(t, proto.SemSize("resized")))
+	}
+	mustPermit(t, l.Semaphore("resized", 3))
+}
+
+// sizeOutlivesSlots fails the test unless, on every node, the size key of
+// semaphore name of size lives at least as long as each of its slots.
+func (c *cluster) sizeOutlivesSlots(t *testing.T, name string, size int) {
+	t.Helper()
+	for i, cl := range c.clients {
+		sizeTTL, err := cl.PTTL(t.Context(), proto.SemSize(name)).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j := range size {
+			slotTTL, err := cl.PTTL(t.Context(), proto.SemSlot(name, j)).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if slotTTL > 0 && sizeTTL < slotTTL {
+				t.Fatalf("node %d: size key lives %v, slot %d %v", i, sizeTTL, j, slotTTL)
+			}
+		}
+	}
+}
+
+// A failed attempt of a user of the wrong size leaves no size key behind:
+// it cannot lock correct users out for longer than its own attempt.
+func TestSemaphoreWrongSizeLeavesNothing(t *testing.T) {
+	c := newCluster(t, 3)
+	l := c.locker(t)
+	// Nodes 0 and 1 have every slot of size 5 held by another owner
+	// (with no size key): only node 2 grants the wrong-size user.
+	c.occupy(t, "pool", 0, 0, 1, 2, 3, 4)
+	c.occupy(t, "pool", 1, 0, 1, 2, 3, 4)
+	if _, err := l.Semaphore("pool", 5).TryObtain(t.Context()); !errors.Is(err, redlock.ErrNotObtained) {
+		t.Fatalf("size 5 with two nodes full: %v; want ErrNotObtained", err)
+	}
+	for i := range c.clients {
+		for j := range 5 {
+			if err := c.clients[i].Del(t.Context(), proto.SemSlot("pool", j)).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if v := c.values(t, proto.SemSize("pool")); v[2] != "" {
+		t.Fatalf("the failed size-5 attempt left its size key: %q", v)
+	}
+	mustPermit(t, l.Semaphore("pool", 3))
+}
+
+// A node that says the semaphore has another size fails the attempt
+// whatever the order of the replies: here the other nodes grant first,
+// and the refusal comes from a node whose queue is held until then.
+func TestSemaphoreLateSizeReplyCounts(t *testing.T) {
+	c := newCluster(t, 3)
+	l := c.locker(t)
+	// Node 2 alone has permits of size 2.
+	if err := c.clients[2].Set(t.Context(), proto.SemSize("late"), "2", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.clients[2].Set(t.Context(), proto.SemSlot("late", 0), foreign, time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	letGo := sync.OnceFunc(redlock.HoldQueue(l, 2, proto.SemSize("late")))
+	defer letGo()
+	type result struct {
+		lock *redlock.Lock
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		lock, err := l.Semaphore("late", 3).TryObtain(t.Context())
+		done <- result{lock, err}
+	}()
+	// Nodes 0 and 1 grant: a majority for one slot, before node 2 says a
+	// word.
+	if !poll(t, 10*time.Second, func() bool { return c.slotsHeld(t, "late", 3, 0) && c.slotsHeld(t, "late", 3, 1) }) {
+		t.Fatal("nodes 0 and 1 did not grant")
+	}
+	letGo()
+	r := <-done
+	if r.lock != nil {
+		t.Fatalf("a majority granted before the node with another size answered, and %s was held", r.lock.Key())
+	}
+	if !errors.Is(r.err, redlock.ErrInvalid) {
+		t.Fatalf("a majority granted before the node with another size answered: %v; want ErrInvalid", r.err)
+	}
+	for j := 1; j < 3; j++ { // slot 0 is the foreign permit's on node 2
+		if !c.emptied(t, proto.SemSlot("late", j)) {
+			t.Fatalf("slot %d left behind: %q", j, c.values(t, proto.SemSlot("late", j)))
+		}
+	}
+}
+
+// slotsHeld reports whether node i holds any slot of semaphore name of
+// size for an owner other than the foreign one.
+func (c *cluster) slotsHeld(t *testing.T, name string, size, i int) bool {
+	t.Helper()
+	for j := range size {
+		if v := c.value(t, i, proto.SemSlot(name, j)); v != "" && v != foreign {
+			return true
+		}
+	}
+	return false
+}
