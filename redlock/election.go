@@ -36,6 +36,7 @@ type Leadership struct {
 // it obtains the lock name with fencing, as Obtain does, and keeps it as
 // KeepAlive does until Resign or a loss; the leadership outlives ctx. It
 // fails as Obtain does, and with ErrInvalid for WithToken or a TTL too short.
+// As Obtain, it takes name without looking at a read-write lock's leases.
 func (l *Locker) Campaign(ctx context.Context, name string, opts ...LockOption) (*Leadership, error) {
 	cfg, err := l.callConfig(name, opts)
 	if err != nil {

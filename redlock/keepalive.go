@@ -70,7 +70,9 @@ func (c *config) checkKeepAlive() error {
 // ends, and returns a context derived from ctx that is cancelled, with a
 // cause matching ErrLockLost, as soon as the lock is lost: the nodes say it
 // is not ours, or no extension reached a majority by the node timeout plus
-// TTL/20 before Until (docs/safety.md#the-work-is-told-before-the-lock-runs-out).
+// TTL/20 before Until; that is when the cancellation is scheduled, so it
+// comes at least a node timeout before Until while the process's timers are
+// late by less than TTL/20 (docs/safety.md#the-work-is-told-before-the-lock-runs-out).
 // The context is cancelled already, and nothing kept, when the validity is
 // too short for that warning (ErrLockExpired too), the TTL leaves no room
 // to extend (ErrInvalid), the lock is released (ErrReleased) or the Locker

@@ -97,7 +97,9 @@ func multiOptions(cfg *config) error {
 // The lock has one token and one validity; Release, Extend, KeepAlive and
 // TTL act on all its keys, and Key is the keys joined by commas. An empty
 // list, more than MaxMultiKeys keys, a key given twice, WithToken or
-// WithFencing is an ErrInvalid (docs/safety.md#multi-key-locks).
+// WithFencing is an ErrInvalid (docs/safety.md#multi-key-locks). As Obtain,
+// it takes a read-write lock's writer key without looking at its readers'
+// leases (RWMutex.Lock does).
 func (l *Locker) ObtainMulti(ctx context.Context, keys []string, opts ...LockOption) (*Lock, error) {
 	return l.acquire(ctx, slices.Clone(keys), opts, false)
 }

@@ -14,7 +14,9 @@ import (
 // On failure it leaves no key of its own and returns an error matching
 // ErrNotObtained (contention), ErrNoQuorum (outage) or ErrMisconfigured, told
 // from the nodes' answers and detailed in a *QuorumError, with ctx.Err()
-// joined when ctx ended; ErrInvalid, asking no node, for bad input.
+// joined when ctx ended; ErrInvalid, asking no node, for bad input. It
+// takes a read-write lock's writer key without looking at its readers'
+// leases: writers beside readers take RWMutex.Lock.
 func (l *Locker) Obtain(ctx context.Context, key string, opts ...LockOption) (*Lock, error) {
 	return l.acquire(ctx, []string{key}, opts, false)
 }

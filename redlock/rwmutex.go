@@ -62,7 +62,8 @@ func (l *Locker) RWMutex(name string) *RWMutex {
 }
 
 // RLock takes a reader's lease, a Lock of its own, waiting and failing as
-// Locker.Obtain; WithToken is an ErrInvalid.
+// Locker.Obtain; WithToken is an ErrInvalid. As sync.RWMutex, a recursive
+// RLock behind a waiting writer waits for that writer (until ctx ends).
 func (m *RWMutex) RLock(ctx context.Context, opts ...LockOption) (*Lock, error) {
 	return m.l.acquireKind(ctx, &m.read, opts, false)
 }
@@ -73,7 +74,10 @@ func (m *RWMutex) TryRLock(ctx context.Context, opts ...LockOption) (*Lock, erro
 }
 
 // Lock takes the writer's lock, waiting and failing as Locker.Obtain; while
-// it waits for readers to leave, new readers wait too.
+// it waits for readers to leave, new readers wait too. As sync.RWMutex, it
+// is no upgrade: a caller that holds a lease of the same lock waits for its
+// own lease until ctx ends. Only Lock and TryLock look at leases: Obtain,
+// ObtainMulti and Campaign of name take the writer key without doing so.
 func (m *RWMutex) Lock(ctx context.Context, opts ...LockOption) (*Lock, error) {
 	return m.l.acquireKind(ctx, &m.write, opts, false)
 }

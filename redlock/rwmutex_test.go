@@ -399,3 +399,37 @@ func TestRWMutexInvalidOutageSingleNode(t *testing.T) {
 		t.Fatalf("two nodes of three down, TryLock: %v; want ErrNoQuorum", err)
 	}
 }
+
+// As sync.RWMutex: Lock by the holder of a reader's lease waits for that
+// lease (until its context ends), and meanwhile keeps new readers out; a
+// recursive RLock behind that waiting writer waits too. Neither is an
+// error: the docs say so.
+func TestRWMutexUpgradeWaitsAsSyncRWMutex(t *testing.T) {
+	c := newCluster(t, 3)
+	l := c.locker(t)
+	m := l.RWMutex("upgrade")
+	reader := mustTake(t, "TryRLock", m.TryRLock)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+	defer cancel()
+	writerDone := make(chan error, 1)
+	go func() {
+		_, err := m.Lock(ctx)
+		writerDone <- err
+	}()
+	// The waiting writer's mark keeps a second reader out.
+	if !poll(t, 10*time.Second, func() bool { return c.value(t, 0, "redlock:rw:upgrade:wait") != "" }) {
+		t.Fatal("the waiting writer set no mark")
+	}
+	if _, err := m.TryRLock(t.Context()); !errors.Is(err, redlock.ErrNotObtained) {
+		t.Fatalf("RLock behind a waiting writer: %v; want ErrNotObtained", err)
+	}
+	if err := <-writerDone; !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, redlock.ErrInvalid) {
+		t.Fatalf("Lock by a reader of the same lock: %v; want it to wait until its context ends", err)
+	}
+	if !reader.Valid() {
+		t.Fatal("the reader's lease was lost")
+	}
+	if err := reader.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -152,3 +152,29 @@ func (c *cluster) slotsHeld(t *testing.T, name string, size, i int) bool {
 	}
 	return false
 }
+
+// With the restart guard, a node that lost the size key with its memory
+// abstains: a user of another size is refused while a permit of the first
+// size is valid, whatever the order of the answers.
+func TestSemaphoreGuardNeverLarger(t *testing.T) {
+	c := newCluster(t, 3)
+	a, b := c.bootstrapped(t), c.bootstrapped(t)
+	c.occupy(t, "guarded", 2, 0)
+	lock := mustPermit(t, a.Semaphore("guarded", 1))
+	if err := c.clients[2].Del(t.Context(), proto.SemSlot("guarded", 0)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.servers[1].Restart(); err != nil { // empty: no persistence
+		t.Fatal(err)
+	}
+	got, err := b.Semaphore("guarded", 2).TryObtain(t.Context())
+	if err == nil {
+		t.Fatalf("size 2 took %s beside size 1's permit", got.Key())
+	}
+	if !errors.Is(err, redlock.ErrInvalid) {
+		t.Fatalf("size 2 beside a valid size-1 permit: %v; want ErrInvalid", err)
+	}
+	if !lock.Valid() {
+		t.Fatal("the permit expired before the second user tried (slow machine?): the test shows nothing")
+	}
+}
