@@ -42,8 +42,9 @@ type Locker struct {
 // Redis master (a lock needs len/2+1; one client is single-node mode), with
 // opts as every call's defaults. It does no I/O: the Locker opens its own
 // connections from the clients' options (docs/internals.md#node-calls). It
-// fails with ErrInvalid for no clients, a nil client, a client or address
-// given twice, or a bad option; nodes found to reach one server fail their
+// fails with ErrInvalid for no clients, a nil client, a Sentinel failover
+// client (redis.NewFailoverClient: unsafe after a failover), a client or
+// address given twice, or a bad option; nodes found to reach one server fail their
 // calls with ErrInvalid (docs/safety.md#one-server-one-vote).
 func New(clients []*redis.Client, opts ...Option) (*Locker, error) {
 	if len(clients) == 0 {
@@ -64,6 +65,11 @@ func New(clients []*redis.Client, opts ...Option) (*Locker, error) {
 	for i, c := range clients {
 		if c == nil {
 			return nil, invalid("client %d is nil", i)
+		}
+		if conn.IsFailoverClient(c.Options()) {
+			// Its connections keep voting on a demoted master after a
+			// failover, for as long as they stay open: two holders.
+			return nil, invalid("client %d is a Sentinel failover client: a master that Sentinel demotes keeps its votes on open connections, so it is not a safe node", i)
 		}
 		id, addr := identify(c, i)
 		if j, dup := seen[id]; dup {

@@ -106,3 +106,19 @@ func TestWrongPasswordIsReported(t *testing.T) {
 		t.Fatalf("error shows a password: %v", err)
 	}
 }
+
+// A Sentinel failover client is refused: the Locker's own connections
+// would keep voting on a master that Sentinel demoted.
+func TestNewRefusesFailoverClient(t *testing.T) {
+	c := newCluster(t, 2)
+	fc := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: "m", SentinelAddrs: []string{"127.0.0.1:1"}})
+	t.Cleanup(func() {
+		if err := fc.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	l, err := redlock.New([]*redis.Client{c.clients[0], fc, c.clients[1]})
+	if !errors.Is(err, redlock.ErrInvalid) || !strings.Contains(err.Error(), "client 1 is a Sentinel failover client") {
+		t.Fatalf("New with a failover client: %v, %v; want ErrInvalid naming it", l, err)
+	}
+}

@@ -14,7 +14,7 @@ import (
 // address says nothing: a Sentinel-backed client reports the placeholder
 // "FailoverClient".
 func NodeAddr(o *redis.Options) (addr, key string, ok bool) {
-	if o.Addr == "" || o.Addr == "FailoverClient" {
+	if o.Addr == "" || IsFailoverClient(o) {
 		return "", "", false
 	}
 	addr = redactAddr(o.Addr)
@@ -48,3 +48,11 @@ func redactAddr(addr string) string {
 	}
 	return addr
 }
+
+// failoverAddr is the address go-redis gives the options of a client made
+// by redis.NewFailoverClient, whose dialer asks Sentinel for the master.
+const failoverAddr = "FailoverClient"
+
+// IsFailoverClient reports whether o are the options of a Sentinel
+// failover client (redis.NewFailoverClient).
+func IsFailoverClient(o *redis.Options) bool { return o.Addr == failoverAddr }
