@@ -118,7 +118,14 @@ func TestNewRefusesFailoverClient(t *testing.T) {
 		}
 	})
 	l, err := redlock.New([]*redis.Client{c.clients[0], fc, c.clients[1]})
+	if l != nil {
+		t.Cleanup(func() {
+			if err := l.Close(); err != nil {
+				t.Error(err)
+			}
+		})
+	}
 	if !errors.Is(err, redlock.ErrInvalid) || !strings.Contains(err.Error(), "client 1 is a Sentinel failover client") {
-		t.Fatalf("New with a failover client: %v, %v; want ErrInvalid naming it", l, err)
+		t.Fatalf("New with a failover client: %v; want ErrInvalid naming it", err)
 	}
 }
