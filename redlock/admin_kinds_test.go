@@ -209,3 +209,48 @@ func (c *cluster) keysOf(t *testing.T, kind proto.Kind) []string {
 	}
 	return out
 }
+
+// Every kind of key that holds no lock leaves ClearQuarantine free to
+// clear: each kind of wire.Kinds but the holds, written as the library
+// writes it, is no reason to refuse.
+func TestClearQuarantineIgnoresBookkeeping(t *testing.T) {
+	examples := map[proto.Kind][2]string{
+		proto.SemSizeKey: {proto.SemSize("s"), "2"},
+		proto.LeaseIndex: {proto.RWIndex("rw"), ""}, // a set
+		proto.WriterMark: {proto.RWMark("rw"), "1"},
+		proto.Fence:      {proto.FenceKey("k"), "1795879839488570"},
+		proto.Marker:     {proto.GuardMarker, ""}, // Bootstrap writes it
+		proto.Quarantine: {proto.GuardQuarantine, ""},
+		proto.Passed:     {proto.GuardPassed, "0123abc 0"},
+		proto.Nonce:      {proto.CallKey("n"), ""},
+		proto.Probe:      {proto.CheckPrefix + "x", "tok\x001\x00"},
+	}
+	c := newCluster(t, 3)
+	l := c.locker(t)
+	for _, k := range proto.Kinds() {
+		ex, ok := examples[k]
+		switch {
+		case k.Holds():
+			continue
+		case !ok:
+			t.Fatalf("no example of a %s key", k)
+		case proto.KindOf(ex[0]) != k:
+			t.Fatalf("%q is a %s key, not a %s key", ex[0], proto.KindOf(ex[0]), k)
+		}
+		for _, cl := range c.clients {
+			var err error
+			switch {
+			case k == proto.LeaseIndex:
+				err = cl.SAdd(t.Context(), ex[0], proto.RWLease("rw", "00000000-0000-0000-0000-000000000000")).Err()
+			case ex[1] != "":
+				err = cl.Set(t.Context(), ex[0], ex[1], time.Minute).Err()
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := l.Bootstrap(t.Context(), redlock.ClearQuarantine()); err != nil {
+		t.Fatalf("ClearQuarantine with no hold but the library's bookkeeping: %v", err)
+	}
+}

@@ -42,11 +42,10 @@ const (
 
 // Suffixes of a semaphore's and a read-write lock's keys.
 const (
-	semSize   = ":size"
-	rwLease   = ":r:"
-	rwIndex   = ":readers"
-	rwMark    = ":wait"
-	leaseIDsz = 36 // a lease's token: a UUID in its text form
+	semSize = ":size"
+	rwLease = ":r:"
+	rwIndex = ":readers"
+	rwMark  = ":wait"
 )
 
 // ReleaseChannel is where the release of lock key key is announced.
@@ -191,7 +190,7 @@ func KindOf(key string) Kind {
 		}
 	case strings.HasPrefix(key, RWPrefix):
 		switch i := strings.LastIndex(key, rwLease); {
-		case i > len(RWPrefix) && len(key)-i-len(rwLease) == leaseIDsz:
+		case i > len(RWPrefix) && isUUID(key[i+len(rwLease):]):
 			return Lease
 		case strings.HasSuffix(key, rwIndex):
 			return LeaseIndex
@@ -203,6 +202,26 @@ func KindOf(key string) Kind {
 	// older or newer version, or someone else's. Treated as a lock key,
 	// so that a path that looks for holds does not overlook it.
 	return Lock
+}
+
+// isUUID reports whether s is a UUID in its text form (a lease's token).
+func isUUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i, r := range s {
+		switch i {
+		case 8, 13, 18, 23:
+			if r != '-' {
+				return false
+			}
+		default:
+			if !strings.ContainsRune("0123456789abcdef", r) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // digits reports whether s is a non-empty run of decimal digits.
