@@ -91,7 +91,8 @@ func TestSemaphoreReleaseWakesWaiter(t *testing.T) {
 	c := newCluster(t, 3)
 	// Another Locker holds it: only the nodes' announcement can wake us.
 	held := mustPermit(t, c.locker(t).Semaphore("wake", 1))
-	l := c.locker(t)
+	answers := make(chan redlock.NodeEvent, 100)
+	l := c.locker(t, redlock.WithObserver(nodeAnswers{ch: answers}))
 	got := make(chan error, 1)
 	start := time.Now()
 	go func() {
@@ -101,7 +102,8 @@ func TestSemaphoreReleaseWakesWaiter(t *testing.T) {
 		}
 		got <- err
 	}()
-	time.Sleep(200 * time.Millisecond) // let the waiter find the semaphore full
+	// The waiter found the semaphore full.
+	refusedEverywhere(t, answers, 3)
 	if err := held.Release(t.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -263,6 +265,24 @@ func TestSemaphoreSingleNode(t *testing.T) {
 	}
 }
 
+// refusedEverywhere waits, up to 10s, for n answers among answers that
+// a node holds the key for another owner, and fails the test if they do
+// not come.
+func refusedEverywhere(t *testing.T, answers <-chan redlock.NodeEvent, n int) {
+	t.Helper()
+	timeout := time.After(10 * time.Second)
+	for n > 0 {
+		select {
+		case e := <-answers:
+			if e.Outcome == redlock.OutcomeHeldByOther {
+				n--
+			}
+		case <-timeout:
+			t.Fatalf("%d refusals still to come", n)
+		}
+	}
+}
+
 func mustPermit(t *testing.T, sem *redlock.Semaphore, opts ...redlock.LockOption) *redlock.Lock {
 	t.Helper()
 	return mustTake(t, "TryObtain", sem.TryObtain, opts...)
@@ -272,7 +292,8 @@ func mustPermit(t *testing.T, sem *redlock.Semaphore, opts ...redlock.LockOption
 // come free: one's permit does not make the next wait for its release.
 func TestSemaphoreOneLockerFillsPermits(t *testing.T) {
 	c := newCluster(t, 3)
-	sem, other := c.locker(t).Semaphore("fill", 2), c.locker(t).Semaphore("fill", 2)
+	answers := make(chan redlock.NodeEvent, 100)
+	sem, other := c.locker(t, redlock.WithObserver(nodeAnswers{ch: answers})).Semaphore("fill", 2), c.locker(t).Semaphore("fill", 2)
 	held := []*redlock.Lock{mustPermit(t, other), mustPermit(t, other)}
 	got := make(chan *redlock.Lock, len(held))
 	for range held {
@@ -284,7 +305,9 @@ func TestSemaphoreOneLockerFillsPermits(t *testing.T) {
 			got <- lock
 		}()
 	}
-	time.Sleep(200 * time.Millisecond) // let both find the semaphore full
+	// Both found the semaphore full: each attempt refused by all three
+	// nodes.
+	refusedEverywhere(t, answers, 2*3)
 	for i, p := range held {
 		start := time.Now()
 		if err := p.Release(t.Context()); err != nil {
