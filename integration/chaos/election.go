@@ -36,11 +36,11 @@ func (w *Workload) loopWorkload(ctx context.Context, i int, rng *rand.Rand, lock
 			w.shareToken(ctx, i, rng, locker, w.keys[rng.IntN(len(w.keys))])
 		case workloadReacquire:
 			w.reacquire(ctx, i, rng, locker, w.keys[rng.IntN(len(w.keys))])
-		case workloadSemaphore:
+		case workloadSemaphore, workloadSemaphoreAdmin:
 			// Every client on one semaphore: three holders of two need
 			// many contenders.
 			w.holdShared(ctx, i, rng, locker, w.keys[0])
-		case workloadRWLock:
+		case workloadRWLock, workloadRWLockAdmin:
 			w.holdShared(ctx, i, rng, locker, w.keys[rng.IntN(len(w.keys))])
 		default:
 			w.rec.AddFailure("workload", fmt.Errorf("no workload %q", w.cfg.Workload), time.Now())

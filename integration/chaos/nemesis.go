@@ -12,6 +12,7 @@ import (
 
 	"github.com/quorumlock/redlock/integration/checker"
 	"github.com/quorumlock/redlock/integration/cluster"
+	"github.com/quorumlock/redlock/redlock"
 )
 
 // Fault is one kind of fault the nemesis injects.
@@ -46,6 +47,10 @@ type Fault struct {
 	// Process marks a client stop: the nemesis freezes one client process
 	// (SIGSTOP) wherever it is, and touches no node.
 	Process bool
+	// Then, if set, runs once the fault is healed, with the cluster and
+	// the run's config, and says what it did: an operator's step after
+	// the fault (restart-clear's ClearQuarantine).
+	Then func(ctx context.Context, c *cluster.Cluster, cfg *Config) string
 	// OnPaths, if set, marks a fault on the clients' own paths to the
 	// nodes (paths.go), which can hit some clients' view of the cluster
 	// and not the others': it changes the paths for d (or until ctx
@@ -126,6 +131,14 @@ var Faults = map[string]Fault{
 	// A crash and an immediate restart.
 	"restart": {Name: "restart", Server: true, Duration: noDuration,
 		Inject: crashRestart},
+	// A crash and an immediate restart without persistence, after which
+	// an operator runs bootstrap --clear-quarantine at once (guarded
+	// scenarios): it must refuse while any hold (a lock key, a permit, a
+	// reader's lease) lives on a node, and clearing when none does is
+	// safe, since every hold that a minority forgot lives on on another
+	// node of its majority.
+	"restart-clear": {Name: "restart-clear", Server: true, Duration: noDuration,
+		Inject: crashRestart, Then: clearQuarantine},
 	// SIGSTOP / docker pause, shorter and longer than the TTL.
 	"pause-short": {Name: "pause-short", Server: true, Duration: ttlTimes(0.1, 0.8), Inject: pause, Heal: resume},
 	"pause-long":  {Name: "pause-long", Server: true, Duration: ttlTimes(1.2, 2.5), Inject: pause, Heal: resume},
@@ -344,12 +357,15 @@ func (n *nemesis) inject(ctx context.Context, f Fault) error {
 		wg.Wait()
 		err = errors.Join(append(errs, err)...)
 	}
-	end := time.Now()
-	n.history.AddFault(checker.Fault{Kind: f.Name, Nodes: targets, Majority: t != Minority, Start: start, End: end})
 	detail := ""
 	if a := arg.String(); a != "" {
 		detail = " (" + a + ")"
 	}
+	if f.Then != nil && err == nil {
+		detail += ", then " + f.Then(hctx, n.cluster, n.cfg)
+	}
+	end := time.Now()
+	n.history.AddFault(checker.Fault{Kind: f.Name, Nodes: targets, Majority: t != Minority, Start: start, End: end})
 	n.logf("nemesis: %s%s on nodes %v for %v from %s", f.Name, detail, targets, end.Sub(start).Round(time.Millisecond), start.Format(clockLayout))
 	return err
 }
@@ -403,4 +419,26 @@ func (n *nemesis) targets(t Targets) []int {
 	out := n.rng.Perm(nodes)[:k]
 	slices.Sort(out)
 	return out
+}
+
+// clearQuarantine runs Bootstrap with ClearQuarantine, as an operator
+// does after a restart, and says whether it cleared or was refused.
+func clearQuarantine(ctx context.Context, c *cluster.Cluster, cfg *Config) string {
+	var outcome string
+	err := withLocker(c.Addrs(), cfg, func(l *redlock.Locker) error {
+		err := l.Bootstrap(ctx, redlock.ClearQuarantine())
+		switch {
+		case err == nil:
+			outcome = "cleared the quarantines"
+		case errors.Is(err, redlock.ErrInvalid):
+			outcome = "clearing refused: a hold lives"
+		default:
+			outcome = "clearing failed: " + err.Error()
+		}
+		return nil
+	})
+	if err != nil {
+		return "clearing failed: " + err.Error()
+	}
+	return outcome
 }

@@ -199,6 +199,16 @@ var Scenarios = []Scenario{
 		Sample: true, CountersLost: true, CalmTTLs: 1, ClockRate: 1.005, Faults: dataFaults},
 	{Name: "semaphore-paths-guarded", Guard: true, Asserted: true, Workload: workloadSemaphore, NoEffects: true, Sample: true, Faults: pathFaults},
 	{Name: "rwlock-paths-guarded", Guard: true, Asserted: true, Workload: workloadRWLock, Sample: true, Faults: pathFaults},
+	// The faults that found the admin paths' holes: an operator's
+	// ClearQuarantine right after a minority restarted empty (refused
+	// while any permit or lease lives: a second owner beside one would
+	// be a violation), ReleaseAfter cooldowns, and, on the semaphore, a
+	// client in four of another size (refused while a permit of the
+	// other size lives; no permit may make either size larger).
+	{Name: "semaphore-admin-guarded", Guard: true, Asserted: true, Workload: workloadSemaphoreAdmin, NoEffects: true, Sample: true,
+		CountersLost: true, Faults: []string{"restart-clear", "restart", "pause-short", "client-stop"}},
+	{Name: "rwlock-admin-guarded", Guard: true, Asserted: true, Workload: workloadRWLockAdmin, Sample: true,
+		CountersLost: true, Faults: []string{"restart-clear", "restart", "pause-short", "client-stop"}},
 
 	// A proxy moves one client's open connections to one node onto
 	// another node's server: one server answers for two of that client's

@@ -19,7 +19,25 @@ const (
 	workloadSemaphore = "semaphore"
 	workloadRWLock    = "rwlock"
 	semaphoreSize     = 2
+	// The admin variants: the same, and besides, a hold in four ends with
+	// a ReleaseAfter cooldown (which keeps the permit's slot, or the lease,
+	// for its length: a hold to the checker), and, for the semaphore, one
+	// client in four uses a size one larger, which the nodes must refuse
+	// (ErrInvalid) while a permit of the other size lives: the checker
+	// holds every permit to the smallest size among those held with it.
+	workloadSemaphoreAdmin = "semaphore-admin"
+	workloadRWLockAdmin    = "rwlock-admin"
 )
+
+// semaphoreWorkload reports whether workload takes a semaphore's permits.
+func semaphoreWorkload(workload string) bool {
+	return workload == workloadSemaphore || workload == workloadSemaphoreAdmin
+}
+
+// adminWorkload reports whether workload is an admin variant.
+func adminWorkload(workload string) bool {
+	return workload == workloadSemaphoreAdmin || workload == workloadRWLockAdmin
+}
 
 // holdShared is one round of the semaphore or read-write workload for
 // client i on name: it takes a permit, or a reader's or the writer's
@@ -34,10 +52,14 @@ func (w *Workload) holdShared(ctx context.Context, i int, rng *rand.Rand, locker
 	var try, wait func(context.Context, ...redlock.LockOption) (*redlock.Lock, error)
 	seg := checker.Hold{Client: i, Key: name}
 	switch {
-	case w.cfg.Workload == workloadSemaphore:
-		s := locker.Semaphore(name, semaphoreSize)
+	case semaphoreWorkload(w.cfg.Workload):
+		size := semaphoreSize
+		if adminWorkload(w.cfg.Workload) && i%4 == 3 {
+			size++
+		}
+		s := locker.Semaphore(name, size)
 		try, wait = s.TryObtain, s.Obtain
-		seg.Slots, seg.FenceHidden = semaphoreSize, true
+		seg.Slots, seg.FenceHidden = size, true
 	case rng.IntN(3) > 0:
 		m := locker.RWMutex(name)
 		try, wait = m.TryRLock, m.RLock
@@ -86,6 +108,10 @@ func (w *Workload) holdShared(ctx context.Context, i int, rng *rand.Rand, locker
 		seg.End = now
 	}
 	w.rec.AddHold(seg)
+	if adminWorkload(w.cfg.Workload) && rng.IntN(4) == 0 {
+		w.releaseAfter(ctx, lock, seg, randDuration(rng, w.cfg.TTL)+time.Millisecond)
+		return
+	}
 	w.release(ctx, lock)
 }
 

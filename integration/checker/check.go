@@ -190,8 +190,10 @@ func Check(h *History) Report {
 
 // overlaps returns every pair of intervals of different locks on one key
 // that share some time, but two readers' (Shared); and, for a semaphore's
-// permits (Slots), every permit that began while Slots others were held.
-// Intervals that only touch do not overlap.
+// permits (Slots), every permit that began while as many others were
+// held as the smallest size among them and it (users that disagree on a
+// semaphore's size must not make it larger for either). Intervals that
+// only touch do not overlap.
 func overlaps(key string, holds []Hold, t0 time.Time) []Violation {
 	holds = slices.DeleteFunc(slices.Clone(holds), Hold.Empty)
 	slices.SortFunc(holds, func(a, b Hold) int { return a.Start.Compare(b.Start) })
@@ -199,13 +201,15 @@ func overlaps(key string, holds []Hold, t0 time.Time) []Violation {
 	var active []Hold
 	for _, h := range holds {
 		active = slices.DeleteFunc(active, func(a Hold) bool { return !a.End.After(h.Start) })
-		permits := 0
+		permits, size, flagged := 0, h.Slots, false
 		for _, a := range active {
 			switch {
 			case a.Token == h.Token, a.Shared && h.Shared:
 			case a.Slots > 0 && h.Slots > 0:
-				if permits++; permits == h.Slots {
+				permits, size = permits+1, min(size, a.Slots)
+				if permits >= size && !flagged {
 					// h is one more than the semaphore has.
+					flagged = true
 					out = append(out, Violation{Key: key, A: a, B: h, t0: t0})
 				}
 			default:

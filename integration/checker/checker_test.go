@@ -437,6 +437,11 @@ func TestSharedAndSlots(t *testing.T) {
 		{"two permits of two", []checker.Hold{hold("a", 0, 10, false, 2), hold("b", 5, 15, false, 2)}, 0},
 		{"three permits of two", []checker.Hold{hold("a", 0, 10, false, 2), hold("b", 5, 15, false, 2), hold("c", 6, 8, false, 2)}, 1},
 		{"three permits of two, in turn", []checker.Hold{hold("a", 0, 10, false, 2), hold("b", 5, 15, false, 2), hold("c", 10, 12, false, 2)}, 0},
+		// Users that disagree on the size: a permit of three beside two of
+		// two makes the semaphore of two larger, whichever came last.
+		{"a permit of three beside two of two", []checker.Hold{hold("a", 0, 10, false, 2), hold("b", 5, 15, false, 2), hold("c", 6, 8, false, 3)}, 1},
+		{"two of two beside a permit of three", []checker.Hold{hold("c", 0, 10, false, 3), hold("a", 5, 15, false, 2), hold("b", 6, 8, false, 2)}, 1},
+		{"three permits of three", []checker.Hold{hold("a", 0, 10, false, 3), hold("b", 5, 15, false, 3), hold("c", 6, 8, false, 3)}, 0},
 	} {
 		h := checker.NewHistory(t0)
 		for _, x := range tc.holds {
