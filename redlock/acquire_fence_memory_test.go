@@ -28,15 +28,21 @@ func TestFenceCountersOfManyKeysExpire(t *testing.T) {
 	const ttl, workers, maxLeft = 2 * time.Second, 32, 200
 	life := *fenceKeyLife
 	for _, tt := range []struct {
-		name string
-		opts []redlock.Option
+		name   string
+		opts   []redlock.Option
+		fenced bool
 	}{
-		{"fencing", nil},
-		{"fencing and guard", guardOpts},
+		// Plain locks leave nothing: the baseline of the rate and memory.
+		{"plain", nil, false},
+		{"fencing", nil, true},
+		{"fencing and guard", guardOpts, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			c := newCluster(t, 3)
-			opts := append(slices.Clone(tt.opts), redlock.WithFencing(), redlock.WithTTL(ttl), redlock.WithFenceLifetime(life))
+			opts := append(slices.Clone(tt.opts), redlock.WithTTL(ttl), redlock.WithFenceLifetime(life))
+			if tt.fenced {
+				opts = append(opts, redlock.WithFencing())
+			}
 			l := c.locker(t, opts...)
 			if len(tt.opts) > 0 {
 				if err := l.Bootstrap(t.Context()); err != nil {
