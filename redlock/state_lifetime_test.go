@@ -177,7 +177,16 @@ func TestNothingLeftOfManyKeys(t *testing.T) {
 	}
 	took := time.Since(start)
 	t.Logf("%d keys of each of %d kinds in %v; keys per node right after: %v", n, len(kinds), took.Round(time.Millisecond), dbSizes(t, c.clients))
-	logKeySizes(t, c.clients[0])
+	// Every kind of state was written: the keys of the last locks live on
+	// (their TTL, the counters' lifetime, the mark's margin).
+	shapes := logKeySizes(t, c.clients[0])
+	for _, want := range []string{"mutex-N", "rww-N", "multi-a-N", "redlock:fence:fenced-N", "redlock:fence:elect-N",
+		"redlock:fence:redlock:sem:sem-N:N", "redlock:sem:sem-N:N", "redlock:sem:sem-N:size",
+		"redlock:rw:rw-N:r:N", "redlock:rw:rw-N:readers", "redlock:rw:rwm-N:wait"} {
+		if shapes[want] == 0 {
+			t.Errorf("no key %q on node 0 right after the run: that kind of state went untested", want)
+		}
+	}
 
 	// Left: the guard's marker, one per node, which lives as long as the
 	// node (it is how the node knows it has not lost its memory).
@@ -205,8 +214,8 @@ func TestNothingLeftOfManyKeys(t *testing.T) {
 
 // logKeySizes logs, per shape of key name (digits as N), how many keys
 // of it cl holds and the MEMORY USAGE and PTTL of one: what
-// docs/internals.md's table of keys states.
-func logKeySizes(t *testing.T, cl *redis.Client) {
+// docs/internals.md's table of keys states. It returns the counts.
+func logKeySizes(t *testing.T, cl *redis.Client) map[string]int {
 	t.Helper()
 	type shape struct {
 		n     int
@@ -240,6 +249,11 @@ func logKeySizes(t *testing.T, cl *redis.Client) {
 		}
 		t.Logf("%6d  %-44q  MEMORY USAGE %4d B  PTTL %v", s.n, name, size, pttl)
 	}
+	counts := make(map[string]int, len(shapes))
+	for name, s := range shapes {
+		counts[name] = s.n
+	}
+	return counts
 }
 
 // digits are the runs of digits and hex in a key name (indexes, nonces,
