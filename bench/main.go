@@ -53,6 +53,7 @@ func run() error {
 		warmup     = flag.Duration("warmup", def.Warmup, "unmeasured warm-up before each window")
 		grace      = flag.Duration("grace", def.Grace, "how long operations begun in a window may finish after it")
 		workers    = flag.Int("workers", def.Workers, "throughput: goroutines, each on its own key")
+		many       = flag.Int("many-workers", def.ManyWorkers, "throughput-many and throughput-many-fresh: goroutines, for redlock's modes")
 		contenders = flag.Int("contenders", def.Contenders, "contention: goroutines on one key")
 		hold       = flag.Duration("hold", def.Hold, "contention: how long each holder keeps the lock")
 		slow       = flag.Duration("slow", def.SlowLatency, "slow-node: latency added to each reply of one node (whole ms)")
@@ -66,7 +67,7 @@ func run() error {
 		from       = flag.String("from", "", "run nothing: print the table and draw the chart of this earlier JSON file")
 		modes      = flag.String("modes", "", "only these modes, as impl/nodes (redlock/5,redsync/5); default all")
 		cpuProfile = flag.String("cpuprofile", "", "write a CPU profile of the run (the benchmark process only) to this file")
-		scens      = flag.String("scenarios", "", "only these scenarios (uncontended,throughput,contention,slow-node,node-down,server-time,scaling); default all")
+		scens      = flag.String("scenarios", "", "only these scenarios (uncontended,throughput,contention,slow-node,node-down,server-time,scaling; on fresh keys, for redlock's modes: uncontended-fresh,throughput-fresh,throughput-many,throughput-many-fresh,server-time-fresh); default all")
 	)
 	flag.Parse()
 	if flag.NArg() > 0 {
@@ -121,6 +122,8 @@ func run() error {
 			cfg.Grace = *grace
 		case "workers":
 			cfg.Workers = *workers
+		case "many-workers":
+			cfg.ManyWorkers = *many
 		case "contenders":
 			cfg.Contenders = *contenders
 		case "hold":
@@ -211,7 +214,7 @@ func run() error {
 // stderr what it wrote.
 func writeCharts(rep *report.Report, chartPath, scalePath string) error {
 	if slices.ContainsFunc(rep.Results, func(x report.Result) bool {
-		return x.Scenario != report.Scaling && x.Scenario != report.ServerTime
+		return x.Scenario != report.Scaling && x.Scenario != report.ServerTime && x.Scenario != report.ServerTimeFresh
 	}) {
 		if err := rep.WriteChart(chartPath); err != nil {
 			return err

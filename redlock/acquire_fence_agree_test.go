@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -194,6 +195,63 @@ func TestFenceNoWriteBackWhereNodesAgree(t *testing.T) {
 	t.Logf("%d fence write-backs in %d acquisitions on 5 nodes", total, n)
 	if total > n/4 {
 		t.Fatalf("%d fence write-backs in %d uncontended acquisitions, want none (at most %d)", total, n, n/4)
+	}
+}
+
+// A fresh key's first fence needs no write-back either: a counter that is
+// gone starts from the start the client offers every node, as one that
+// exists does, so the nodes agree (each used to start from its own exact
+// clock, and every fresh key's acquisition took a second round, with a
+// nonce key left on every node). Sequential, on fresh keys, with fences
+// growing per key after an expiry too.
+func TestFenceFreshKeysNeedNoWriteBack(t *testing.T) {
+	const n, life = 40, 200 * time.Millisecond
+	fenceSHA := scriptSHA(t, "scripts/fence.lua")
+	servers := redistest.StartT(t, 5, redistest.Options{})
+	direct := redistest.ClientsT(t, servers)
+	wires, clients := newWires(t, servers)
+	for _, w := range wires {
+		w.mark = fenceSHA
+	}
+	l, err := redlock.New(clients, redlock.WithFencing(), redlock.WithNodeTimeout(time.Second), redlock.WithTTL(3*time.Second), redlock.WithFenceLifetime(life))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := make([]uint64, n)
+	for i := range n {
+		lock := mustObtain(t, l, fmt.Sprintf("fresh-%d", i))
+		first[i] = lock.Fence()
+		if err := lock.Release(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Close waits for the write-backs still on their way.
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	total := 0
+	for _, w := range wires {
+		w.mu.Lock()
+		total += w.marked
+		w.mu.Unlock()
+	}
+	t.Logf("%d fence write-backs in %d acquisitions of fresh keys on 5 nodes", total, n)
+	if total > n/4 {
+		t.Fatalf("%d fence write-backs in %d acquisitions of fresh keys, want none (at most %d)", total, n, n/4)
+	}
+	// Once the counters expired, each key's next fence is above its first.
+	if !poll(t, 10*time.Second, func() bool { return slices.Max(dbSizes(t, direct)) == 0 }) {
+		t.Fatalf("keys per node %v long after the counters' lifetime", dbSizes(t, direct))
+	}
+	again := newLocker(t, direct, redlock.WithFencing(), redlock.WithFenceLifetime(life))
+	for i := range n {
+		lock := mustObtain(t, again, fmt.Sprintf("fresh-%d", i))
+		if lock.Fence() <= first[i] {
+			t.Fatalf("key %d: fence %d after %d, once its counters expired", i, lock.Fence(), first[i])
+		}
+		if err := lock.Release(t.Context()); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 

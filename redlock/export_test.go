@@ -5,7 +5,6 @@ import (
 	"github.com/quorumlock/redlock/redlock/internal/scripts"
 
 	"context"
-	"time"
 
 	"github.com/quorumlock/redlock/clock"
 )
@@ -38,12 +37,6 @@ func Closing(l *Locker) bool {
 		return false
 	}
 	return true
-}
-
-// WithFenceLifetime sets how long a fencing counter outlives the lock key it
-// was last written with (tests only; default seven days).
-func WithFenceLifetime(d time.Duration) LockOption {
-	return lockOption(func(c *config) { c.fenceLife = d })
 }
 
 // HoldQueue stops node's worker for key's queue from sending, as a busy

@@ -72,7 +72,7 @@ type config struct {
 	// rounds group locks by it (extendGroup).
 	clockID *clock.Clock
 	// fenceLife is how long a fencing counter outlives the lock key it
-	// was last written with; defaultFenceLifetime but in tests.
+	// was last written with (WithFenceLifetime).
 	fenceLife time.Duration
 	obs       *observer   // WithObserver; nil: none
 	redisLog  *conn.Route // WithRedisLogger; nil: quiet
@@ -82,10 +82,12 @@ type config struct {
 var confirmFence LockOption = lockOption(func(c *config) { c.confirmFence = true })
 
 // defaultFenceLifetime is how long a key's fencing counter stays on a node
-// after its last grant or write-back (plus the lock's TTL). A week keeps the
-// counters of keys locked daily or weekly, and asks of the servers' clocks
-// only that they are not a week behind the fences they handed out.
-const defaultFenceLifetime = 7 * 24 * time.Hour
+// after its last grant or write-back (plus the lock's TTL): memory follows
+// the keys locked in the last few minutes, not every key ever locked. The
+// fences stay above earlier ones while no server's clock steps back by
+// this much and no two servers' clocks differ by this much
+// (docs/safety.md#how-long-a-counter-lives).
+const defaultFenceLifetime = 5 * time.Minute
 
 // fenceLifetime is the expiry given to a fencing counter at each write: it
 // outlives the lock key set with it by fenceLife.
@@ -145,6 +147,16 @@ func WithToken(token string) LockOption {
 // write. It costs no extra round trip when the granting majority agree on
 // the fence, the usual case (docs/safety.md#fencing-tokens). Default off.
 func WithFencing() LockOption { return lockOption(func(c *config) { c.fencing = true }) }
+
+// WithFenceLifetime sets how long a key's fencing counter stays on the
+// nodes after its last grant or write-back, plus the lock's TTL. Fences
+// keep growing across an expiry while no server's clock steps back by d and
+// no two servers' clocks differ by d (docs/safety.md#how-long-a-counter-lives);
+// memory grows with d times the rate of new keys. It must be positive.
+// Default 5m.
+func WithFenceLifetime(d time.Duration) LockOption {
+	return lockOption(func(c *config) { c.fenceLife = d })
+}
 
 // WithRestartGuard keeps a node that may have forgotten the locks it
 // granted out of every vote until maxTTL, at least every TTL plus
@@ -223,6 +235,10 @@ func (c *config) validate() error {
 		return invalid("restart guard maximum TTL must be positive")
 	case c.guard > 0 && c.ttl > c.guard:
 		return invalid("TTL %v is above the restart guard's maximum TTL %v", c.ttl, c.guard)
+	case c.fenceLife <= 0:
+		return invalid("fence lifetime %v must be positive", c.fenceLife)
+	case c.fenceLife > math.MaxInt64-c.ttl:
+		return invalid("TTL %v plus fence lifetime %v is out of range", c.ttl, c.fenceLife)
 	case c.lockDelay < 0:
 		return invalid("lock-delay %v must not be negative", c.lockDelay)
 	case c.lockDelay > math.MaxInt64-c.ttl:

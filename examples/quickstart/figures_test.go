@@ -40,7 +40,7 @@ var figures = []figure{
 	{"docs/internals.md", "up to 128 keys in one script call per node", "redlock", "extendChunk", "128"},
 	{"docs/internals.md", "at most 2,048 keys in rounds at once", "redlock", "maxInFlight", "16 * extendChunk"},
 	{"docs/safety.md", "After 8 handoffs in a row", "redlock", "maxHandoffs", "8"},
-	{"docs/safety.md", "A counter expires 7 days plus the lock's TTL", "redlock", "defaultFenceLifetime", "7 * 24 * time.Hour"},
+	{"docs/safety.md", "A counter expires 5 minutes plus the lock's TTL", "redlock", "defaultFenceLifetime", "5 * time.Minute"},
 	{"docs/safety.md", "TTL/20 (at least 5 ms)", "redlock", "minWarnMargin", "5 * time.Millisecond"},
 	{"docs/safety.md", "its own clock 10 ms back,", "redlock", "fenceStartLag", "10 * time.Millisecond"},
 	{"docs/safety.md", "rounded down to the servers' 100 ms grid", "redlock", "fenceStartStep", "100_000"},

@@ -47,6 +47,10 @@ type Config struct {
 	// Workers is the throughput scenario's goroutine count, each on its
 	// own key.
 	Workers int
+	// ManyWorkers is the goroutine count of the throughput scenarios at
+	// many workers (report.ThroughputMany and its fresh-key twin), which
+	// run redlock's modes alone.
+	ManyWorkers int
 	// Contenders is the contention scenario's goroutine count, all on one
 	// key, each holding it for Hold.
 	Contenders int
@@ -87,6 +91,7 @@ func DefaultConfig() Config {
 		Warmup:      200 * time.Millisecond,
 		Grace:       time.Second,
 		Workers:     64,
+		ManyWorkers: 1024,
 		Contenders:  16,
 		Hold:        time.Millisecond,
 		SlowLatency: 2 * time.Millisecond,
@@ -122,8 +127,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("rounds %d: need at least 1", c.Rounds)
 	case c.Duration <= 0 || c.Warmup < 0 || c.Grace < 0:
 		return errors.New("duration must be positive, warmup and grace not negative")
-	case c.Workers < 1 || c.Contenders < 1:
-		return errors.New("workers and contenders must be at least 1")
+	case c.Workers < 1 || c.ManyWorkers < 1 || c.Contenders < 1:
+		return errors.New("workers, many workers and contenders must be at least 1")
 	case c.Hold < 0 || c.SlowLatency < 0:
 		return errors.New("hold and slow latency must not be negative")
 	case c.SlowLatency%time.Millisecond != 0:
@@ -163,8 +168,10 @@ type scenario struct {
 	faulty bool
 	// serverCPU measures the servers' CPU time per operation.
 	serverCPU bool
-	// redlockOnly scenarios run redlock's modes alone (the server-time
-	// scenario counts script calls, which are all of redlock's calls).
+	// redlockOnly scenarios run redlock's modes alone: the server-time
+	// scenarios count script calls, which are all of redlock's calls; the
+	// fresh-key scenarios and those at many workers compare fencing and
+	// the guard with plain redlock.
 	redlockOnly bool
 	// setup injects the fault and returns its undo.
 	setup func(*Cluster) (func() error, error)
@@ -176,13 +183,21 @@ type scenario struct {
 
 func scenarios(cfg *Config) []scenario {
 	lat := func(ctx context.Context, impl lockers.Impl, key string, d time.Duration) report.Figures {
-		return latency(ctx, impl, key, d, cfg.Grace)
+		return latency(ctx, impl, key, false, d, cfg.Grace)
+	}
+	tput := func(workers int, fresh bool) func(ctx context.Context, impl lockers.Impl, key string, d time.Duration) report.Figures {
+		return func(ctx context.Context, impl lockers.Impl, key string, d time.Duration) report.Figures {
+			return throughput(ctx, impl, key, fresh, workers, d, cfg.Grace)
+		}
+	}
+	srvTime := func(fresh bool) func(ctx context.Context, cl *Cluster, impl lockers.Impl, nodes int, key string) (report.Figures, error) {
+		return func(ctx context.Context, cl *Cluster, impl lockers.Impl, nodes int, key string) (report.Figures, error) {
+			return serverTime(ctx, cl, impl, nodes, key, fresh, cfg.Workers, cfg.Duration)
+		}
 	}
 	return []scenario{
 		{name: report.Uncontended, serverCPU: true, run: lat},
-		{name: report.Throughput, serverCPU: true, run: func(ctx context.Context, impl lockers.Impl, key string, d time.Duration) report.Figures {
-			return throughput(ctx, impl, key, cfg.Workers, d, cfg.Grace)
-		}},
+		{name: report.Throughput, serverCPU: true, run: tput(cfg.Workers, false)},
 		{name: report.Contention, locksOnly: true, run: func(ctx context.Context, impl lockers.Impl, key string, d time.Duration) report.Figures {
 			return contention(ctx, impl, key, cfg.Contenders, cfg.Hold, d, cfg.Grace)
 		}},
@@ -198,10 +213,17 @@ func scenarios(cfg *Config) []scenario {
 				cl.Proxy.Down()
 				return cl.Proxy.Up, nil
 			}},
-		{name: report.ServerTime, redlockOnly: true,
-			measure: func(ctx context.Context, cl *Cluster, impl lockers.Impl, nodes int, key string) (report.Figures, error) {
-				return serverTime(ctx, cl, impl, nodes, key, cfg.Workers, cfg.Duration)
+		{name: report.ServerTime, redlockOnly: true, measure: srvTime(false)},
+		// The distinct-key workload (a new key for every acquisition, as
+		// locks on order or job ids take), beside the reused keys above.
+		{name: report.UncontendedFresh, redlockOnly: true, serverCPU: true,
+			run: func(ctx context.Context, impl lockers.Impl, key string, d time.Duration) report.Figures {
+				return latency(ctx, impl, key, true, d, cfg.Grace)
 			}},
+		{name: report.ThroughputFresh, redlockOnly: true, serverCPU: true, run: tput(cfg.Workers, true)},
+		{name: report.ThroughputMany, redlockOnly: true, serverCPU: true, run: tput(cfg.ManyWorkers, false)},
+		{name: report.ThroughputManyFresh, redlockOnly: true, serverCPU: true, run: tput(cfg.ManyWorkers, true)},
+		{name: report.ServerTimeFresh, redlockOnly: true, measure: srvTime(true)},
 	}
 }
 
@@ -264,6 +286,7 @@ func Run(ctx context.Context, cfg Config) (rep *report.Report, err error) {
 		Warmup:       cfg.Warmup.String(),
 		Grace:        cfg.Grace.String(),
 		Workers:      cfg.Workers,
+		ManyWorkers:  cfg.ManyWorkers,
 		Contenders:   cfg.Contenders,
 		Hold:         cfg.Hold.String(),
 		SlowLatency:  cfg.SlowLatency.String(),
@@ -394,10 +417,10 @@ func Run(ctx context.Context, cfg Config) (rep *report.Report, err error) {
 				strings.ReplaceAll(p.mode.Name(), "/", ","), p.workers)
 			impl := scaleImpls[p.mode]
 			if cfg.ScaleWarmup > 0 {
-				throughput(ctx, impl, key+":warmup", p.workers, cfg.ScaleWarmup, cfg.Grace)
+				throughput(ctx, impl, key+":warmup", false, p.workers, cfg.ScaleWarmup, cfg.Grace)
 			}
 			r := rep.FindScaled(p.mode.Impl, p.mode.Nodes, p.workers)
-			r.Rounds = append(r.Rounds, throughput(ctx, impl, key, p.workers, cfg.ScaleDuration, cfg.Grace))
+			r.Rounds = append(r.Rounds, throughput(ctx, impl, key, false, p.workers, cfg.ScaleDuration, cfg.Grace))
 		}
 	}
 	rep.Median()

@@ -42,6 +42,7 @@ func TestRunSmall(t *testing.T) {
 	cfg.Warmup = 5 * time.Millisecond
 	cfg.Grace = 500 * time.Millisecond
 	cfg.Workers = 8
+	cfg.ManyWorkers = 16
 	cfg.Contenders = 4
 	// A slow node well above the machine's noise (a loaded machine under
 	// -race has shown 100ms medians in these 30ms windows), so that the
@@ -144,6 +145,23 @@ func TestRunSmall(t *testing.T) {
 		for _, k := range []string{report.AcquireCPU, report.AcquireScript, report.ReleaseCPU, report.ReleaseScript} {
 			if v, ok := r.Median[k]; !ok || v < 0 || (v == 0 && (k == report.AcquireScript || k == report.ReleaseScript)) {
 				t.Errorf("%s server-time: %s = %v in %v", m.Name(), k, v, r.Median)
+			}
+		}
+	}
+
+	// The distinct-key workload and the throughput at many workers, for
+	// redlock's modes only.
+	for _, m := range lockers.Modes() {
+		for _, s := range []string{report.UncontendedFresh, report.ThroughputFresh, report.ThroughputMany, report.ThroughputManyFresh, report.ServerTimeFresh} {
+			r := rep.Find(m.Impl, m.Nodes, s)
+			if !m.Ours() {
+				if r != nil {
+					t.Errorf("%s: a %s result", m.Name(), s)
+				}
+				continue
+			}
+			if r == nil || len(r.Rounds) != 1 || (r.Median[report.Ops] <= 0 && r.Median[report.Errors] <= 0) {
+				t.Errorf("%s %s: result %+v", m.Name(), s, r)
 			}
 		}
 	}

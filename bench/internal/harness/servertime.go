@@ -106,7 +106,9 @@ func commandStat(info, cmd string) (calls, usec float64, err error) {
 // background work, a fence write-back, counts with the phase that caused
 // it). Figures are per call and node: what one node spends on one
 // acquisition bounds the rate of acquisitions a deployment can take.
-func serverTime(ctx context.Context, cl *Cluster, impl lockers.Impl, nodes int, keyPrefix string, workers int, d time.Duration) (report.Figures, error) {
+// Fresh, each round takes new keys (the distinct-key workload); otherwise
+// each worker's key is the same in every round.
+func serverTime(ctx context.Context, cl *Cluster, impl lockers.Impl, nodes int, keyPrefix string, fresh bool, workers int, d time.Duration) (report.Figures, error) {
 	ws := make([]lockers.Worker, workers)
 	for i := range ws {
 		ws[i] = impl.NewWorker()
@@ -137,8 +139,12 @@ func serverTime(ctx context.Context, cl *Cluster, impl lockers.Impl, nodes int, 
 			return nil, err
 		}
 		held := make([]bool, workers)
+		prefix := keyPrefix
+		if fresh {
+			prefix = fmt.Sprintf("%s:%d", keyPrefix, round)
+		}
 		failed += run(func(i int, w lockers.Worker) error {
-			err := w.Lock(ctx, fmt.Sprintf("%s:%d", keyPrefix, i), true)
+			err := w.Lock(ctx, fmt.Sprintf("%s:%d", prefix, i), true)
 			held[i] = err == nil
 			return err
 		})

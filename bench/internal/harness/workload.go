@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -21,9 +22,28 @@ type window struct {
 func (w window) open() bool              { return time.Since(w.start) < w.d }
 func (w window) inside(t time.Time) bool { return t.Sub(w.start) < w.d }
 
-// latency runs Obtain+Release back to back in one goroutine on one key and
-// returns the percentiles of the pairs' durations.
-func latency(ctx context.Context, impl lockers.Impl, key string, d, grace time.Duration) report.Figures {
+// keys is a goroutine's run of lock keys: key itself every time (the
+// reused-key workload), or, fresh, a new key for every acquisition, as an
+// order id or a job id is (the distinct-key workload).
+type keys struct {
+	key   string
+	fresh bool
+	n     int
+}
+
+// next is the key of the next acquisition.
+func (k *keys) next() string {
+	if !k.fresh {
+		return k.key
+	}
+	k.n++
+	return k.key + ":" + strconv.Itoa(k.n)
+}
+
+// latency runs Obtain+Release back to back in one goroutine on one key
+// (or, fresh, a new key each time) and returns the percentiles of the
+// pairs' durations.
+func latency(ctx context.Context, impl lockers.Impl, key string, fresh bool, d, grace time.Duration) report.Figures {
 	ctx, cancel := context.WithTimeout(ctx, d+grace)
 	defer cancel()
 	w := impl.NewWorker()
@@ -33,7 +53,9 @@ func latency(ctx context.Context, impl lockers.Impl, key string, d, grace time.D
 	samples := make([]time.Duration, 0, 8192)
 	errs := 0
 	win := window{time.Now(), d}
+	ks := keys{key: key, fresh: fresh}
 	for win.open() && ctx.Err() == nil {
+		key := ks.next()
 		t0 := time.Now()
 		if err := w.Lock(ctx, key, true); err != nil {
 			errs++
@@ -56,8 +78,9 @@ func latency(ctx context.Context, impl lockers.Impl, key string, d, grace time.D
 }
 
 // throughput runs workers goroutines, each doing Obtain+Release back to
-// back on its own key, and returns the pairs per second.
-func throughput(ctx context.Context, impl lockers.Impl, keyPrefix string, workers int, d, grace time.Duration) report.Figures {
+// back on its own key (or, fresh, a new key each time), and returns the
+// pairs per second.
+func throughput(ctx context.Context, impl lockers.Impl, keyPrefix string, fresh bool, workers int, d, grace time.Duration) report.Figures {
 	ctx, cancel := context.WithTimeout(ctx, d+grace)
 	defer cancel()
 	type tally struct{ ops, errs int }
@@ -68,14 +91,14 @@ func throughput(ctx context.Context, impl lockers.Impl, keyPrefix string, worker
 		wg.Go(func() {
 			w := impl.NewWorker()
 			uctx := context.WithoutCancel(ctx)
-			key := fmt.Sprintf("%s:%d", keyPrefix, i)
+			ks := keys{key: fmt.Sprintf("%s:%d", keyPrefix, i), fresh: fresh}
 			t := &tallies[i]
 			// Every worker makes at least one attempt: on a loaded
 			// machine a goroutine can first run after a short window has
 			// closed, and the run would then count nothing at all. The
 			// attempt's time is in the elapsed time all the same.
 			for first := true; first || (win.open() && ctx.Err() == nil); first = false {
-				if err := w.Lock(ctx, key, true); err != nil {
+				if err := w.Lock(ctx, ks.next(), true); err != nil {
 					t.errs++
 					continue
 				}

@@ -31,6 +31,17 @@ const (
 	// Scaling is throughput against workers and against nodes; its
 	// results carry their worker count.
 	Scaling = "scaling"
+	// ThroughputMany is Throughput at Settings.ManyWorkers workers, for
+	// redlock's modes.
+	ThroughputMany = "throughput-many"
+	// The distinct-key workload: Uncontended, Throughput, ThroughputMany
+	// and ServerTime with a new key for every acquisition (as locks on
+	// order or job ids take), for redlock's modes; the scenarios above
+	// reuse their keys.
+	UncontendedFresh    = "uncontended-fresh"
+	ThroughputFresh     = "throughput-fresh"
+	ThroughputManyFresh = "throughput-many-fresh"
+	ServerTimeFresh     = "server-time-fresh"
 )
 
 // Metric names, also the JSON keys. Latencies are in microseconds, waits
@@ -89,6 +100,7 @@ type Settings struct {
 	Warmup       string   `json:"warmup"`
 	Grace        string   `json:"grace"`
 	Workers      int      `json:"workers"`
+	ManyWorkers  int      `json:"many_workers,omitempty"`
 	Contenders   int      `json:"contenders"`
 	Hold         string   `json:"hold"`
 	SlowLatency  string   `json:"slow_latency"`
@@ -334,6 +346,34 @@ func (r *Report) WriteTable(w io.Writer) error {
 			num(v(AcquireCPU), 2), num(v(AcquireScript), 2), num(v(ReleaseCPU), 2), num(v(ReleaseScript), 2), num(v(Errors), 0)})
 	}
 
+	fresh := Table{
+		Title: fmt.Sprintf("Reused and fresh keys (a new key for every acquisition): uncontended p50 µs, throughput ops/s at %d and %d workers, server cpu µs per acquisition and node",
+			s.Workers, s.ManyWorkers),
+		Header: []string{"impl", "nodes", "p50 reused", "p50 fresh",
+			fmt.Sprintf("ops/s %d reused", s.Workers), "fresh",
+			fmt.Sprintf("ops/s %d reused", s.ManyWorkers), "fresh",
+			"acquire cpu reused", "fresh", "errors fresh"},
+		Left: 1,
+	}
+	for _, m := range modes {
+		if r.Find(m.Impl, m.Nodes, UncontendedFresh) == nil && r.Find(m.Impl, m.Nodes, ThroughputFresh) == nil &&
+			r.Find(m.Impl, m.Nodes, ThroughputManyFresh) == nil && r.Find(m.Impl, m.Nodes, ServerTimeFresh) == nil {
+			continue
+		}
+		v := func(scenario, k string) float64 { return r.value(m.Impl, m.Nodes, scenario, k) }
+		errs := 0.0
+		for _, sc := range []string{UncontendedFresh, ThroughputFresh, ThroughputManyFresh, ServerTimeFresh} {
+			if e := v(sc, Errors); !math.IsNaN(e) {
+				errs += e
+			}
+		}
+		fresh.Rows = append(fresh.Rows, []string{m.Impl, fmt.Sprint(m.Nodes),
+			num(v(Uncontended, P50), 0), num(v(UncontendedFresh, P50), 0),
+			num(v(Throughput, OpsPerSec), 0), num(v(ThroughputFresh, OpsPerSec), 0),
+			num(v(ThroughputMany, OpsPerSec), 0), num(v(ThroughputManyFresh, OpsPerSec), 0),
+			num(v(ServerTime, AcquireCPU), 2), num(v(ServerTimeFresh, AcquireCPU), 2), num(errs, 0)})
+	}
+
 	var b strings.Builder
 	where := "given"
 	if s.LocalServers {
@@ -342,7 +382,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 	fmt.Fprintf(&b, "%d %s redis-server %s nodes; %s %s/%s, %d CPUs, GOMAXPROCS %d; load average %s before, %s after\n\n",
 		len(s.Nodes), where, orDash(r.Env.RedisServer), r.Env.GoVersion, r.Env.GOOS, r.Env.GOARCH, r.Env.NumCPU, r.Env.GOMAXPROCS,
 		orDash(r.Env.LoadBefore), orDash(r.Env.LoadAfter))
-	for _, t := range append([]Table{lat, tput, cont, faults, srv}, r.scalingTables()...) {
+	for _, t := range append([]Table{lat, tput, cont, faults, srv, fresh}, r.scalingTables()...) {
 		if len(t.Rows) == 0 {
 			continue
 		}
@@ -485,6 +525,18 @@ func (r *Report) ComputeRatios() {
 			r.value(feature, 5, Throughput, OpsPerSec), r.value(ours, 5, Throughput, OpsPerSec))
 		add("server cpu per acquisition, "+feature+" / redlock (nodes=5)",
 			r.value(feature, 5, ServerTime, AcquireCPU), r.value(ours, 5, ServerTime, AcquireCPU))
+	}
+	// The same on fresh keys, and at many workers on both workloads.
+	for _, feature := range []string{lockers.RedlockFencing, lockers.RedlockGuard} {
+		add("uncontended p50, "+feature+" / redlock (nodes=5, fresh keys)", p50(feature, 5, UncontendedFresh), p50(ours, 5, UncontendedFresh))
+		add("throughput ops/s, "+feature+" / redlock (nodes=5, fresh keys)",
+			r.value(feature, 5, ThroughputFresh, OpsPerSec), r.value(ours, 5, ThroughputFresh, OpsPerSec))
+		add(fmt.Sprintf("throughput ops/s at %d workers, %s / redlock (nodes=5)", r.Settings.ManyWorkers, feature),
+			r.value(feature, 5, ThroughputMany, OpsPerSec), r.value(ours, 5, ThroughputMany, OpsPerSec))
+		add(fmt.Sprintf("throughput ops/s at %d workers, %s / redlock (nodes=5, fresh keys)", r.Settings.ManyWorkers, feature),
+			r.value(feature, 5, ThroughputManyFresh, OpsPerSec), r.value(ours, 5, ThroughputManyFresh, OpsPerSec))
+		add("server cpu per acquisition, "+feature+" / redlock (nodes=5, fresh keys)",
+			r.value(feature, 5, ServerTimeFresh, AcquireCPU), r.value(ours, 5, ServerTimeFresh, AcquireCPU))
 	}
 	// All slow-node ratios first, then all node-down ones; the scenario
 	// names double as the ratio names' prefixes.

@@ -43,7 +43,7 @@ func TestTableAlignment(t *testing.T) {
 // sample is a report with two rounds of two modes, one of them missing the
 // fault scenarios as single-node modes do.
 func sample() *report.Report {
-	r := &report.Report{Settings: report.Settings{Rounds: 2, Workers: 64, Contenders: 16, Hold: "1ms", SlowLatency: "2ms", FaultNode: 2}}
+	r := &report.Report{Settings: report.Settings{Rounds: 2, Workers: 64, ManyWorkers: 1024, Contenders: 16, Hold: "1ms", SlowLatency: "2ms", FaultNode: 2}}
 	add := func(impl string, nodes int, scenario string, rounds ...report.Figures) {
 		r.Results = append(r.Results, report.Result{Impl: impl, Nodes: nodes, Scenario: scenario, Rounds: rounds})
 	}
@@ -68,6 +68,15 @@ func sample() *report.Report {
 	}
 	add("redlock", 5, report.ServerTime, srv(10, 12), srv(12, 14))
 	add("redlock+fencing", 5, report.ServerTime, srv(16, 12), srv(18, 14))
+	// The distinct-key workload, for redlock's modes.
+	add("redlock", 5, report.UncontendedFresh, lat(210), lat(230))
+	add("redlock+fencing", 5, report.UncontendedFresh, lat(440), lat(460))
+	add("redlock", 5, report.ThroughputFresh, report.Figures{report.OpsPerSec: 4000})
+	add("redlock+fencing", 5, report.ThroughputFresh, report.Figures{report.OpsPerSec: 3000})
+	add("redlock", 5, report.ThroughputManyFresh, report.Figures{report.OpsPerSec: 8000})
+	add("redlock+fencing", 5, report.ThroughputManyFresh, report.Figures{report.OpsPerSec: 6000})
+	add("redlock", 5, report.ServerTimeFresh, srv(11, 12))
+	add("redlock+fencing", 5, report.ServerTimeFresh, srv(22, 12))
 	r.Median()
 	r.ComputeRatios()
 	return r
@@ -90,13 +99,17 @@ func TestRatios(t *testing.T) {
 		got[x.Name] = x.Value
 	}
 	want := map[string]float64{
-		"uncontended p50, redlock nodes=5 / nodes=1":                      250.0 / 110,
-		"throughput ops/s, redlock / redsync (nodes=5)":                   6000.0 / 4000,
-		"contended wait p99, redlock / redsync (nodes=5)":                 0.25,
-		"slow-node p50 / p50 just before, redlock nodes=5":                250.0 / 220,
-		"slow-node p50 / p50 just before, redsync nodes=5":                4500.0 / 300,
-		"node-down p50 / p50 just before, redlock nodes=5":                240.0 / 250,
-		"server cpu per acquisition, redlock+fencing / redlock (nodes=5)": 17.0 / 11,
+		"uncontended p50, redlock nodes=5 / nodes=1":                                        250.0 / 110,
+		"throughput ops/s, redlock / redsync (nodes=5)":                                     6000.0 / 4000,
+		"contended wait p99, redlock / redsync (nodes=5)":                                   0.25,
+		"slow-node p50 / p50 just before, redlock nodes=5":                                  250.0 / 220,
+		"slow-node p50 / p50 just before, redsync nodes=5":                                  4500.0 / 300,
+		"node-down p50 / p50 just before, redlock nodes=5":                                  240.0 / 250,
+		"server cpu per acquisition, redlock+fencing / redlock (nodes=5)":                   17.0 / 11,
+		"uncontended p50, redlock+fencing / redlock (nodes=5, fresh keys)":                  450.0 / 220,
+		"throughput ops/s, redlock+fencing / redlock (nodes=5, fresh keys)":                 0.75,
+		"throughput ops/s at 1024 workers, redlock+fencing / redlock (nodes=5, fresh keys)": 0.75,
+		"server cpu per acquisition, redlock+fencing / redlock (nodes=5, fresh keys)":       2,
 	}
 	for name, w := range want {
 		if g, ok := got[name]; !ok || math.Abs(g-w) > 1e-9 {
@@ -106,6 +119,9 @@ func TestRatios(t *testing.T) {
 	// Ratios whose figures are missing are left out, not NaN.
 	if _, ok := got["throughput ops/s, redlock / redsync-failfast (nodes=5)"]; ok {
 		t.Error("ratio against a mode that did not run")
+	}
+	if _, ok := got["throughput ops/s at 1024 workers, redlock+fencing / redlock (nodes=5)"]; ok {
+		t.Error("ratio of a scenario that did not run")
 	}
 }
 
@@ -128,6 +144,10 @@ func TestWriteTable(t *testing.T) {
 		"slow-node p50 / p50 just before, redsync nodes=5",
 		"Server time per call and node, µs: 64 workers",
 		"redlock+fencing      5        17.00            8.50        13.00            6.50       0",
+		// Both workloads side by side.
+		"Reused and fresh keys (a new key for every acquisition): uncontended p50 µs, throughput ops/s at 64 and 1024 workers",
+		"redlock              5         250        220             6000   4000                  -   8000               11.00  11.00             0",
+		"redlock+fencing      5           -        450                -   3000                  -   6000               17.00  22.00             0",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)

@@ -125,17 +125,20 @@ if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
     -- window's start, as under deep queues they mostly do; a start out of
     -- that range (a client's clock off by more than the allowance, or a
     -- grant late by two windows) is the window's. A counter that is gone
-    -- still starts from the exact clock.
+    -- (INCR gives 1: a key's first grant, or one after its counter
+    -- expired) starts from the start too, so that the nodes agree on a
+    -- fresh key's first fence and need no write-back round for it.
     --
     -- Fences stay at or below the exact clock; a counter that restarts
     -- from a start or a window's start may be up to two windows below it,
-    -- so each case of a lost counter keeps its margin as follows. A
-    -- counter that is gone (INCR gives 1) starts from the exact clock. One
-    -- that went back is used, under the restart guard, only after a
-    -- quarantine two windows longer than the maximum TTL. Without the
-    -- guard (which such a node's locks need anyway), one that went back
-    -- starts from a start or the window's: the margin there is the time
-    -- since the lost fences were written less two windows.
+    -- so each case of a lost counter keeps its margin as follows. One that
+    -- expired did so when this clock had passed its count by its lifetime
+    -- less two windows (see below): the margin is the lifetime less four
+    -- windows, against this clock stepping back. One that was lost or went
+    -- back is used, under the restart guard, only after a quarantine two
+    -- windows longer than the maximum TTL. Without the guard (which such a
+    -- node's locks need anyway), the margin there is the time since the
+    -- lost fences were written less two windows.
     --
     -- The counter's expiry (its lifetime, ARGV[6]) is set when a grant
     -- starts it again from the clock (a fresh start, a new start's or a
@@ -153,13 +156,11 @@ if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
     local t = redis.call('TIME')
     local c = redis.call('INCR', KEYS[2])
     local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-    if c > 1 then
-      local start = tonumber(ARGV[7] or '')
-      if start and start <= now and start > now - 200000 then
-        now = start
-      else
-        now = now - now % 100000
-      end
+    local start = tonumber(ARGV[7] or '')
+    if start and start <= now and start > now - 200000 then
+      now = start
+    else
+      now = now - now % 100000
     end
     if c < now then
       return startCounter(now)
