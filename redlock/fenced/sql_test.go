@@ -1,0 +1,34 @@
+package fenced_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/quorumlock/redlock/redlock/fenced"
+)
+
+func TestNewTableNames(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ok   bool
+	}{
+		{fenced.DefaultTable, true},
+		{"app.lock_fences", true},
+		{"_f2", true},
+		{"", false},
+		{"2fences", false},
+		{"fences; DROP TABLE accounts", false},
+		{`"Fences"`, false},
+		{"a.b.c", false},
+		{strings.Repeat("f", 64), false},
+	} {
+		tab, err := fenced.NewTable(tc.name)
+		if tc.ok != (err == nil) || (err != nil && !errors.Is(err, fenced.ErrInvalid)) {
+			t.Errorf("NewTable(%q) = %v, want ok=%v", tc.name, err, tc.ok)
+		}
+		if err == nil && !strings.Contains(tab.Schema(), "CREATE TABLE IF NOT EXISTS "+tc.name+" (") {
+			t.Errorf("NewTable(%q).Schema() = %s", tc.name, tab.Schema())
+		}
+	}
+}
