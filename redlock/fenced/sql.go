@@ -41,6 +41,9 @@ WHERE %[1]s.fence <= EXCLUDED.fence`, name)
 	return &Table{name: name, claim: claim}, nil
 }
 
+// Name returns the side table's name, as NewTable was given it.
+func (t *Table) Name() string { return t.name }
+
 // Schema returns the migration that creates the table, idempotent.
 func (t *Table) Schema() string {
 	return fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s (

@@ -27,7 +27,7 @@ func TestNewTableNames(t *testing.T) {
 		if tc.ok != (err == nil) || (err != nil && !errors.Is(err, fenced.ErrInvalid)) {
 			t.Errorf("NewTable(%q) = %v, want ok=%v", tc.name, err, tc.ok)
 		}
-		if err == nil && !strings.Contains(tab.Schema(), "CREATE TABLE IF NOT EXISTS "+tc.name+" (") {
+		if err == nil && (tab.Name() != tc.name || !strings.Contains(tab.Schema(), "CREATE TABLE IF NOT EXISTS "+tc.name+" (")) {
 			t.Errorf("NewTable(%q).Schema() = %s", tc.name, tab.Schema())
 		}
 	}
