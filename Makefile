@@ -1,6 +1,6 @@
 # The README's commands. Every target works on a fresh machine with only Go:
-# the targets that need redis-server (and a C compiler, for the clock faults)
-# install them first with the system's package manager, saying what they run,
+# the targets that need redis-server (and a C compiler, for the clock faults,
+# and PostgreSQL, for the fenced writes' tests) install them first with the system's package manager, saying what they run,
 # or stop with the command to run (scripts/ensure-redis.sh; REDLOCK_NO_INSTALL=1
 # only says it).
 
@@ -9,7 +9,7 @@ STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 MODULES     := . ./integration ./bench ./redlockotel
 DURATION    ?= 10m
 
-.PHONY: redis cc test test-lib test-integration test-bench test-otel bench bench-quick chaos lint fmt
+.PHONY: redis cc postgres test test-lib test-integration test-bench test-otel bench bench-quick chaos lint fmt
 
 ## redis: install redis-server unless it is on PATH.
 redis:
@@ -19,6 +19,10 @@ redis:
 cc:
 	@sh scripts/ensure-redis.sh cc
 
+## postgres: install PostgreSQL's server unless initdb is found.
+postgres:
+	@sh scripts/ensure-redis.sh postgres
+
 ## test: the whole default suite, with -race: library, integration (short
 ## chaos runs), bench harness (short), OpenTelemetry adapter.
 test: test-lib test-integration test-bench test-otel
@@ -26,7 +30,7 @@ test: test-lib test-integration test-bench test-otel
 test-lib: redis cc
 	$(GO) test -race -count=1 ./...
 
-test-integration: redis cc
+test-integration: redis cc postgres
 	@if [ -f integration/go.mod ]; then cd integration && $(GO) test -race -count=1 ./...; fi
 
 test-bench: redis
