@@ -2,6 +2,7 @@ package fenced_test
 
 import (
 	"errors"
+	"os"
 	"strings"
 	"testing"
 
@@ -29,6 +30,25 @@ func TestNewTableNames(t *testing.T) {
 		}
 		if err == nil && (tab.Name() != tc.name || !strings.Contains(tab.Schema(), "CREATE TABLE IF NOT EXISTS "+tc.name+" (")) {
 			t.Errorf("NewTable(%q).Schema() = %s", tc.name, tab.Schema())
+		}
+	}
+}
+
+// docs/fencing.md gives the default table's migration and the claim
+// statement as they are.
+func TestFencingDocSQL(t *testing.T) {
+	b, err := os.ReadFile("../../docs/fencing.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tab, err := fenced.NewTable(fenced.DefaultTable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	for _, want := range []string{tab.Schema(), fenced.ClaimSQL(tab)} {
+		if !strings.Contains(doc, "```sql\n"+want+"\n```") {
+			t.Errorf("docs/fencing.md has no sql block with:\n%s", want)
 		}
 	}
 }
