@@ -337,3 +337,26 @@ func TestRWMutexWriterFence(t *testing.T) {
 		t.Errorf("row 1 = %d with fence %d, want 1 with b's %d", v, f, b.Fence())
 	}
 }
+
+// A panic in Do's function rolls the transaction back: the key's mark is
+// not left locked, and the next claim goes through.
+func TestDoRollsBackOnPanic(t *testing.T) {
+	e := newEnv(t)
+	ctx := t.Context()
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Fatal("no panic")
+			}
+		}()
+		_ = e.fences.Do(ctx, e.db, nil, holder{"k", 5}, func(*sql.Tx) error { panic("work failed") })
+	}()
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := e.write(wctx, nil, holder{"k", 4}, 1, 1); err != nil {
+		t.Fatalf("a lower fence after the rolled-back claim: %v (want applied: nothing was committed)", err)
+	}
+	if m := e.mark(t, "k"); m != 4 {
+		t.Errorf("mark %d, want 4", m)
+	}
+}

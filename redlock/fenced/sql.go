@@ -86,9 +86,9 @@ func (t *Table) Claim(ctx context.Context, tx *sql.Tx, h Holder) error {
 
 // Do runs fn in a transaction of db (opts as for sql.DB.BeginTx) that
 // first claims h's fence, and commits it when fn returns nil. On any
-// error (the claim's, fn's or the commit's) nothing is applied and the
-// transaction is rolled back; the error is returned, ErrStaleFence and
-// ErrConflict as Claim returns them. Do does not retry.
+// error (the claim's, fn's or the commit's), or a panic of fn, nothing is
+// applied and the transaction is rolled back; the error is returned,
+// ErrStaleFence and ErrConflict as Claim returns them. Do does not retry.
 func (t *Table) Do(ctx context.Context, db *sql.DB, opts *sql.TxOptions, h Holder, fn func(tx *sql.Tx) error) (err error) {
 	if _, err := fenceOf(h); err != nil {
 		return err
@@ -97,8 +97,11 @@ func (t *Table) Do(ctx context.Context, db *sql.DB, opts *sql.TxOptions, h Holde
 	if err != nil {
 		return fmt.Errorf("fenced: begin: %w", err)
 	}
+	// Rolled back on every way out but a commit, a panic of fn
+	// included: an open transaction would keep the key's mark locked.
+	committed := false
 	defer func() {
-		if err != nil {
+		if !committed {
 			if rerr := tx.Rollback(); rerr != nil && !errors.Is(rerr, sql.ErrTxDone) {
 				err = errors.Join(err, fmt.Errorf("fenced: rollback: %w", rerr))
 			}
@@ -110,6 +113,7 @@ func (t *Table) Do(ctx context.Context, db *sql.DB, opts *sql.TxOptions, h Holde
 	if err := fn(tx); err != nil {
 		return err
 	}
+	committed = true
 	if err := tx.Commit(); err != nil {
 		if serializationFailure(err) {
 			return errors.Join(ErrConflict, err)
