@@ -1,15 +1,15 @@
 # The README's commands. Every target works on a fresh machine with only Go:
-# the targets that need redis-server (and a C compiler, for the clock faults)
-# install them first with the system's package manager, saying what they run,
-# or stop with the command to run (scripts/ensure-redis.sh; REDLOCK_NO_INSTALL=1
-# only says it).
+# the targets that need redis-server (and a C compiler, for the clock faults;
+# PostgreSQL, for the fenced writes' tests) install them first with the
+# system's package manager, saying what they run, or stop with the command
+# to run (scripts/ensure-redis.sh; REDLOCK_NO_INSTALL=1 only says it).
 
 GO          ?= go
 STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
-MODULES     := . ./integration ./bench ./redlockotel
+MODULES     := . ./integration ./bench ./redlockotel ./examples/fenced-postgres
 DURATION    ?= 10m
 
-.PHONY: redis cc test test-lib test-integration test-bench test-otel bench bench-quick chaos lint fmt
+.PHONY: redis cc postgres test test-lib test-integration test-bench test-otel test-examples bench bench-quick chaos lint fmt
 
 ## redis: install redis-server unless it is on PATH.
 redis:
@@ -19,14 +19,19 @@ redis:
 cc:
 	@sh scripts/ensure-redis.sh cc
 
+## postgres: install PostgreSQL's server unless initdb is found.
+postgres:
+	@sh scripts/ensure-redis.sh postgres
+
 ## test: the whole default suite, with -race: library, integration (short
-## chaos runs), bench harness (short), OpenTelemetry adapter.
-test: test-lib test-integration test-bench test-otel
+## chaos runs), bench harness (short), OpenTelemetry adapter, and the
+## examples that are modules of their own (they import a database driver).
+test: test-lib test-integration test-bench test-otel test-examples
 
 test-lib: redis cc
 	$(GO) test -race -count=1 ./...
 
-test-integration: redis cc
+test-integration: redis cc postgres
 	@if [ -f integration/go.mod ]; then cd integration && $(GO) test -race -count=1 ./...; fi
 
 test-bench: redis
@@ -34,6 +39,9 @@ test-bench: redis
 
 test-otel: redis
 	@if [ -f redlockotel/go.mod ]; then cd redlockotel && $(GO) test -race -count=1 ./...; fi
+
+test-examples: redis postgres
+	@if [ -f examples/fenced-postgres/go.mod ]; then cd examples/fenced-postgres && $(GO) test -race -count=1 ./...; fi
 
 ## bench: the benchmark harness; starts its own redis-server processes.
 bench: redis

@@ -1,13 +1,15 @@
 #!/bin/sh
 # Makes sure the tools the tests and the benchmark need are installed:
-# redis-server (the tests and the harness start their own servers) and, when
+# redis-server (the tests and the harness start their own servers), when
 # asked for with "cc", a C compiler (the clock faults build a small LD_PRELOAD
-# library). A tool that is missing is installed with the system's package
+# library), and with "postgres", PostgreSQL's server (the fenced writes'
+# tests start their own; found as initdb on PATH or, where Debian keeps it,
+# under /usr/lib/postgresql/*/bin, or $REDLOCK_POSTGRES_LIB/*/bin). A tool that is missing is installed with the system's package
 # manager (apt-get, dnf, apk or brew; through sudo when not root), saying what
 # runs; where that cannot be done, the script stops with the command to run.
 # With REDLOCK_NO_INSTALL=1 it never installs, only says what to run.
 #
-# Usage: scripts/ensure-redis.sh [redis-server] [cc]   (default: redis-server)
+# Usage: scripts/ensure-redis.sh [redis-server] [cc] [postgres]   (default: redis-server)
 #
 # POSIX sh on purpose: Alpine has no bash. Only shell built-ins and the tools
 # it installs with are used, so that its tests can run it with stubs alone on
@@ -18,16 +20,30 @@ say() { printf 'ensure-redis: %s\n' "$*" >&2; }
 
 [ $# -gt 0 ] || set -- redis-server
 
+# have reports whether tool is installed.
+have() {
+	case $1 in
+	postgres)
+		command -v initdb >/dev/null 2>&1 && return 0
+		for f in "${REDLOCK_POSTGRES_LIB:-/usr/lib/postgresql}"/*/bin/initdb; do
+			[ -x "$f" ] && return 0
+		done
+		return 1
+		;;
+	*) command -v "$1" >/dev/null 2>&1 ;;
+	esac
+}
+
 missing=
 for tool in "$@"; do
 	case $tool in
-	redis-server | cc) ;;
+	redis-server | cc | postgres) ;;
 	*)
-		say "unknown tool \"$tool\": expected redis-server or cc"
+		say "unknown tool \"$tool\": expected redis-server, cc or postgres"
 		exit 2
 		;;
 	esac
-	command -v "$tool" >/dev/null 2>&1 || missing="$missing $tool"
+	have "$tool" || missing="$missing $tool"
 done
 
 # redis_version warns when redis-server is too old for the restart guard.
@@ -63,9 +79,12 @@ packages() { # $1 tool: the packages that provide it under $pm
 	case $pm:$1 in
 	apt-get:redis-server) echo redis-server ;;
 	apt-get:cc) echo gcc libc6-dev ;;
+	apt-get:postgres | apk:postgres) echo postgresql ;;
 	dnf:redis-server | apk:redis-server | brew:redis-server) echo redis ;;
 	dnf:cc) echo gcc ;;
+	dnf:postgres) echo postgresql-server ;;
 	apk:cc) echo gcc musl-dev ;;
+	brew:postgres) echo postgresql ;;
 	esac
 }
 
@@ -144,7 +163,7 @@ IFS=$ifs
 # The shell may remember that the tools were missing.
 hash -r 2>/dev/null || true
 for tool in $missing; do
-	if ! command -v "$tool" >/dev/null 2>&1; then
+	if ! have "$tool"; then
 		say "$tool is still not on PATH after: $(print_cmds)"
 		exit 1
 	fi

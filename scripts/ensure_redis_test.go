@@ -21,7 +21,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 type machine struct {
 	os    string   // what uname -s prints
 	uid   string   // what id -u prints
-	tools []string // stubs present: apt-get, dnf, apk, brew, sudo, redis-server, cc
+	tools []string // stubs present: apt-get, dnf, apk, brew, sudo, redis-server, cc, initdb
 	redis string   // the version a present redis-server reports (default 7.2.4)
 	fail  string   // a stub fails when its name and arguments start with this ("apt-get install")
 	env   []string // more environment
@@ -55,7 +55,7 @@ func run(t *testing.T, sh string, m machine, args ...string) (calls []string, st
 	if err := os.Mkdir(pending, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for name, body := range map[string]string{"redis-server": redisStub, "cc": record} {
+	for name, body := range map[string]string{"redis-server": redisStub, "cc": record, "initdb": record} {
 		if err := os.WriteFile(filepath.Join(pending, name), []byte("#!/bin/sh\n"+body), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -64,10 +64,12 @@ func run(t *testing.T, sh string, m machine, args ...string) (calls []string, st
 	case $a in
 	redis | redis-server) %[1]s -p %[2]q %[3]q ;;
 	gcc) %[1]s -p %[4]q %[5]q ;;
+	postgresql | postgresql-server) %[1]s -p %[6]q %[7]q ;;
 	esac
 done
 `, cp, filepath.Join(pending, "redis-server"), filepath.Join(bin, "redis-server"),
-		filepath.Join(pending, "cc"), filepath.Join(bin, "cc"))
+		filepath.Join(pending, "cc"), filepath.Join(bin, "cc"),
+		filepath.Join(pending, "initdb"), filepath.Join(bin, "initdb"))
 	stubs := map[string]string{
 		"uname": "echo " + m.os + "\n",
 		"id":    "echo " + m.uid + "\n",
@@ -80,7 +82,7 @@ done
 			stubs[tool] = record + install
 		case "redis-server":
 			stubs[tool] = redisStub
-		case "cc":
+		case "cc", "initdb":
 			stubs[tool] = record
 		default:
 			t.Fatalf("no stub for %q", tool)
@@ -93,7 +95,8 @@ done
 	}
 
 	cmd := exec.Command(sh, append([]string{"ensure-redis.sh"}, args...)...)
-	cmd.Env = append([]string{"PATH=" + bin, "HOME=" + dir}, m.env...)
+	// The machine's own PostgreSQL, where Debian keeps it, is not the stubs'.
+	cmd.Env = append([]string{"PATH=" + bin, "HOME=" + dir, "REDLOCK_POSTGRES_LIB=" + filepath.Join(dir, "nopg")}, m.env...)
 	var errb strings.Builder
 	cmd.Stderr = &errb
 	out, err := cmd.Output()
@@ -231,11 +234,30 @@ func TestEnsureRedis(t *testing.T) {
 			say:  []string{"not installing. Run: sudo apt-get update && sudo apt-get install -y redis-server\n"},
 		},
 		{
+			name:  "PostgreSQL",
+			m:     machine{os: "Linux", uid: root, tools: []string{"apt-get", "redis-server", "cc"}},
+			args:  []string{"redis-server", "cc", "postgres"},
+			calls: []string{"apt-get update", "apt-get install -y postgresql"},
+			say:   []string{"installed: postgres\n"},
+		},
+		{
+			name:  "PostgreSQL with dnf",
+			m:     machine{os: "Linux", uid: root, tools: []string{"dnf"}},
+			args:  []string{"postgres"},
+			calls: []string{"dnf install -y postgresql-server"},
+		},
+		{
+			name:  "PostgreSQL present",
+			m:     machine{os: "Linux", uid: root, tools: []string{"apt-get", "initdb"}},
+			args:  []string{"postgres"},
+			quiet: true,
+		},
+		{
 			name: "unknown tool",
 			m:    machine{os: "Linux", uid: root, tools: []string{"apt-get"}},
 			args: []string{"redis"},
 			code: 2,
-			say:  []string{`unknown tool "redis": expected redis-server or cc`},
+			say:  []string{`unknown tool "redis": expected redis-server, cc or postgres`},
 		},
 	} {
 		// dash is what /bin/sh is on Debian; bash too, where present.

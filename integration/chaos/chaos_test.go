@@ -162,7 +162,7 @@ func TestChaosProcesses(t *testing.T) {
 	if *flags.Duration < longRun {
 		scenarios = nil
 		for _, sc := range chaos.Scenarios {
-			if sc.Asserted {
+			if sc.Asserted || sc.AssertEffects {
 				scenarios = append(scenarios, sc)
 			}
 		}
@@ -279,14 +279,26 @@ func runScenarios(t *testing.T, backend cluster.Backend, scenarios []chaos.Scena
 					why = "asserted once the library has this fix: " + sc.Pending()
 				}
 				totals.weakness = append(totals.weakness, fmt.Sprintf(
-					"chaos: %s on %s (%s): %d violations, %d fence violations, %d lost updates, %d anomalies in %d acquisitions, %d faults",
-					sc.Name, backend.Name(), why, len(r.Violations), fenceViolations(r), r.Effects.LostUpdates, len(r.Anomalies), r.Acquisitions, r.FaultCount()))
+					"chaos: %s on %s (%s): %d violations, %d fence violations, %d lost updates (%d by late writers), %d anomalies in %d acquisitions, %d faults; %d writes applied, %d refused as stale (%d stale reads)",
+					sc.Name, backend.Name(), why, len(r.Violations), fenceViolations(r), r.Effects.LostUpdates, r.Effects.LateLost, len(r.Anomalies), r.Acquisitions, r.FaultCount(),
+					r.Effects.Writes, r.Effects.StaleWrites, r.Effects.StaleReads))
+				if sc.AssertEffects {
+					// Outside the lock's claims, inside the fenced
+					// resource's: whatever overlapped, nothing is lost.
+					totals.violations += r.Effects.LostUpdates + r.Effects.LateLost
+					if n := r.Effects.LostUpdates + r.Effects.LateLost; n > 0 {
+						t.Errorf("%s: %d updates of the fenced resource lost; replay with -chaos.seed=%d", sc.Name, n, seed)
+					}
+					if r.Effects.Writes == 0 {
+						t.Errorf("%s: the effects checker saw no write", sc.Name)
+					}
+				}
 				return
 			}
 			// Lock-delay claims to cover a holder stopped past its
 			// deadline: there even a late writer must lose nothing.
 			lost := r.Effects.LostUpdates
-			if sc.LockDelay > 0 {
+			if sc.LockDelay > 0 || sc.AssertEffects {
 				lost += r.Effects.LateLost
 			}
 			totals.violations += len(r.Violations) + lost + len(r.Anomalies)

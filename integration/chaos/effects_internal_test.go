@@ -7,7 +7,6 @@ import (
 
 	"github.com/quorumlock/redlock/integration/checker"
 	"github.com/quorumlock/redlock/integration/cluster"
-	"github.com/quorumlock/redlock/internal/redistest"
 	"github.com/quorumlock/redlock/redlock"
 )
 
@@ -18,8 +17,10 @@ import (
 // writes, and then the stopped write lands. No lock can prevent that; in a
 // fenced scenario that stops clients the write must be fence-checked, so
 // that the store turns it away instead of losing the next holder's update.
+// The scenarios whose resource is PostgreSQL turn it away through the
+// fenced package's SQL helper, at READ COMMITTED and REPEATABLE READ.
 func TestStoppedCarefulWriterLosesNoUpdate(t *testing.T) {
-	for _, name := range []string{"client-pause", "mixed-persistent"} {
+	for _, name := range []string{"client-pause", "mixed-persistent", "client-pause-pg", "minority-restart-unpersisted-pg", "clock-rate-beyond-drift-pg"} {
 		t.Run(name, func(t *testing.T) {
 			var sc Scenario
 			for _, s := range Scenarios {
@@ -44,23 +45,30 @@ func TestStoppedCarefulWriterLosesNoUpdate(t *testing.T) {
 					t.Error(err)
 				}
 			})
-			srv, err := redistest.Start(redistest.Options{})
+			addr, stop, err := startEffectsStore(cfg.Resource)
 			if err != nil {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() {
-				if err := srv.Close(); err != nil {
+				if err := stop(); err != nil {
 					t.Error(err)
 				}
 			})
 			hist := checker.NewHistory(time.Now())
 			w := newWorkload(c, &cfg, hist, nil, [2]uint64{1, 2})
-			w.fx = checker.NewStore(srv.Addr)
+			if w.fx, err = openEffects(&cfg, addr); err != nil {
+				t.Fatal(err)
+			}
 			t.Cleanup(func() {
 				if err := w.fx.Close(); err != nil {
 					t.Error(err)
 				}
 			})
+			if m, ok := w.fx.(*checker.SQLStore); ok {
+				if err := m.Migrate(t.Context()); err != nil {
+					t.Fatal(err)
+				}
+			}
 
 			err = withLocker(c.ServerAddrs(), &cfg, func(l *redlock.Locker) error {
 				ctx := t.Context()

@@ -51,7 +51,8 @@ type clientSpec struct {
 	Addrs  []string
 	Config Config
 	Seed   [2]uint64
-	// Store is the effects store's address, "" without one.
+	// Store is the effects store's address (a PostgreSQL URL when
+	// Config.Resource says so), "" without one.
 	Store string
 	// CPUProfile, if set, is where the process writes its CPU profile.
 	CPUProfile string `json:",omitempty"`
@@ -105,8 +106,12 @@ func serveClient(specJSON string) error {
 		w.write = out.write
 	}
 	if spec.Store != "" {
-		w.fx = checker.NewStore(spec.Store)
-		defer w.fx.Close()
+		fx, err := openEffects(&spec.Config, spec.Store)
+		if err != nil {
+			return err
+		}
+		w.fx = fx
+		defer fx.Close()
 	}
 	return errors.Join(w.client(ctx, spec.Client), out.err)
 }

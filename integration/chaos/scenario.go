@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/quorumlock/redlock/integration/checker"
 	"github.com/quorumlock/redlock/integration/cluster"
+	"github.com/quorumlock/redlock/internal/pgtest"
 	"github.com/quorumlock/redlock/internal/redistest"
 	"github.com/quorumlock/redlock/redlock"
 )
@@ -76,6 +78,14 @@ type Scenario struct {
 	// clients share a lock on purpose (a shared token): their updates may
 	// interleave without any lock being broken.
 	NoEffects bool
+	// Resource, if set, puts the effects checker's protected counters in
+	// PostgreSQL behind the fenced package's SQL helper instead of Redis
+	// (Config.Resource), with every holder's operations fence-checked.
+	Resource string
+	// AssertEffects asserts that no update of the protected resource is
+	// lost in a scenario outside the lock's claims (not Asserted): its
+	// fenced writes must refuse every holder the lock itself let overlap.
+	AssertEffects bool
 	// WatchCounters follows the fencing counters on every node and
 	// records an anomaly when one goes back (counters.go): for scenarios
 	// whose nodes never lose their memory.
@@ -139,6 +149,23 @@ var Scenarios = []Scenario{
 	{Name: "clock-rate-within-drift", Cluster: cluster.Options{Clock: true}, Asserted: true, ClockRate: 1.005, Faults: []string{"clock-rate"}},
 	{Name: "clock-rate-beyond-drift", Cluster: cluster.Options{Clock: true}, ClockRate: 1.05, Faults: []string{"clock-rate"}},
 	{Name: "clock-jump", Cluster: cluster.Options{Clock: true}, Faults: []string{"clock-jump"}},
+	// The scenarios above that lose updates on purpose, because they lie
+	// outside the lock's assumptions, again with the protected resource
+	// in PostgreSQL behind the fenced package's SQL helper, every holder's
+	// read and write fenced: the lock's own violations are reported, not
+	// asserted, and no update may be lost (AssertEffects). The clock-rate
+	// one runs its transactions at REPEATABLE READ, where overlapping
+	// holders meet serialization failures and retry.
+	{Name: "minority-restart-unpersisted-pg", Resource: ResourcePostgres, AssertEffects: true, CountersLost: true, Faults: []string{"kill", "restart"}},
+	{Name: "majority-restart-unpersisted-pg", Resource: ResourcePostgres, AssertEffects: true, CalmTTLs: 1, CountersLost: true, LongHolds: 0.05, TTL: 4 * time.Second,
+		Faults: []string{"majority-restart"}},
+	{Name: "clock-rate-beyond-drift-pg", Cluster: cluster.Options{Clock: true}, Resource: ResourcePostgresRR, AssertEffects: true, ClockRate: 1.05, Faults: []string{"clock-rate"}},
+	{Name: "clock-jump-pg", Cluster: cluster.Options{Clock: true}, Resource: ResourcePostgres, AssertEffects: true, Faults: []string{"clock-jump"}},
+	// Clients paused past their validity: the lock's checker ends their
+	// belief at Until (so this is Asserted as client-pause is), and the
+	// resource turns their late writes away.
+	{Name: "client-pause-pg", Resource: ResourcePostgres, Asserted: true, AssertEffects: true, Faults: []string{"client-pause", "client-stop"}},
+
 	// Clients that use the API as real programs do, under the faults the
 	// library claims to survive. Not client-stop: a client process stopped
 	// past its validity while it runs Do cannot be told (no lock can), and
@@ -380,6 +407,12 @@ type Config struct {
 	Guard bool
 	// Workload is the scenario's Workload; Run sets it.
 	Workload string
+	// Resource is the effects store's kind: "" a Redis of its own
+	// (checker.Store); ResourcePostgres or ResourcePostgresRR a PostgreSQL
+	// of its own through fenced.Table (checker.SQLStore), its
+	// transactions at READ COMMITTED or REPEATABLE READ, every holder's
+	// operations fence-checked. Run sets it from the scenario.
+	Resource string
 	// LockDelay is every client's redlock.WithLockDelay; Run sets it from
 	// the scenario.
 	LockDelay time.Duration
@@ -450,6 +483,9 @@ func Run(ctx context.Context, c *cluster.Cluster, sc Scenario, cfg Config) (_ *c
 	h.Write([]byte(sc.Name))
 	stream := h.Sum64()
 
+	if sc.Resource != "" && (sc.Unfenced || sc.LockDelay > 0 || sc.NoEffects) {
+		return nil, fmt.Errorf("scenario %s: a %s resource needs fencing and the effects checker", sc.Name, sc.Resource)
+	}
 	if c.Options() != sc.Cluster {
 		return nil, fmt.Errorf("scenario %s needs a %v cluster, not %v", sc.Name, sc.Cluster, c.Options())
 	}
@@ -484,16 +520,24 @@ func Run(ctx context.Context, c *cluster.Cluster, sc Scenario, cfg Config) (_ *c
 		w.paths = p
 	}
 	if cfg.Effects {
-		// The protected resource lives in a Redis of its own, which no
-		// fault touches.
-		srv, err := redistest.Start(redistest.Options{})
+		// The protected resource lives in a Redis, or a PostgreSQL, of its
+		// own, which no fault touches.
+		addr, stopStore, err := startEffectsStore(cfg.Resource)
 		if err != nil {
 			return nil, fmt.Errorf("starting the effects store: %w", err)
 		}
-		defer srv.Close()
-		w.storeAddr = srv.Addr
-		w.fx = checker.NewStore(srv.Addr)
-		defer w.fx.Close()
+		defer func() { runErr = errors.Join(runErr, stopStore()) }()
+		fx, err := openEffects(&cfg, addr)
+		if err != nil {
+			return nil, err
+		}
+		if m, ok := fx.(interface{ Migrate(context.Context) error }); ok {
+			if err := m.Migrate(ctx); err != nil {
+				return nil, errors.Join(err, fx.Close())
+			}
+		}
+		defer func() { runErr = errors.Join(runErr, fx.Close()) }()
+		w.storeAddr, w.fx = addr, fx
 	}
 	var watch *counterWatch
 	if sc.WatchCounters {
@@ -559,6 +603,45 @@ func Run(ctx context.Context, c *cluster.Cluster, sc Scenario, cfg Config) (_ *c
 	return &r, err
 }
 
+// The kinds of Config.Resource besides Redis.
+const (
+	ResourcePostgres   = "postgres"
+	ResourcePostgresRR = "postgres-repeatable-read"
+)
+
+// startEffectsStore starts the effects store's server for resource and
+// returns its address (a URL for PostgreSQL) and how to stop it.
+func startEffectsStore(resource string) (addr string, stop func() error, err error) {
+	switch resource {
+	case "":
+		srv, err := redistest.Start(redistest.Options{})
+		if err != nil {
+			return "", nil, err
+		}
+		return srv.Addr, srv.Close, nil
+	case ResourcePostgres, ResourcePostgresRR:
+		srv, err := pgtest.Start()
+		if err != nil {
+			return "", nil, err
+		}
+		return srv.URL("postgres"), srv.Close, nil
+	}
+	return "", nil, fmt.Errorf("no resource %q", resource)
+}
+
+// openEffects opens the effects store of cfg.Resource at addr.
+func openEffects(cfg *Config, addr string) (checker.Effector, error) {
+	switch cfg.Resource {
+	case "":
+		return checker.NewStore(addr), nil
+	case ResourcePostgres:
+		return checker.NewSQLStore(addr, sql.LevelReadCommitted)
+	case ResourcePostgresRR:
+		return checker.NewSQLStore(addr, sql.LevelRepeatableRead)
+	}
+	return nil, fmt.Errorf("no resource %q", cfg.Resource)
+}
+
 // configure sets the parts of cfg that the scenario decides.
 func (sc *Scenario) configure(cfg *Config) {
 	if sc.TTL > 0 {
@@ -574,8 +657,10 @@ func (sc *Scenario) configure(cfg *Config) {
 	}
 	// A stopped client may write after its deadline: in a fenced
 	// scenario only the fence check keeps its write from losing an
-	// update, as the README tells users of such clients.
-	cfg.CheckedEffects = cfg.Fencing && sc.StopsClients()
+	// update, as the README tells users of such clients. A PostgreSQL
+	// resource is written as a user protects one: every write fenced.
+	cfg.Resource = sc.Resource
+	cfg.CheckedEffects = cfg.Fencing && (sc.StopsClients() || sc.Resource != "")
 	if sc.CalmTTLs > 0 {
 		cfg.Calm = time.Duration(sc.CalmTTLs * float64(cfg.TTL))
 	}

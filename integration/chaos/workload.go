@@ -38,7 +38,7 @@ type Workload struct {
 	write func(client int, key, token string, fence uint64)
 	// fx is the effects store at storeAddr; nil when Config.Effects is
 	// off.
-	fx        *checker.Store
+	fx        checker.Effector
 	storeAddr string
 	seed      [2]uint64
 	// stalls[i] carries client pause requests to in-process client i.
