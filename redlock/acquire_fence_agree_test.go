@@ -213,7 +213,7 @@ func TestFenceFreshKeysNeedNoWriteBack(t *testing.T) {
 	for _, w := range wires {
 		w.mark = fenceSHA
 	}
-	l, err := redlock.New(clients, redlock.WithFencing(), redlock.WithNodeTimeout(time.Second), redlock.WithTTL(3*time.Second), redlock.WithFenceLifetime(life))
+	l, err := redlock.New(clients, redlock.WithFencing(), redlock.WithNodeTimeout(time.Second), redlock.WithTTL(3*time.Second), redlock.WithShortFenceLifetime(life))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,7 +243,7 @@ func TestFenceFreshKeysNeedNoWriteBack(t *testing.T) {
 	if !poll(t, 10*time.Second, func() bool { return slices.Max(dbSizes(t, direct)) == 0 }) {
 		t.Fatalf("keys per node %v long after the counters' lifetime", dbSizes(t, direct))
 	}
-	again := newLocker(t, direct, redlock.WithFencing(), redlock.WithFenceLifetime(life))
+	again := newLocker(t, direct, redlock.WithFencing(), redlock.WithShortFenceLifetime(life))
 	for i := range n {
 		lock := mustObtain(t, again, fmt.Sprintf("fresh-%d", i))
 		if lock.Fence() <= first[i] {

@@ -27,7 +27,7 @@ func TestFenceCounterLifetime(t *testing.T) {
 	t.Run("grant and write-back set the expiry", func(t *testing.T) {
 		c := newCluster(t, 3)
 		ttl, life := 2*time.Second, time.Minute
-		l := c.locker(t, redlock.WithFencing(), redlock.WithTTL(ttl), redlock.WithFenceLifetime(life))
+		l := c.locker(t, redlock.WithFencing(), redlock.WithTTL(ttl), redlock.WithShortFenceLifetime(life))
 		// Node 2 holds the key for someone else, and a counter a lead
 		// ahead of its clock with a short expiry: it grants nothing, but
 		// takes the write-back, and keeps its counter the lead longer.
@@ -64,7 +64,7 @@ func TestFenceCounterLifetime(t *testing.T) {
 		// Short enough to wait for, long enough for node timeouts of a
 		// second (testOpts) on a loaded machine.
 		ttl, life := 2*time.Second, 100*time.Millisecond
-		l := c.locker(t, redlock.WithFencing(), redlock.WithTTL(ttl), redlock.WithFenceLifetime(life))
+		l := c.locker(t, redlock.WithFencing(), redlock.WithTTL(ttl), redlock.WithShortFenceLifetime(life))
 		lock := mustObtain(t, l, "f")
 		first := lock.Fence()
 		if err := lock.Release(t.Context()); err != nil {
@@ -92,7 +92,7 @@ func TestFenceCounterLifetime(t *testing.T) {
 func TestFenceCounterOfBusyKeyLives(t *testing.T) {
 	c := newCluster(t, 3)
 	ttl, life := 2*time.Second, time.Minute
-	l := c.locker(t, redlock.WithFencing(), redlock.WithTTL(ttl), redlock.WithFenceLifetime(life))
+	l := c.locker(t, redlock.WithFencing(), redlock.WithTTL(ttl), redlock.WithShortFenceLifetime(life))
 	// Measured from before each grant; 100 ms more than the bound for the
 	// time between the grant and the reading.
 	want := life + ttl - 300*time.Millisecond
@@ -145,7 +145,7 @@ func poll(t *testing.T, d time.Duration, cond func() bool) bool {
 func TestReentryAfterCounterExpired(t *testing.T) {
 	c := newCluster(t, 3)
 	const ttl, life = 3 * time.Second, 300 * time.Millisecond
-	l := c.locker(t, redlock.WithFencing(), redlock.WithTTL(ttl), redlock.WithFenceLifetime(life))
+	l := c.locker(t, redlock.WithFencing(), redlock.WithTTL(ttl), redlock.WithShortFenceLifetime(life))
 	outer := mustObtain(t, l, "f")
 	if err := outer.Extend(t.Context(), 10*time.Second); err != nil {
 		t.Fatal(err)

@@ -39,7 +39,7 @@ func TestFenceCountersOfManyKeysExpire(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			c := newCluster(t, 3)
-			opts := append(slices.Clone(tt.opts), redlock.WithTTL(ttl), redlock.WithFenceLifetime(life))
+			opts := append(slices.Clone(tt.opts), redlock.WithTTL(ttl), redlock.WithShortFenceLifetime(life))
 			if tt.fenced {
 				opts = append(opts, redlock.WithFencing())
 			}
@@ -136,8 +136,9 @@ func TestFenceLifetimeRejectsBadValues(t *testing.T) {
 		life time.Duration
 		want string
 	}{
-		{0, "fence lifetime 0s must be positive"},
-		{-time.Second, "fence lifetime -1s must be positive"},
+		{0, "fence lifetime 0s is below 1s"},
+		{-time.Second, "fence lifetime -1s is below 1s"},
+		{400 * time.Millisecond, "fence lifetime 400ms is below 1s"},
 		{time.Duration(1<<63 - 1), "out of range"},
 	} {
 		if _, err := redlock.New(c.clients, redlock.WithFenceLifetime(tt.life)); !errors.Is(err, redlock.ErrInvalid) || !strings.Contains(err.Error(), tt.want) {

@@ -1,12 +1,12 @@
 package redlock
 
 import (
-	"github.com/quorumlock/redlock/redlock/internal/conn"
-	"github.com/quorumlock/redlock/redlock/internal/scripts"
-
 	"context"
+	"time"
 
 	"github.com/quorumlock/redlock/clock"
+	"github.com/quorumlock/redlock/redlock/internal/conn"
+	"github.com/quorumlock/redlock/redlock/internal/scripts"
 )
 
 // LineLen reports how many goroutines of l wait in line for key (tests
@@ -88,3 +88,14 @@ func BeforeOffer(f func(ctx context.Context)) (restore func()) {
 	beforeOffer = f
 	return func() { beforeOffer = nil }
 }
+
+// WithShortFenceLifetime is WithFenceLifetime without its lower bound, for
+// tests that watch counters expire (tests only).
+func WithShortFenceLifetime(d time.Duration) LockOption {
+	return lockOption(func(c *config) { c.fenceLife, c.fenceLifeAnyway = d, true })
+}
+
+// ConfirmFence makes an acquisition write its fence back into its own hold
+// on every node, as Campaign's does, so that Leader and Observe can read it
+// as a term (tests only).
+var ConfirmFence = confirmFence

@@ -74,6 +74,8 @@ type config struct {
 	// fenceLife is how long a fencing counter outlives the lock key it
 	// was last written with (WithFenceLifetime).
 	fenceLife time.Duration
+	// fenceLifeAnyway lets a test set a lifetime below minFenceLifetime.
+	fenceLifeAnyway bool
 	obs       *observer   // WithObserver; nil: none
 	redisLog  *conn.Route // WithRedisLogger; nil: quiet
 }
@@ -88,6 +90,13 @@ var confirmFence LockOption = lockOption(func(c *config) { c.confirmFence = true
 // this much and no two servers' clocks differ by this much
 // (docs/safety.md#how-long-a-counter-lives).
 const defaultFenceLifetime = 5 * time.Minute
+
+// minFenceLifetime bounds WithFenceLifetime from below: a counter that
+// expired starts again from its node's clock less up to two 100 ms windows
+// (acquire.lua), so a lifetime of 400 ms or less would let the next fence
+// fall below the last even with perfect clocks; 1 s leaves 600 ms for a
+// clock that steps back (docs/safety.md#how-long-a-counter-lives).
+const minFenceLifetime = time.Second
 
 // fenceLifetime is the expiry given to a fencing counter at each write: it
 // outlives the lock key set with it by fenceLife.
@@ -152,7 +161,7 @@ func WithFencing() LockOption { return lockOption(func(c *config) { c.fencing = 
 // nodes after its last grant or write-back, plus the lock's TTL. Fences
 // keep growing across an expiry while no server's clock steps back by d and
 // no two servers' clocks differ by d (docs/safety.md#how-long-a-counter-lives);
-// memory grows with d times the rate of new keys. It must be positive.
+// memory grows with d times the rate of new keys. It must be at least 1s.
 // Default 5m.
 func WithFenceLifetime(d time.Duration) LockOption {
 	return lockOption(func(c *config) { c.fenceLife = d })
@@ -235,8 +244,8 @@ func (c *config) validate() error {
 		return invalid("restart guard maximum TTL must be positive")
 	case c.guard > 0 && c.ttl > c.guard:
 		return invalid("TTL %v is above the restart guard's maximum TTL %v", c.ttl, c.guard)
-	case c.fenceLife <= 0:
-		return invalid("fence lifetime %v must be positive", c.fenceLife)
+	case c.fenceLife < minFenceLifetime && !c.fenceLifeAnyway:
+		return invalid("fence lifetime %v is below %v: fences could go back across an expiry", c.fenceLife, minFenceLifetime)
 	case c.fenceLife > math.MaxInt64-c.ttl:
 		return invalid("TTL %v plus fence lifetime %v is out of range", c.ttl, c.fenceLife)
 	case c.lockDelay < 0:

@@ -52,7 +52,8 @@ func TestSemaphoreSizeKeyFollowsSlots(t *testing.T) {
 }
 
 // sizeOutlivesSlots fails the test unless, on every node, the size key of
-// semaphore name of size lives at least as long as each of its slots.
+// semaphore name of size lives at least as long as each of its slots (the
+// size key is read first, so that equal deadlines compare equal).
 func (c *cluster) sizeOutlivesSlots(t *testing.T, name string, size int) {
 	t.Helper()
 	for i, cl := range c.clients {
@@ -176,5 +177,64 @@ func TestSemaphoreGuardNeverLarger(t *testing.T) {
 	}
 	if !lock.Valid() {
 		t.Fatal("the permit expired before the second user tried (slow machine?): the test shows nothing")
+	}
+}
+
+// Every path that lengthens a permit or a reader's lease lengthens the
+// state it needs with it: the size key of a permit, the index of leases of
+// a lease, under lock-delay, Extend and a cooldown.
+func TestStateOutlivesHoldsInEveryPath(t *testing.T) {
+	c := newCluster(t, 3)
+	l := c.locker(t)
+	delay := redlock.WithLockDelay(20 * time.Second)
+	permit := mustPermit(t, l.Semaphore("paths", 1), delay)
+	c.sizeOutlivesSlots(t, "paths", 1)
+	if err := permit.Extend(t.Context(), 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	c.sizeOutlivesSlots(t, "paths", 1)
+	if err := permit.ReleaseAfter(t.Context(), time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	c.sizeOutlivesSlots(t, "paths", 1)
+
+	lease := mustTake(t, "TryRLock", l.RWMutex("paths").TryRLock, delay)
+	c.indexOutlivesLease(t, lease.Key())
+	if err := lease.Extend(t.Context(), 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	c.indexOutlivesLease(t, lease.Key())
+	if err := lease.ReleaseAfter(t.Context(), time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	c.indexOutlivesLease(t, lease.Key())
+}
+
+// indexOutlivesLease fails the test unless, on every node that has lease,
+// its index of leases lists it and lives at least as long.
+func (c *cluster) indexOutlivesLease(t *testing.T, lease string) {
+	t.Helper()
+	index := proto.IndexOfLease(lease)
+	for i, cl := range c.clients {
+		// The index first: read later, the lease has had time to shrink,
+		// so that equal deadlines compare equal or in the index's favour.
+		indexTTL, err := cl.PTTL(t.Context(), index).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		leaseTTL, err := cl.PTTL(t.Context(), lease).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if leaseTTL <= 0 {
+			continue
+		}
+		listed, err := cl.SIsMember(t.Context(), index, lease).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !listed || indexTTL < leaseTTL {
+			t.Fatalf("node %d: lease lives %v, its index %v (listing it: %v)", i, leaseTTL, indexTTL, listed)
+		}
 	}
 }

@@ -34,7 +34,7 @@ func TestNothingLeftOfManyKeys(t *testing.T) {
 		workers   = 16
 	)
 	c := newCluster(t, 3)
-	l := c.locker(t, redlock.WithRestartGuard(10*time.Second), redlock.WithTTL(ttl), redlock.WithNodeTimeout(500*time.Millisecond), redlock.WithFenceLifetime(life))
+	l := c.locker(t, redlock.WithRestartGuard(10*time.Second), redlock.WithTTL(ttl), redlock.WithNodeTimeout(500*time.Millisecond), redlock.WithShortFenceLifetime(life))
 	if err := l.Bootstrap(t.Context()); err != nil {
 		t.Fatal(err)
 	}
