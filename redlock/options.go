@@ -76,8 +76,8 @@ type config struct {
 	fenceLife time.Duration
 	// fenceLifeAnyway lets a test set a lifetime below minFenceLifetime.
 	fenceLifeAnyway bool
-	obs       *observer   // WithObserver; nil: none
-	redisLog  *conn.Route // WithRedisLogger; nil: quiet
+	obs             *observer   // WithObserver; nil: none
+	redisLog        *conn.Route // WithRedisLogger; nil: quiet
 }
 
 // confirmFence is Campaign's option: see config.confirmFence.
