@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/quorumlock/redlock/redlock"
 	proto "github.com/quorumlock/redlock/redlock/internal/wire"
 )
@@ -52,25 +54,47 @@ func TestSemaphoreSizeKeyFollowsSlots(t *testing.T) {
 }
 
 // sizeOutlivesSlots fails the test unless, on every node, the size key of
-// semaphore name of size lives at least as long as each of its slots (the
-// size key is read first, so that equal deadlines compare equal).
+// semaphore name of size lives at least as long as each of its slots.
 func (c *cluster) sizeOutlivesSlots(t *testing.T, name string, size int) {
 	t.Helper()
-	for i, cl := range c.clients {
-		sizeTTL, err := cl.PTTL(t.Context(), proto.SemSize(name)).Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for j := range size {
-			slotTTL, err := cl.PTTL(t.Context(), proto.SemSlot(name, j)).Result()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if slotTTL > 0 && sizeTTL < slotTTL {
-				t.Fatalf("node %d: size key lives %v, slot %d %v", i, sizeTTL, j, slotTTL)
+	for i := range c.clients {
+		ttls := c.pttlsAtOnce(t, i, append([]string{proto.SemSize(name)}, slotKeys(name, size)...)...)
+		for j, slotTTL := range ttls[1:] {
+			if slotTTL > 0 && ttls[0] < slotTTL {
+				t.Fatalf("node %d: size key lives %v, slot %d %v", i, ttls[0], j, slotTTL)
 			}
 		}
 	}
+}
+
+// slotKeys are the slot keys of semaphore name of size.
+func slotKeys(name string, size int) []string {
+	keys := make([]string, size)
+	for j := range keys {
+		keys[j] = proto.SemSlot(name, j)
+	}
+	return keys
+}
+
+// pttlsAtOnce reads the PTTLs of keys on node i in one atomic step (MULTI), so
+// that a call landing on the node meanwhile (a release that returned at a
+// majority is still on its way to the others) cannot fall between them.
+func (c *cluster) pttlsAtOnce(t *testing.T, i int, keys ...string) []time.Duration {
+	t.Helper()
+	cmds := make([]*redis.DurationCmd, len(keys))
+	if _, err := c.clients[i].TxPipelined(t.Context(), func(p redis.Pipeliner) error {
+		for j, k := range keys {
+			cmds[j] = p.PTTL(t.Context(), k)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	out := make([]time.Duration, len(keys))
+	for j, cmd := range cmds {
+		out[j] = cmd.Val()
+	}
+	return out
 }
 
 // A failed attempt of a user of the wrong size leaves no size key behind:
@@ -216,25 +240,16 @@ func (c *cluster) indexOutlivesLease(t *testing.T, lease string) {
 	t.Helper()
 	index := proto.IndexOfLease(lease)
 	for i, cl := range c.clients {
-		// The index first: read later, the lease has had time to shrink,
-		// so that equal deadlines compare equal or in the index's favour.
-		indexTTL, err := cl.PTTL(t.Context(), index).Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		leaseTTL, err := cl.PTTL(t.Context(), lease).Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if leaseTTL <= 0 {
+		ttls := c.pttlsAtOnce(t, i, index, lease)
+		if ttls[1] <= 0 {
 			continue
 		}
 		listed, err := cl.SIsMember(t.Context(), index, lease).Result()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !listed || indexTTL < leaseTTL {
-			t.Fatalf("node %d: lease lives %v, its index %v (listing it: %v)", i, leaseTTL, indexTTL, listed)
+		if !listed || ttls[0] < ttls[1] {
+			t.Fatalf("node %d: lease lives %v, its index %v (listing it: %v)", i, ttls[1], ttls[0], listed)
 		}
 	}
 }
