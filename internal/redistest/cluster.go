@@ -403,40 +403,6 @@ func (c *Cluster) FlushShard(ctx context.Context, master *ClusterNode) error {
 	return nil
 }
 
-// Role returns the node's replication role, "master" or "slave" (ROLE).
-func (n *ClusterNode) Role(ctx context.Context) (string, error) {
-	cl := n.NewClient()
-	defer cl.Close()
-	r, err := cl.Do(ctx, "ROLE").Slice()
-	if err != nil {
-		return "", err
-	}
-	if len(r) == 0 {
-		return "", fmt.Errorf("redistest: empty ROLE reply from %s", n.Addr)
-	}
-	role, ok := r[0].(string)
-	if !ok {
-		return "", fmt.Errorf("redistest: ROLE reply %v from %s", r, n.Addr)
-	}
-	return role, nil
-}
-
-// RunID returns the run_id of the server's process (INFO server).
-func (s *Server) RunID(ctx context.Context) (string, error) {
-	cl := s.NewClient()
-	defer cl.Close()
-	info, err := cl.Info(ctx, "server").Result()
-	if err != nil {
-		return "", err
-	}
-	for line := range strings.SplitSeq(info, "\r\n") {
-		if id, ok := strings.CutPrefix(line, "run_id:"); ok {
-			return id, nil
-		}
-	}
-	return "", fmt.Errorf("redistest: no run_id in INFO server of %s", s.Addr)
-}
-
 // view is one node's CLUSTER NODES and CLUSTER INFO.
 type view struct {
 	addr  string
@@ -580,14 +546,24 @@ func slotRange(r string) (lo, hi int, err error) {
 // await polls the answering nodes' views until cond accepts them, or ctx
 // ends; its error then says what was awaited and the last reason.
 func (c *Cluster) await(ctx context.Context, what string, cond func([]view) error) error {
+	return poll(ctx, what, func() error {
+		v, err := c.views(ctx)
+		if err != nil {
+			return err
+		}
+		return cond(v)
+	})
+}
+
+// poll calls cond every 10ms until it returns nil, or ctx ends; its error
+// then says what was awaited and cond's last error.
+func poll(ctx context.Context, what string, cond func() error) error {
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		v, err := c.views(ctx)
+		err := cond()
 		if err == nil {
-			if err = cond(v); err == nil {
-				return nil
-			}
+			return nil
 		}
 		select {
 		case <-ctx.Done():

@@ -390,6 +390,40 @@ func (s *Server) cleanupDir() {
 	}
 }
 
+// Role returns the server's replication role, "master" or "slave" (ROLE).
+func (s *Server) Role(ctx context.Context) (string, error) {
+	cl := s.NewClient()
+	defer cl.Close()
+	r, err := cl.Do(ctx, "ROLE").Slice()
+	if err != nil {
+		return "", err
+	}
+	if len(r) == 0 {
+		return "", fmt.Errorf("redistest: empty ROLE reply from %s", s.Addr)
+	}
+	role, ok := r[0].(string)
+	if !ok {
+		return "", fmt.Errorf("redistest: ROLE reply %v from %s", r, s.Addr)
+	}
+	return role, nil
+}
+
+// RunID returns the run_id of the server's process (INFO server).
+func (s *Server) RunID(ctx context.Context) (string, error) {
+	cl := s.NewClient()
+	defer cl.Close()
+	info, err := cl.Info(ctx, "server").Result()
+	if err != nil {
+		return "", err
+	}
+	for line := range strings.SplitSeq(info, "\r\n") {
+		if id, ok := strings.CutPrefix(line, "run_id:"); ok {
+			return id, nil
+		}
+	}
+	return "", fmt.Errorf("redistest: no run_id in INFO server of %s", s.Addr)
+}
+
 // FreePort returns a loopback port where nothing listens, reserved for the
 // rest of the process: no server, forwarder or FreePort of this or another
 // process gets it while this one lives, so it stays dead unless the caller
