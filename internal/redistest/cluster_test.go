@@ -3,6 +3,7 @@ package redistest_test
 import (
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -32,8 +33,20 @@ func TestClusterServesEveryShard(t *testing.T) {
 	c := redistest.StartClusterT(t, redistest.ClusterOptions{})
 	t.Logf("a cluster of 3 masters started in %v", time.Since(start).Round(time.Millisecond))
 	lo, hi := ephemeral(t)
+	ctx := t.Context()
 	seen := map[int]bool{}
 	for _, n := range c.Nodes {
+		// The bus port the node listens on, as it tells the others.
+		cl := n.NewClient()
+		nodes, err := cl.ClusterNodes(ctx).Result()
+		_ = cl.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := fmt.Sprintf("127.0.0.1:%d@%d ", n.Port, n.BusPort)
+		if !strings.Contains(nodes, want+"myself") {
+			t.Errorf("node %s does not announce itself as %q:\n%s", n.Addr, want, nodes)
+		}
 		for _, p := range []int{n.Port, n.BusPort} {
 			if p >= lo && p <= hi {
 				t.Errorf("node %s: port %d inside the ephemeral range %d-%d", n.Addr, p, lo, hi)
@@ -44,7 +57,6 @@ func TestClusterServesEveryShard(t *testing.T) {
 			seen[p] = true
 		}
 	}
-	ctx := t.Context()
 	cc := c.ClusterClientT(t)
 	byOwner := map[*redistest.ClusterNode][]string{}
 	for i := 0; len(byOwner) < len(c.Nodes) || i < 30; i++ {

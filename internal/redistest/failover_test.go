@@ -3,6 +3,7 @@ package redistest_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -69,6 +70,21 @@ func TestClusterFailover(t *testing.T) {
 			t.Logf("failover took %v", time.Since(start).Round(time.Millisecond))
 			if old != master {
 				t.Errorf("old master %s, want %s", old.Addr, master.Addr)
+			}
+			// Every node that answers knows already, without waiting.
+			for _, n := range c.Nodes {
+				if n == master && tc.fault != "" {
+					continue
+				}
+				cl := n.NewClient()
+				err := cl.Get(ctx, key).Err()
+				_ = cl.Close()
+				if n == replica && err != nil {
+					t.Errorf("GET on the new master: %v", err)
+				}
+				if n != replica && (err == nil || !strings.HasPrefix(err.Error(), "MOVED ") || !strings.HasSuffix(err.Error(), " "+replica.Addr)) {
+					t.Errorf("GET on %s right after the failover: %v, want MOVED to %s", n.Addr, err, replica.Addr)
+				}
 			}
 			newID, err := replica.RunID(ctx)
 			if err != nil {
