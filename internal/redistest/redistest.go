@@ -45,7 +45,7 @@ type Options struct {
 	// FAKETIME for libfaketime.
 	Env []string
 
-	// Set by this package's cluster and Sentinel helpers.
+	// Set by StartCluster and StartSentinelGroup.
 	config     string // written to configFile in Dir at Start and given first
 	configFile string
 	bus        bool   // cluster mode: a second reserved port for the cluster bus
