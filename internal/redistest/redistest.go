@@ -44,6 +44,12 @@ type Options struct {
 	// Env is extra environment for the process, such as LD_PRELOAD and
 	// FAKETIME for libfaketime.
 	Env []string
+
+	// Set by StartCluster and StartSentinelGroup.
+	config     string // written to configFile in Dir at Start and given first
+	configFile string
+	bus        bool   // cluster mode: a second reserved port for the cluster bus
+	readyLine  string // what the server prints once it accepts connections
 }
 
 // Server is one redis-server process. Its port stays the same across
@@ -54,6 +60,9 @@ type Options struct {
 type Server struct {
 	Addr string
 	Port int
+	// BusPort is a cluster node's cluster-bus port (cluster-port), reserved
+	// as Port is; 0 for other servers.
+	BusPort int
 
 	opts    Options
 	tempDir bool
@@ -63,6 +72,7 @@ type Server struct {
 	cmd    *exec.Cmd
 	exited chan struct{}
 	log    *tailBuffer
+	paused bool
 }
 
 // Start starts a redis-server on a loopback port reserved for it (see
@@ -74,6 +84,9 @@ func Start(opts Options) (*Server, error) {
 	if _, err := exec.LookPath(opts.Binary); err != nil {
 		return nil, errors.New(InstallHint)
 	}
+	if opts.readyLine == "" {
+		opts.readyLine = "Ready to accept connections"
+	}
 	s := &Server{opts: opts}
 	if s.opts.Dir == "" {
 		dir, err := os.MkdirTemp("", "redistest-")
@@ -82,19 +95,34 @@ func Start(opts Options) (*Server, error) {
 		}
 		s.opts.Dir, s.tempDir = dir, true
 	}
-	// A program that does not use this package can take the port between
+	if s.opts.config != "" {
+		// The server rewrites its own file (Sentinel does): keep it
+		// across restarts, written once.
+		if err := os.WriteFile(s.configPath(), []byte(s.opts.config), 0o600); err != nil {
+			s.cleanupDir()
+			return nil, err
+		}
+	}
+	// A program that does not use this package can take a port between
 	// our probe and the server's bind; try a few.
 	var err error
 	for range 5 {
-		var port int
+		var port, bus int
 		if port, err = takePort(); err != nil {
 			break
 		}
-		s.Port, s.Addr = port, net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		if s.opts.bus {
+			if bus, err = takePort(); err != nil {
+				err = errors.Join(err, releasePort(port))
+				break
+			}
+		}
+		s.Port, s.BusPort = port, bus
+		s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 		if err = s.start(); err == nil {
 			return s, nil
 		}
-		if rerr := releasePort(port); rerr != nil {
+		if rerr := s.releasePorts(); rerr != nil {
 			err = errors.Join(err, rerr)
 			break
 		}
@@ -102,6 +130,17 @@ func Start(opts Options) (*Server, error) {
 	s.cleanupDir()
 	return nil, err
 }
+
+// releasePorts releases the server's client port and bus port.
+func (s *Server) releasePorts() error {
+	err := releasePort(s.Port)
+	if s.BusPort != 0 {
+		err = errors.Join(err, releasePort(s.BusPort))
+	}
+	return err
+}
+
+func (s *Server) configPath() string { return filepath.Join(s.opts.Dir, s.opts.configFile) }
 
 // StartN starts n servers; on failure it stops those already started.
 func StartN(n int, opts Options) ([]*Server, error) {
@@ -139,8 +178,8 @@ func StartT(t testing.TB, n int, opts Options) []*Server {
 			if err := s.Close(); err != nil {
 				t.Errorf("closing redis-server %s: %v", s.Addr, err)
 			}
-			if err := releasePort(s.Port); err != nil {
-				t.Errorf("releasing port %d: %v", s.Port, err)
+			if err := s.releasePorts(); err != nil {
+				t.Errorf("releasing the ports of %s: %v", s.Addr, err)
 			}
 		}
 	})
@@ -177,7 +216,11 @@ func newClient(addr string) *redis.Client {
 }
 
 func (s *Server) args() []string {
-	a := []string{
+	var a []string
+	if s.opts.config != "" {
+		a = append(a, s.configPath())
+	}
+	a = append(a,
 		"--port", strconv.Itoa(s.Port),
 		"--bind", "127.0.0.1",
 		"--dir", s.opts.Dir,
@@ -185,6 +228,9 @@ func (s *Server) args() []string {
 		"--daemonize", "no",
 		"--logfile", "",
 		"--save", "",
+	)
+	if s.BusPort != 0 {
+		a = append(a, "--cluster-port", strconv.Itoa(s.BusPort))
 	}
 	if s.opts.Persistent {
 		a = append(a, "--appendonly", "yes", "--appendfsync", "always")
@@ -217,7 +263,7 @@ func (s *Server) start() error {
 		for sc.Scan() {
 			line := sc.Text()
 			log.add(line)
-			if !signalled && strings.Contains(line, "Ready to accept connections") {
+			if !signalled && strings.Contains(line, s.opts.readyLine) {
 				close(ready)
 				signalled = true
 			}
@@ -246,7 +292,7 @@ func (s *Server) start() error {
 func (s *Server) Kill() error {
 	s.mu.Lock()
 	cmd, exited := s.cmd, s.exited
-	s.cmd = nil
+	s.cmd, s.paused = nil, false
 	s.mu.Unlock()
 	if cmd == nil {
 		return nil
@@ -281,10 +327,18 @@ func (s *Server) Restart() error {
 
 // Pause stops the process with SIGSTOP: it keeps its connections but answers
 // nothing, and its keys do not expire while it is stopped.
-func (s *Server) Pause() error { return s.signal(syscall.SIGSTOP) }
+func (s *Server) Pause() error { return s.signal(syscall.SIGSTOP, true) }
 
 // Resume continues a paused process.
-func (s *Server) Resume() error { return s.signal(syscall.SIGCONT) }
+func (s *Server) Resume() error { return s.signal(syscall.SIGCONT, false) }
+
+// answering reports whether the process runs and is not paused: whether
+// waiting for its answer makes sense.
+func (s *Server) answering() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cmd != nil && !s.paused
+}
 
 // Running reports whether the process is up (paused counts as up).
 func (s *Server) Running() bool {
@@ -293,13 +347,17 @@ func (s *Server) Running() bool {
 	return s.cmd != nil
 }
 
-func (s *Server) signal(sig os.Signal) error {
+func (s *Server) signal(sig os.Signal, paused bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.cmd == nil {
 		return fmt.Errorf("redis-server %s is not running", s.Addr)
 	}
-	return s.cmd.Process.Signal(sig)
+	if err := s.cmd.Process.Signal(sig); err != nil {
+		return err
+	}
+	s.paused = paused
+	return nil
 }
 
 // Close kills the server, removes its temporary directory and releases its
@@ -311,7 +369,7 @@ func (s *Server) Close() error {
 	held := s.held
 	s.mu.Unlock()
 	if !held {
-		err = errors.Join(err, releasePort(s.Port))
+		err = errors.Join(err, s.releasePorts())
 	}
 	return err
 }
@@ -330,6 +388,40 @@ func (s *Server) cleanupDir() {
 	if s.tempDir {
 		_ = os.RemoveAll(filepath.Clean(s.opts.Dir))
 	}
+}
+
+// Role returns the server's replication role, "master" or "slave" (ROLE).
+func (s *Server) Role(ctx context.Context) (string, error) {
+	cl := s.NewClient()
+	defer cl.Close()
+	r, err := cl.Do(ctx, "ROLE").Slice()
+	if err != nil {
+		return "", err
+	}
+	if len(r) == 0 {
+		return "", fmt.Errorf("redistest: empty ROLE reply from %s", s.Addr)
+	}
+	role, ok := r[0].(string)
+	if !ok {
+		return "", fmt.Errorf("redistest: ROLE reply %v from %s", r, s.Addr)
+	}
+	return role, nil
+}
+
+// RunID returns the run_id of the server's process (INFO server).
+func (s *Server) RunID(ctx context.Context) (string, error) {
+	cl := s.NewClient()
+	defer cl.Close()
+	info, err := cl.Info(ctx, "server").Result()
+	if err != nil {
+		return "", err
+	}
+	for line := range strings.SplitSeq(info, "\r\n") {
+		if id, ok := strings.CutPrefix(line, "run_id:"); ok {
+			return id, nil
+		}
+	}
+	return "", fmt.Errorf("redistest: no run_id in INFO server of %s", s.Addr)
 }
 
 // FreePort returns a loopback port where nothing listens, reserved for the
