@@ -327,7 +327,7 @@ func (n *Node) Failover(ctx context.Context) error {
 }
 
 // clocked is a server started under the clock shim.
-type clocked interface{ Clock() *Clock }
+type clocked interface{ Clock() *redistest.Clock }
 
 // SetClock moves the server's wall clock by jump and lets it run at rate
 // (1 is real speed). It fails with ErrUnsupported unless the cluster was
@@ -349,7 +349,7 @@ func (n *Node) healData(ctx context.Context) error {
 	n.mu.Lock()
 	readonly, filled, stalled, moved := n.readonly, n.filled, n.replicaStalled, n.clockMoved
 	n.filled, n.clockMoved = 0, false
-	var clk *Clock
+	var clk *redistest.Clock
 	if c, ok := n.server.(clocked); ok {
 		clk = c.Clock()
 	}

@@ -33,15 +33,10 @@ func (Processes) Start(_ context.Context, opts Options) (Server, error) {
 	p := &process{dir: dir}
 	ro := redistest.Options{Persistent: opts.Persistent, Dir: dir, Args: opts.serverArgs()}
 	if opts.Clock {
-		lib, err := clockShim()
-		if err != nil {
+		if p.clock, err = redistest.NewClock(filepath.Join(dir, "clock.ctl")); err != nil {
 			return nil, errors.Join(err, os.RemoveAll(dir))
 		}
-		ctl := filepath.Join(dir, "clock.ctl")
-		if p.clock, err = newClock(ctl); err != nil {
-			return nil, errors.Join(err, os.RemoveAll(dir))
-		}
-		ro.Env = []string{"LD_PRELOAD=" + lib, "CLOCKSHIM_FILE=" + ctl}
+		ro.Env = p.clock.Env()
 	}
 	if p.s, err = redistest.Start(ro); err != nil {
 		return nil, errors.Join(err, p.removeDir())
@@ -52,7 +47,7 @@ func (Processes) Start(_ context.Context, opts Options) (Server, error) {
 type process struct {
 	s     *redistest.Server
 	dir   string
-	clock *Clock // nil unless Options.Clock
+	clock *redistest.Clock // nil unless Options.Clock
 }
 
 func (p *process) Addr() string                 { return p.s.Addr }
@@ -67,7 +62,7 @@ func (p *process) Dir() string { return p.dir }
 
 // Clock returns the server's wall clock, nil unless started with
 // Options.Clock.
-func (p *process) Clock() *Clock { return p.clock }
+func (p *process) Clock() *redistest.Clock { return p.clock }
 
 func (p *process) removeDir() error {
 	var err error

@@ -1,8 +1,12 @@
 // clockshim is a tiny LD_PRELOAD library that makes a process's wall clock
-// jump or run fast, controlled at run time through a small file that the
-// process maps (CLOCKSHIM_FILE): a sequence number, an anchor and an offset
-// in nanoseconds, and a rate. Wall-clock time reads as
-// anchor + (real - anchor) * rate + offset.
+// jump or run fast. Wall-clock time reads as
+// anchor + (real - anchor) * rate + offset, with the setting taken from:
+//   - a small file that the process maps (CLOCKSHIM_FILE), changed at run
+//     time: a sequence number, an anchor and an offset in nanoseconds, and
+//     a rate (Clock in clock.go writes it); or else
+//   - the environment, fixed for the process's life: REDISTEST_CLOCK_ANCHOR
+//     (Unix time in nanoseconds) and REDISTEST_CLOCK_RATE (ClockRateEnv).
+// Without either it reads real time.
 //
 // libfaketime does this too, but it cannot start a redis-server linked with
 // jemalloc (jemalloc reads the clock while libfaketime initialises itself, a
@@ -29,6 +33,41 @@ struct control {
 
 static struct control *volatile ctl;
 static volatile int mapped;
+static struct control fixed;
+
+// parse_int reads a decimal integer; 0 on anything else.
+static int64_t parse_int(const char *s) {
+	int64_t v = 0;
+	for (; s != NULL && *s >= '0' && *s <= '9'; s++) {
+		v = v * 10 + (*s - '0');
+	}
+	return v;
+}
+
+// parse_rate reads a decimal number such as 1.5; 1 on anything else. Done
+// by hand: nothing here may allocate or depend on the locale.
+static double parse_rate(const char *s) {
+	if (s == NULL || *s == 0) {
+		return 1;
+	}
+	double v = 0, scale = 1;
+	int frac = 0;
+	for (; *s != 0; s++) {
+		if (*s == '.' && !frac) {
+			frac = 1;
+		} else if (*s >= '0' && *s <= '9') {
+			if (frac) {
+				scale /= 10;
+				v += (*s - '0') * scale;
+			} else {
+				v = v * 10 + (*s - '0');
+			}
+		} else {
+			return 1;
+		}
+	}
+	return v > 0 ? v : 1;
+}
 
 static struct control *control(void) {
 	if (__atomic_load_n(&mapped, __ATOMIC_ACQUIRE)) {
@@ -45,6 +84,12 @@ static struct control *control(void) {
 				c = m;
 			}
 		}
+	}
+	if (c == NULL && getenv("REDISTEST_CLOCK_ANCHOR") != NULL) {
+		// Two threads may both get here; they compute the same values.
+		fixed.anchor = parse_int(getenv("REDISTEST_CLOCK_ANCHOR"));
+		fixed.rate = parse_rate(getenv("REDISTEST_CLOCK_RATE"));
+		c = &fixed;
 	}
 	ctl = c;
 	__atomic_store_n(&mapped, 1, __ATOMIC_RELEASE);
