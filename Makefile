@@ -9,7 +9,7 @@ STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 MODULES     := . ./integration ./bench ./redlockotel
 DURATION    ?= 10m
 
-.PHONY: redis cc test test-lib test-integration test-bench test-otel bench bench-quick chaos lint fmt
+.PHONY: redis cc quickstart test test-lib test-integration test-bench test-otel bench bench-quick chaos lint fmt
 
 ## redis: install redis-server unless it is on PATH.
 redis:
@@ -18,6 +18,11 @@ redis:
 ## cc: install a C compiler unless cc is on PATH.
 cc:
 	@sh scripts/ensure-redis.sh cc
+
+## quickstart: the README's quick start against three local redis-server
+## processes that it starts, and stops at the end.
+quickstart: redis
+	$(GO) run ./examples/quickstart
 
 ## test: the whole default suite, with -race: library, integration (short
 ## chaos runs), bench harness (short), OpenTelemetry adapter.
