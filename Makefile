@@ -25,8 +25,17 @@ quickstart: redis
 	$(GO) run ./examples/quickstart
 
 ## test: the whole default suite, with -race: library, integration (short
-## chaos runs), bench harness (short), OpenTelemetry adapter.
-test: test-lib test-integration test-bench test-otel
+## chaos runs), bench harness (short), OpenTelemetry adapter. Every suite
+## runs even when an earlier one failed; the target fails at the end,
+## naming the suites that failed.
+SUITES := lib integration bench otel
+test: redis cc
+	@failed=; for s in $(SUITES); do \
+		echo "== make test-$$s"; \
+		$(MAKE) --no-print-directory test-$$s || failed="$$failed test-$$s"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "make test: FAILED:$$failed"; exit 1; fi; \
+	echo "make test: all $(words $(SUITES)) suites passed"
 
 test-lib: redis cc
 	$(GO) test -race -count=1 ./...
