@@ -58,7 +58,7 @@ for a signal N that came while it campaigned).
 Exit codes:
   COMMAND's own  when it ran; 128+N when signal N ended it
   64             usage error
-  66             a file of --cacert, --cert or --key cannot be used
+  66             a file of --tls-ca, --tls-cert or --tls-key cannot be used
   69             a majority of nodes could not be reached
   70             other failure of redlock
   75             --wait ran out (or -n tried once) while another led

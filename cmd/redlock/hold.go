@@ -45,7 +45,7 @@ A process that leaves the group (setsid, a daemon) is never covered. Use
 Exit codes:
   0              released after a signal
   64             usage error
-  66             a file of --cacert, --cert or --key cannot be used
+  66             a file of --tls-ca, --tls-cert or --tls-key cannot be used
   69             a majority of nodes could not be reached
   70             other failure of redlock
   75             the lock is busy (held by another owner)

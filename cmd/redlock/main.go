@@ -165,6 +165,11 @@ func (fs *flagSet) parse(a *app, args []string) (positional []string, code int, 
 			msg := err.Error()
 			if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
 				msg = "unknown flag --" + name
+			} else if name, ok := strings.CutPrefix(msg, "flag needs an argument: -"); ok && renamedFlags[name] != "" {
+				msg = renamedFlag{name, renamedFlags[name]}.Set("").Error()
+			} else if _, tail, ok := strings.Cut(msg, ": --"); ok && strings.HasPrefix(msg, "invalid value ") && strings.Contains(tail, " is now --") {
+				// The renamed flag's own message says it all.
+				msg = "--" + tail
 			} else {
 				msg = fs.longNames(msg)
 			}
@@ -213,7 +218,7 @@ func (fs *flagSet) isSet(name string) bool {
 func (fs *flagSet) printHelp(w io.Writer) {
 	fmt.Fprintf(w, "%s\n\n%s\nFlags:\n", fs.cmd.usageLine(), fs.cmd.help)
 	fs.VisitAll(func(f *flag.Flag) {
-		if fs.isAlias(f.Name) {
+		if _, renamed := f.Value.(renamedFlag); renamed || fs.isAlias(f.Name) {
 			return
 		}
 		kind, usage := flagKind(f)

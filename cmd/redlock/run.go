@@ -70,7 +70,7 @@ Durations are Go durations (1m30s, 500ms) or bare seconds (90, 0.5).
 Exit codes:
   COMMAND's own  when it ran; 128+N when signal N ended it
   64             usage error
-  66             a file of --cacert, --cert or --key cannot be used
+  66             a file of --tls-ca, --tls-cert or --tls-key cannot be used
   69             a majority of nodes could not be reached (--outage-exit-code)
   70             other failure of redlock
   75             the lock is busy, held by another owner (-E)
