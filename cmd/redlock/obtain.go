@@ -180,7 +180,7 @@ func (a *app) obtain(ctx, waitCtx context.Context, cancel context.CancelFunc, c 
 	var code int
 	if abstaining(err) {
 		a.errorf(c, "lock %q: nodes abstain under the restart guard: %s", key, errMsg(err))
-		a.errorf(c, "a node abstains when it lost its memory, and a cluster that was never bootstrapped looks the same: run \"redlock bootstrap\" once on a new cluster, before its first run with --restart-guard; nodes that abstain now vote again when their wait ends")
+		a.errorf(c, "a node abstains when it lost its memory, and a cluster that was never bootstrapped looks the same: run \"redlock bootstrap\" once on a new cluster, before its first run with --restart-guard (after such a run, \"redlock bootstrap --clear-quarantine\" while no lock can be held); nodes that abstain now vote again when their wait ends")
 		code = exitUnavailable
 	} else {
 		code = a.fail(c, fmt.Sprintf("lock %q", key), err)
