@@ -123,12 +123,19 @@ func (a *app) inspect(fs *flagSet, f *inspectFlags, args []string) int {
 	}
 	ctx := context.Background()
 	st, err := l.Inspect(ctx, key)
+	if err == nil && !f.json && !anyHeld(st) {
+		// Free as a lock: KEY may name a read-write lock with readers
+		// only, or a semaphore, whose keys are others.
+		if code, shown := a.inspectOtherKinds(fs, f, l, key); shown {
+			return code
+		}
+	}
 	if st != nil {
 		var werr error
 		if f.json {
 			werr = writeStatusJSON(a.stdout, st, l.Quorum())
 		} else {
-			werr = writeStatus(a.stdout, st, l.Quorum())
+			werr = writeStatus(a.stdout, "lock "+strconv.Quote(st.Key), st, l.Quorum())
 		}
 		if werr != nil {
 			a.errorf(fs.cmd, "writing the status: %v", werr)
@@ -143,7 +150,7 @@ func (a *app) inspect(fs *flagSet, f *inspectFlags, args []string) int {
 
 // writeStatus prints a status as a summary line and a table, one row per
 // node.
-func writeStatus(w io.Writer, st *redlock.Status, need int) error {
+func writeStatus(w io.Writer, title string, st *redlock.Status, need int) error {
 	held := 0
 	for _, n := range st.Nodes {
 		if n.Held && n.Token == st.Holder {
@@ -157,7 +164,7 @@ func writeStatus(w io.Writer, st *redlock.Status, need int) error {
 	default:
 		summary = fmt.Sprintf("not held by any owner on a majority (%d of %d nodes needed)", need, len(st.Nodes))
 	}
-	if _, err := fmt.Fprintf(w, "lock %s: %s\n\n", strconv.Quote(st.Key), summary); err != nil {
+	if _, err := fmt.Fprintf(w, "%s: %s\n\n", title, summary); err != nil {
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -257,7 +264,7 @@ func (a *app) forceRelease(fs *flagSet, f *releaseFlags, args []string) int {
 	if !f.yes {
 		st, err := l.Inspect(ctx, key)
 		if st != nil {
-			if werr := writeStatus(a.stderr, st, l.Quorum()); werr != nil {
+			if werr := writeStatus(a.stderr, "lock "+strconv.Quote(st.Key), st, l.Quorum()); werr != nil {
 				a.errorf(fs.cmd, "writing the status: %v", werr)
 			}
 		}
