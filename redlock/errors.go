@@ -224,11 +224,14 @@ func (e *QuorumError) why() error {
 	return e.reason
 }
 
-// refusing counts the nodes whose error is a permanent refusal.
+// refusing counts the nodes whose error is a permanent refusal, or a
+// replica's (READONLY): a node given as a master that is a replica. One
+// may be a failover's moment; a majority is a configuration to fix, not
+// an outage to wait out.
 func (e *QuorumError) refusing() int {
 	n := 0
 	for _, r := range e.Nodes {
-		if r.Outcome == OutcomeError && conn.Permanent(r.Err) {
+		if r.Outcome == OutcomeError && (conn.Permanent(r.Err) || strings.Contains(r.Err.Error(), "READONLY")) {
 			n++
 		}
 	}

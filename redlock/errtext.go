@@ -35,6 +35,8 @@ func nodeErrText(err error) string {
 		return "authentication failed (wrong user name or password): " + msg
 	case strings.Contains(msg, "READONLY"):
 		return "refused as a replica: " + msg
+	case strings.Contains(msg, "DB index is out of range"):
+		return "database index out of range (the URL's /DB or the client's DB; the server's databases setting is lower): " + msg
 	}
 	return msg
 }

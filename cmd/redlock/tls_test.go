@@ -142,3 +142,35 @@ func TestTLSFlags(t *testing.T) {
 		}
 	}
 }
+
+// Mistakes in the node URLs exit 78 at once, saying what is wrong: a
+// database the servers do not have, rediss:// against plain ports and
+// redis:// against TLS ports. doctor's fix for the TLS case names TLS.
+func TestMistakesExitConfig(t *testing.T) {
+	t.Parallel()
+	servers := redistest.StartTLST(t, 3)
+	var db, tlsToPlain, plainToTLS []string
+	for _, s := range servers {
+		db = append(db, "redis://"+s.Addr+"/99")
+		tlsToPlain = append(tlsToPlain, "rediss://"+s.Addr+"?skip_verify=true")
+		plainToTLS = append(plainToTLS, s.TLSAddr)
+	}
+	for _, tt := range []struct {
+		name  string
+		nodes []string
+		want  string
+	}{
+		{"database out of range", db, "database index out of range"},
+		{"rediss:// to a plain port", tlsToPlain, "TLS mismatch: the client speaks TLS (rediss://) and the server on this port does not"},
+		{"redis:// to a TLS port", plainToTLS, "TLS mismatch: the server speaks TLS on this port and the client does not"},
+	} {
+		code, stdout, stderr := redlockRun(t, nil, "run", "--wait", "forever", "--nodes", strings.Join(tt.nodes, ","), "k", "--", "echo", "ran")
+		if code != exitConfig || stdout != "" || !strings.Contains(stderr, tt.want) {
+			t.Errorf("%s: code %d, stdout %q; want %d and %q\n%s", tt.name, code, stdout, exitConfig, tt.want, stderr)
+		}
+	}
+	_, stdout, stderr := redlockRun(t, nil, "doctor", "--clock-window", "0", "--nodes", strings.Join(tlsToPlain, ","))
+	if !strings.Contains(stdout, "agree about TLS") {
+		t.Errorf("doctor with rediss:// to plain ports: the fix does not name TLS:\n%s\n%s", stdout, stderr)
+	}
+}
