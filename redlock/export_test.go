@@ -95,3 +95,9 @@ func BeforeOffer(f func(ctx context.Context)) (restore func()) {
 	beforeOffer = f
 	return func() { beforeOffer = nil }
 }
+
+// WithOutageLog sets how long an Obtain waits out an outage before it logs
+// it, and how often again (tests only; DefaultOutageLog otherwise).
+func WithOutageLog(d time.Duration) Option {
+	return lockerOption(func(c *config) { c.outageLog = d })
+}

@@ -128,7 +128,13 @@ func (o *observer) invalid() bool { return o != nil && o.o == nil }
 func (l *Locker) observeNodes(op Op, key string, start startFunc[int64]) startFunc[int64] {
 	o := l.cfg.obs
 	if o == nil {
-		return start
+		// Each node's answer still tells its state (see Health).
+		return func(ctx context.Context, i int, reply func(int, quorum.Vote, int64, error)) {
+			start(ctx, i, func(n int, v quorum.Vote, val int64, err error) {
+				l.noteNode(n, err)
+				reply(n, v, val, err)
+			})
+		}
 	}
 	var outcome func(quorum.Reply[int64]) NodeResult
 	switch op {
@@ -144,6 +150,7 @@ func (l *Locker) observeNodes(op Op, key string, start startFunc[int64]) startFu
 	return func(ctx context.Context, i int, reply func(int, quorum.Vote, int64, error)) {
 		began := time.Now()
 		start(ctx, i, func(n int, v quorum.Vote, val int64, err error) {
+			l.noteNode(n, err)
 			if errors.Is(err, conn.ErrShed) && !errors.Is(err, conn.ErrSilent) {
 				// Never sent, and nobody waited for it: the node gave no
 				// answer to report. (A call not sent to a silent node
@@ -164,6 +171,7 @@ func (l *Locker) observeNodes(op Op, key string, start startFunc[int64]) startFu
 // handoffNode reports a node's answer r to a handoff round that began at
 // began: the waiter's acquisition is its outcome.
 func (l *Locker) handoffNode(ctx context.Context, key string, began time.Time, r quorum.Reply[handoffReply]) {
+	l.noteNode(r.Node, r.Err)
 	if l.cfg.obs == nil {
 		return
 	}

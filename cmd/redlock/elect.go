@@ -173,6 +173,8 @@ func (a *app) elect(fs *flagSet, f *electFlags, args []string) int {
 	if f.restartGuard > 0 {
 		opts = append(opts, redlock.WithRestartGuard(f.restartGuard))
 	}
+	warn := warnings(fs.cmd, a.stderr)
+	opts = append(opts, redlock.WithLogger(warn.logger()))
 	l, closeAll, code, ok := a.locker(fs, &f.nodeFlags, opts...)
 	if !ok {
 		return code
@@ -187,6 +189,7 @@ func (a *app) elect(fs *flagSet, f *electFlags, args []string) int {
 		if lead == nil {
 			return code
 		}
+		_ = warn.start() // stderr's own failure: nowhere to report it
 		code, signalled := a.lead(fs.cmd, lead, argv, f, sigs)
 		if !f.restart || signalled {
 			return code

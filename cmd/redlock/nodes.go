@@ -110,7 +110,9 @@ func (a *app) locker(fs *flagSet, n *nodeFlags, opts ...redlock.Option) (l *redl
 	if !ok {
 		return nil, nil, code, false
 	}
-	opts = append([]redlock.Option{redlock.WithNodeTimeout(n.nodeTimeout)}, opts...)
+	// The library's warnings are for the commands that take a lock, which
+	// give their logger in opts; the others show the nodes' state anyway.
+	opts = append([]redlock.Option{redlock.WithNodeTimeout(n.nodeTimeout), redlock.WithLogger(quietLogger())}, opts...)
 	if tlsCfg == nil {
 		l, err := redlock.NewFromURLs(urls, opts...)
 		if err != nil {

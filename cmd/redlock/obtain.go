@@ -129,7 +129,12 @@ func (a *app) withLock(fs *flagSet, f *lockFlags, key string, use func(lock *red
 		defer cancelWait()
 	}
 
-	l, closeAll, code, ok := a.locker(fs, &f.nodeFlags, opts...)
+	warn := warnings(fs.cmd, a.stderr)
+	logger := warn.logger()
+	if f.quiet {
+		logger = quietLogger()
+	}
+	l, closeAll, code, ok := a.locker(fs, &f.nodeFlags, append(opts, redlock.WithLogger(logger))...)
 	if !ok {
 		return code
 	}
@@ -145,6 +150,7 @@ func (a *app) withLock(fs *flagSet, f *lockFlags, key string, use func(lock *red
 	if lock == nil {
 		return code
 	}
+	_ = warn.start() // stderr's own failure: nowhere to report it
 	return use(lock, sigs)
 }
 
