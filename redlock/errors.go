@@ -59,7 +59,7 @@ type Outcome int
 
 // The outcomes.
 const (
-	OutcomeNoReply     Outcome = iota // not waited for: the round was decided first
+	OutcomeNoReply     Outcome = iota // not needed: the round was decided before its answer
 	OutcomeOK                         // granted, released, extended or reported our lock
 	OutcomeHeldByOther                // another owner holds the key on the node
 	OutcomeMissing                    // the key is not on the node
@@ -70,7 +70,7 @@ const (
 func (o Outcome) String() string {
 	switch o {
 	case OutcomeNoReply:
-		return "not waited for"
+		return "not needed (decided before its answer)"
 	case OutcomeOK:
 		return "ok"
 	case OutcomeHeldByOther:
@@ -160,9 +160,9 @@ func (e *QuorumError) Error() string {
 	}
 	if len(e.Nodes) == 0 {
 		// No node was asked: the call waited in this Locker's line.
-		return fmt.Sprintf("%s: %s: waited behind this Locker's own holder or waiters", e.reason, e.subject())
+		return fmt.Sprintf("%s: %s: waited behind this Locker's own holder or waiters", replyText(e.reason.Error()), e.subject())
 	}
-	fmt.Fprintf(&b, "%s: %s: %d of %d nodes ok, %d needed", e.why(), e.subject(), ok, len(e.Nodes), e.Need)
+	fmt.Fprintf(&b, "%s: %s: %d of %d nodes ok, %d needed", replyText(e.why().Error()), e.subject(), ok, len(e.Nodes), e.Need)
 	for i, n := range e.Nodes {
 		if i == 0 {
 			b.WriteString(" [")
@@ -204,7 +204,7 @@ func (e *QuorumError) subject() string {
 	if e.Key == "" {
 		return e.Op
 	}
-	return e.Op + " " + quoteKey(e.Key)
+	return e.Op + " " + userKey(e.Key)
 }
 
 // Unwrap returns the reason: ErrNotObtained, ErrNoQuorum, ErrLockExpired

@@ -6,10 +6,14 @@ import (
 	"github.com/quorumlock/redlock/redlock/internal/scripts"
 
 	"context"
+	"fmt"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -27,7 +31,7 @@ import (
 // replica named as one, with what to do.
 // Refused dials, DNS lookups and TLS handshakes say what they are already.
 func nodeErrText(err error) string {
-	msg := conn.SingleLine(err.Error())
+	msg := replyText(conn.SingleLine(err.Error()))
 	switch {
 	case strings.Contains(msg, "NOAUTH"):
 		return "authentication required (no password given for this node): " + msg
@@ -39,6 +43,57 @@ func nodeErrText(err error) string {
 		return "database index out of range (the URL's /DB or the client's DB; the server's databases setting is lower): " + msg
 	}
 	return msg
+}
+
+// The scripts' error replies start with a code (ABSTAIN, INVALID) that
+// the library decodes; a user reads what follows, in words.
+var (
+	abstainReply = regexp.MustCompile(`ABSTAIN node lost its memory, abstains for (\d+) ms more`)
+	sizeReply    = regexp.MustCompile(`INVALID semaphore (".*") has size (\d+), not (\d+)`)
+	codeReply    = regexp.MustCompile(`\b(ABSTAIN|INVALID) `)
+)
+
+// replyText is msg with the scripts' reply codes said in words.
+func replyText(msg string) string {
+	msg = abstainReply.ReplaceAllStringFunc(msg, func(m string) string {
+		ms, _ := strconv.ParseInt(abstainReply.FindStringSubmatch(m)[1], 10, 64)
+		return fmt.Sprintf("node abstains for %v more: it lost its memory (flush, restart, reload, promotion or eviction)", time.Duration(ms)*time.Millisecond)
+	})
+	msg = sizeReply.ReplaceAllString(msg, "semaphore $1 has $2 permits, not $3")
+	return codeReply.ReplaceAllStringFunc(msg, func(m string) string {
+		if strings.HasPrefix(m, "ABSTAIN") {
+			return "node abstains: "
+		}
+		return ""
+	})
+}
+
+// userKey is a key as messages name it: the user's own quoted; one of the
+// library's own by what it is for (a semaphore's, a read-write lock's, a
+// multi-key lock's), never by its name on the servers.
+func userKey(key string) string {
+	switch {
+	case strings.HasPrefix(key, semPrefix):
+		name := key[len(semPrefix):]
+		if i := strings.LastIndexByte(name, ':'); i >= 0 && (name[i+1:] == "size" || isDigits(name[i+1:])) {
+			name = name[:i] // a slot's index, or the size key
+		}
+		return "semaphore " + quoteKey(name)
+	case strings.HasPrefix(key, rwPrefix):
+		name := key[len(rwPrefix):]
+		if i := strings.LastIndex(name, ":r:"); i >= 0 {
+			return "read lease of " + quoteKey(name[:i])
+		}
+		return "read-write lock " + quoteKey(strings.TrimSuffix(name, ":readers"))
+	case strings.HasPrefix(key, ReservedPrefix):
+		return "the lock's own key"
+	}
+	return quoteKey(key)
+}
+
+// isDigits reports whether s is a non-empty run of decimal digits.
+func isDigits(s string) bool {
+	return s != "" && strings.Trim(s, "0123456789") == ""
 }
 
 // holderText is a holder's metadata as a node result shows it: quoted and

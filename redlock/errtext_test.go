@@ -182,8 +182,8 @@ func TestErrorNodeNotWaitedFor(t *testing.T) {
 	}
 	msg := err.Error()
 	requireOneLine(t, msg)
-	if !strings.Contains(msg, slow.Addr+" not waited for") || strings.Contains(msg, "no reply") {
-		t.Fatalf("error %q should say node %s was not waited for", msg, slow.Addr)
+	if !strings.Contains(msg, slow.Addr+" not needed (decided before its answer)") || strings.Contains(msg, "no reply") {
+		t.Fatalf("error %q should say node %s was not needed", msg, slow.Addr)
 	}
 }
 
