@@ -221,7 +221,7 @@ func TestBootstrapKeepsLossOfReloadedNode(t *testing.T) {
 		want string
 	}{
 		{"with the guard", guardOpts, "abstains for"},
-		{"without the guard", nil, "node abstains: node lost its memory since its marker was set"},
+		{"without the guard", nil, "ABSTAIN node lost its memory since its marker was set"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

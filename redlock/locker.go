@@ -76,7 +76,7 @@ func New(clients []*redis.Client, opts ...Option) (*Locker, error) {
 			return nil, invalid("clients %d and %d are the same node (%s): it would vote twice", j, i, addr)
 		}
 		seen[id] = i
-		l.nodes[i] = node{addr: addr}
+		l.nodes[i] = node{addr: addr, note: func(err error) { l.noteNode(i, err) }}
 	}
 	reg := conn.NewServers(l.Nodes())
 	for i := range l.nodes {

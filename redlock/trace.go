@@ -128,13 +128,7 @@ func (o *observer) invalid() bool { return o != nil && o.o == nil }
 func (l *Locker) observeNodes(op Op, key string, start startFunc[int64]) startFunc[int64] {
 	o := l.cfg.obs
 	if o == nil {
-		// Each node's answer still tells its state (see Health).
-		return func(ctx context.Context, i int, reply func(int, quorum.Vote, int64, error)) {
-			start(ctx, i, func(n int, v quorum.Vote, val int64, err error) {
-				l.noteNode(n, err)
-				reply(n, v, val, err)
-			})
-		}
+		return start
 	}
 	var outcome func(quorum.Reply[int64]) NodeResult
 	switch op {
@@ -150,7 +144,6 @@ func (l *Locker) observeNodes(op Op, key string, start startFunc[int64]) startFu
 	return func(ctx context.Context, i int, reply func(int, quorum.Vote, int64, error)) {
 		began := time.Now()
 		start(ctx, i, func(n int, v quorum.Vote, val int64, err error) {
-			l.noteNode(n, err)
 			if errors.Is(err, conn.ErrShed) && !errors.Is(err, conn.ErrSilent) {
 				// Never sent, and nobody waited for it: the node gave no
 				// answer to report. (A call not sent to a silent node
