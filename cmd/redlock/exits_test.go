@@ -121,7 +121,7 @@ func TestSemaphoreSizeExit(t *testing.T) {
 	if code != exitSize || stdout != "" {
 		t.Errorf("run --slots 2 of a semaphore of 3: code %d, stdout %q; want %d\n%s", code, stdout, exitSize, stderr)
 	}
-	if want := "the semaphore has 3 permits on the nodes, another number than --slots: give --slots 3"; !strings.Contains(stderr, want) {
+	if want := "the semaphore has 3 permits on the nodes, not 2 (--slots): give --slots 3"; !strings.Contains(stderr, want) {
 		t.Errorf("run --slots 2 of a semaphore of 3 says:\n%s\nwant %q", stderr, want)
 	}
 	for _, leak := range []string{"INVALID", "redlock:"} {

@@ -365,8 +365,8 @@ func errMsg(err error) string { return strings.TrimPrefix(err.Error(), "redlock:
 func (a *app) fail(c *command, what string, err error) int {
 	msg := errMsg(err)
 	var qe *redlock.QuorumError
-	if size, ok := semaphoreSize(err); ok {
-		a.errorf(c, "%s: the semaphore has %s permits on the nodes, another number than --slots: give --slots %s, as its other users do", what, size, size)
+	if size, asked, ok := semaphoreSize(err); ok {
+		a.errorf(c, "%s: the semaphore has %s permits on the nodes, not %s (--slots): give --slots %s, as its other users do", what, size, asked, size)
 		return exitSize
 	}
 	switch {
@@ -394,22 +394,22 @@ func (a *app) fail(c *command, what string, err error) int {
 }
 
 // sizeReply is a node's refusal of a semaphore's permit of another size.
-var sizeReply = regexp.MustCompile(`^INVALID semaphore .* has size ([0-9]+), not [0-9]+$`)
+var sizeReply = regexp.MustCompile(`^INVALID semaphore .* has size ([0-9]+), not ([0-9]+)$`)
 
 // semaphoreSize reports whether err is a semaphore's refusal of a --slots
-// other than its size, and the size the nodes have. The library has no
-// typed error for it (yet): its nodes' replies say it.
-func semaphoreSize(err error) (size string, ok bool) {
+// other than its size, the size the nodes have and the one asked for. The
+// library has no typed error for it (yet): its nodes' replies say it.
+func semaphoreSize(err error) (size, asked string, ok bool) {
 	var qe *redlock.QuorumError
 	if !errors.Is(err, redlock.ErrInvalid) || !errors.As(err, &qe) {
-		return "", false
+		return "", "", false
 	}
 	for _, n := range qe.Nodes {
 		if n.Err != nil {
 			if m := sizeReply.FindStringSubmatch(n.Err.Error()); m != nil {
-				return m[1], true
+				return m[1], m[2], true
 			}
 		}
 	}
-	return "", false
+	return "", "", false
 }
