@@ -9,7 +9,7 @@ STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 MODULES     := . ./integration ./bench ./redlockotel ./examples/fenced-postgres
 DURATION    ?= 10m
 
-.PHONY: redis cc postgres test test-lib test-integration test-bench test-otel test-examples bench bench-quick chaos lint fmt
+.PHONY: redis cc postgres quickstart test test-lib test-integration test-bench test-otel test-examples bench bench-quick chaos lint fmt
 
 ## redis: install redis-server unless it is on PATH.
 redis:
@@ -23,10 +23,24 @@ cc:
 postgres:
 	@sh scripts/ensure-redis.sh postgres
 
+## quickstart: the README's quick start against three local redis-server
+## processes that it starts, and stops at the end.
+quickstart: redis
+	$(GO) run ./examples/quickstart
+
 ## test: the whole default suite, with -race: library, integration (short
 ## chaos runs), bench harness (short), OpenTelemetry adapter, and the
 ## examples that are modules of their own (they import a database driver).
-test: test-lib test-integration test-bench test-otel test-examples
+## Every suite runs even when an earlier one failed; the target fails at
+## the end, naming the suites that failed.
+SUITES := lib integration bench otel examples
+test: redis cc
+	@failed=; for s in $(SUITES); do \
+		echo "== make test-$$s"; \
+		$(MAKE) --no-print-directory test-$$s || failed="$$failed test-$$s"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "make test: FAILED:$$failed"; exit 1; fi; \
+	echo "make test: all $(words $(SUITES)) suites passed"
 
 test-lib: redis cc
 	$(GO) test -race -count=1 ./...

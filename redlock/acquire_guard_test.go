@@ -40,7 +40,7 @@ func secondClientKeptOut(t *testing.T, a *redlock.Lock, bErr error, why string) 
 	}
 	// The node that still holds A's key says No, so the outcome may read
 	// as contention; a forgetful node that abstained decided it.
-	if !(errors.Is(bErr, redlock.ErrNoQuorum) || errors.Is(bErr, redlock.ErrNotObtained)) || !strings.Contains(bErr.Error(), "ABSTAIN node lost its memory") {
+	if !(errors.Is(bErr, redlock.ErrNoQuorum) || errors.Is(bErr, redlock.ErrNotObtained)) || !strings.Contains(bErr.Error(), "it lost its memory") {
 		t.Fatalf("after %s: %v, want a refusal from abstaining nodes", why, bErr)
 	}
 }
@@ -177,7 +177,7 @@ func TestRestartGuardEvictionPolicy(t *testing.T) {
 		}
 		t.Fatalf("nodes with maxmemory-policy volatile-lru granted a lock (Bootstrap: %v)", berr)
 	}
-	const why = "ABSTAIN maxmemory-policy volatile-lru may evict lock keys"
+	const why = "node abstains: maxmemory-policy volatile-lru may evict lock keys"
 	if !errors.Is(err, redlock.ErrNoQuorum) || strings.Count(err.Error(), why) != 2 {
 		t.Errorf("TryObtain on two evicting nodes: %v, want ErrNoQuorum with %q twice", err, why)
 	}
@@ -271,7 +271,7 @@ func TestRestartGuardPersistentRestartAbstainsOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := l.TryObtain(t.Context(), "k")
-	if !errors.Is(err, redlock.ErrNoQuorum) || !strings.Contains(err.Error(), "ABSTAIN node lost its memory") {
+	if !errors.Is(err, redlock.ErrNoQuorum) || !strings.Contains(err.Error(), "it lost its memory") {
 		t.Fatalf("right after a restart: %v, want the node to abstain", err)
 	}
 	start := time.Now()
@@ -377,7 +377,7 @@ func TestRestartGuardFreshClusterAbstainsUntilBootstrap(t *testing.T) {
 	c := newCluster(t, 3)
 	l := c.locker(t, redlock.WithRestartGuard(time.Minute), redlock.WithTTL(10*time.Second))
 	_, err := l.TryObtain(t.Context(), "k")
-	if !errors.Is(err, redlock.ErrNoQuorum) || !strings.Contains(err.Error(), "ABSTAIN") {
+	if !errors.Is(err, redlock.ErrNoQuorum) || !strings.Contains(err.Error(), "node abstains") {
 		t.Fatalf("fresh guarded cluster: %v, want ErrNoQuorum from abstaining nodes", err)
 	}
 	// Bootstrap does not end a quarantine already started: the nodes that
@@ -440,7 +440,7 @@ func TestWithoutRestartGuardSecondClientGetsIn(t *testing.T) {
 func TestRestartGuardClearQuarantine(t *testing.T) {
 	c := newCluster(t, 3)
 	guarded := c.locker(t, redlock.WithRestartGuard(time.Minute), redlock.WithTTL(10*time.Second))
-	if _, err := guarded.TryObtain(t.Context(), "k"); !errors.Is(err, redlock.ErrNoQuorum) || !strings.Contains(err.Error(), "ABSTAIN") {
+	if _, err := guarded.TryObtain(t.Context(), "k"); !errors.Is(err, redlock.ErrNoQuorum) || !strings.Contains(err.Error(), "node abstains") {
 		t.Fatalf("fresh guarded cluster: %v, want ErrNoQuorum from abstaining nodes", err)
 	}
 	// Plain Bootstrap leaves the quarantine, and says so (naming no key:
@@ -455,7 +455,7 @@ func TestRestartGuardClearQuarantine(t *testing.T) {
 	if !errors.Is(err, redlock.ErrInvalid) || !strings.Contains(err.Error(), `"held"`) {
 		t.Fatalf("ClearQuarantine while a lock is held: %v; want ErrInvalid naming the key", err)
 	}
-	if _, err := guarded.TryObtain(t.Context(), "k"); !errors.Is(err, redlock.ErrNoQuorum) || !strings.Contains(err.Error(), "ABSTAIN") {
+	if _, err := guarded.TryObtain(t.Context(), "k"); !errors.Is(err, redlock.ErrNoQuorum) || !strings.Contains(err.Error(), "node abstains") {
 		t.Fatalf("after a refused ClearQuarantine: %v; want the nodes still abstaining", err)
 	}
 	if err := held.Release(t.Context()); err != nil {

@@ -50,6 +50,23 @@ func invalidNode(err error) bool {
 	return errors.Is(err, ErrInvalid) || errors.Is(err, conn.ErrSameServer)
 }
 
+// SizeError is the error of a semaphore's call whose size is not the size
+// that live permits (or an attempt) of the semaphore have on a node; it
+// matches ErrInvalid, and is never retried: one size is a configuration
+// to fix.
+type SizeError struct {
+	Name string // the semaphore's name
+	Size int    // the size a node keeps for it
+	Want int    // the size of the failed call
+}
+
+func (e *SizeError) Error() string {
+	return fmt.Sprintf("%v: semaphore %s is in use with size %d, not %d", ErrInvalid, quoteKey(e.Name), e.Size, e.Want)
+}
+
+// Is reports whether target is ErrInvalid.
+func (e *SizeError) Is(target error) bool { return target == ErrInvalid }
+
 func invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, args...)...)
 }
@@ -59,7 +76,7 @@ type Outcome int
 
 // The outcomes.
 const (
-	OutcomeNoReply     Outcome = iota // not waited for: the round was decided first
+	OutcomeNoReply     Outcome = iota // not needed: the round was decided before its answer
 	OutcomeOK                         // granted, released, extended or reported our lock
 	OutcomeHeldByOther                // another owner holds the key on the node
 	OutcomeMissing                    // the key is not on the node
@@ -70,7 +87,7 @@ const (
 func (o Outcome) String() string {
 	switch o {
 	case OutcomeNoReply:
-		return "not waited for"
+		return "not needed (decided before its answer)"
 	case OutcomeOK:
 		return "ok"
 	case OutcomeHeldByOther:
@@ -160,9 +177,9 @@ func (e *QuorumError) Error() string {
 	}
 	if len(e.Nodes) == 0 {
 		// No node was asked: the call waited in this Locker's line.
-		return fmt.Sprintf("%s: %s: waited behind this Locker's own holder or waiters", e.reason, e.subject())
+		return fmt.Sprintf("%s: %s: waited behind this Locker's own holder or waiters", replyText(e.reason.Error()), e.subject())
 	}
-	fmt.Fprintf(&b, "%s: %s: %d of %d nodes ok, %d needed", e.why(), e.subject(), ok, len(e.Nodes), e.Need)
+	fmt.Fprintf(&b, "%s: %s: %d of %d nodes ok, %d needed", replyText(e.why().Error()), e.subject(), ok, len(e.Nodes), e.Need)
 	for i, n := range e.Nodes {
 		if i == 0 {
 			b.WriteString(" [")
@@ -204,7 +221,7 @@ func (e *QuorumError) subject() string {
 	if e.Key == "" {
 		return e.Op
 	}
-	return e.Op + " " + quoteKey(e.Key)
+	return e.Op + " " + userKey(e.Key)
 }
 
 // Unwrap returns the reason: ErrNotObtained, ErrNoQuorum, ErrLockExpired
@@ -224,11 +241,14 @@ func (e *QuorumError) why() error {
 	return e.reason
 }
 
-// refusing counts the nodes whose error is a permanent refusal.
+// refusing counts the nodes whose error is a permanent refusal, or a
+// replica's (READONLY): a node given as a master that is a replica. One
+// may be a failover's moment; a majority is a configuration to fix, not
+// an outage to wait out.
 func (e *QuorumError) refusing() int {
 	n := 0
 	for _, r := range e.Nodes {
-		if r.Outcome == OutcomeError && conn.Permanent(r.Err) {
+		if r.Outcome == OutcomeError && (conn.Permanent(r.Err) || strings.Contains(r.Err.Error(), "READONLY")) {
 			n++
 		}
 	}

@@ -2,10 +2,14 @@ package redlock
 
 import (
 	"context"
+	"fmt"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -26,7 +30,7 @@ import (
 // replica named as one, with what to do.
 // Refused dials, DNS lookups and TLS handshakes say what they are already.
 func nodeErrText(err error) string {
-	msg := conn.SingleLine(err.Error())
+	msg := replyText(conn.SingleLine(err.Error()))
 	switch {
 	case strings.Contains(msg, "NOAUTH"):
 		return "authentication required (no password given for this node): " + msg
@@ -34,8 +38,55 @@ func nodeErrText(err error) string {
 		return "authentication failed (wrong user name or password): " + msg
 	case strings.Contains(msg, "READONLY"):
 		return "refused as a replica: " + msg
+	case strings.Contains(msg, "DB index is out of range"):
+		return "database index out of range (the URL's /DB or the client's DB; the server's databases setting is lower): " + msg
 	}
 	return msg
+}
+
+// The scripts' error replies start with a code (ABSTAIN, INVALID) that
+// the library decodes; a user reads what follows, in words.
+var (
+	abstainReply = regexp.MustCompile(`ABSTAIN node lost its memory, abstains for (\d+) ms more`)
+	sizeReply    = regexp.MustCompile(`\bSIZE (\d+)\b`)
+	codeReply    = regexp.MustCompile(`\b(ABSTAIN|INVALID) `)
+)
+
+// replyText is msg with the scripts' reply codes said in words.
+func replyText(msg string) string {
+	msg = abstainReply.ReplaceAllStringFunc(msg, func(m string) string {
+		ms, _ := strconv.ParseInt(abstainReply.FindStringSubmatch(m)[1], 10, 64)
+		return fmt.Sprintf("node abstains for %v more: it lost its memory (flush, restart, reload, promotion or eviction)", time.Duration(ms)*time.Millisecond)
+	})
+	msg = sizeReply.ReplaceAllString(msg, "the semaphore has $1 permits on this node")
+	return codeReply.ReplaceAllStringFunc(msg, func(m string) string {
+		if strings.HasPrefix(m, "ABSTAIN") {
+			return "node abstains: "
+		}
+		return ""
+	})
+}
+
+// userKey is a key as messages name it: the user's own quoted; one of the
+// library's own by what it is for (a semaphore's, a read-write lock's, a
+// multi-key lock's), never by its name on the servers.
+func userKey(key string) string {
+	switch wire.KindOf(key) {
+	case wire.Permit, wire.SemSizeKey:
+		return "semaphore " + quoteKey(wire.Name(key))
+	case wire.Lease:
+		return "read lease of " + quoteKey(wire.Name(key))
+	case wire.LeaseIndex, wire.WriterMark:
+		return "read-write lock " + quoteKey(wire.Name(key))
+	}
+	switch {
+	case strings.HasPrefix(key, wire.SemPrefix):
+		// A semaphore's own name under the prefix: its line and wake-ups.
+		return "semaphore " + quoteKey(key[len(wire.SemPrefix):])
+	case strings.HasPrefix(key, ReservedPrefix):
+		return "the lock's own key"
+	}
+	return quoteKey(key)
 }
 
 // holderText is a holder's metadata as a node result shows it: quoted and

@@ -99,3 +99,9 @@ func WithShortFenceLifetime(d time.Duration) LockOption {
 // on every node, as Campaign's does, so that Leader and Observe can read it
 // as a term (tests only).
 var ConfirmFence = confirmFence
+
+// WithOutageLog sets how long an Obtain waits out an outage before it logs
+// it, and how often again (tests only; DefaultOutageLog otherwise).
+func WithOutageLog(d time.Duration) Option {
+	return lockerOption(func(c *config) { c.outageLog = d })
+}

@@ -110,6 +110,7 @@ func (l *Locker) extendMany(locks []*Lock, bt *batchTrace) []error {
 					err = fmt.Errorf("redlock: unexpected extend reply: %d results for %d keys", len(s), len(keys))
 				}
 				bt.node(i, began, keys, which, s, err)
+				l.noteNode(i, err)
 				if err != nil {
 					reply(i, quorum.Failed, manyReply{}, err)
 					return

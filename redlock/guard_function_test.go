@@ -298,7 +298,7 @@ func TestRestartGuardFunctionSeesPolicySwitch(t *testing.T) {
 	for _, cl := range c.clients[:2] {
 		configSet(t, cl, "maxmemory-policy", "volatile-lru", "maxmemory", "1gb")
 	}
-	const why = "ABSTAIN maxmemory-policy volatile-lru may evict lock keys"
+	const why = "node abstains: maxmemory-policy volatile-lru may evict lock keys"
 	err := eventually(t, 5*time.Second, func() error {
 		lock, err := a.TryObtain(t.Context(), "k2")
 		if err == nil {

@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"time"
 
@@ -22,7 +23,8 @@ func (e *lostError) Error() string {
 	case e.reason == errNoTimeLeft:
 		return "redlock: lock lost: too little of its validity was left to keep it (within the node timeout and margin) when KeepAlive began"
 	}
-	return "redlock: lock lost: " + e.reason.Error()
+	// The reason's own "redlock: lock not held: " would say it twice.
+	return "redlock: lock lost: " + strings.TrimPrefix(strings.TrimPrefix(e.reason.Error(), "redlock: "), "lock not held: ")
 }
 
 func (e *lostError) Unwrap() []error {

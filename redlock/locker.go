@@ -4,6 +4,7 @@ import (
 	"github.com/quorumlock/redlock/redlock/internal/conn"
 
 	"fmt"
+	"log/slog"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
@@ -36,6 +37,8 @@ type Locker struct {
 	ext extender
 	// forced logs this Locker's ForceRelease calls, for error text.
 	forced forceLog
+	// health is each node's last known state (see Health).
+	health healthTracker
 }
 
 // New returns a Locker over clients, one *redis.Client per independent
@@ -54,6 +57,9 @@ func New(clients []*redis.Client, opts ...Option) (*Locker, error) {
 	applyAll(&cfg, opts)
 	if err := cfg.validate(); err != nil {
 		return nil, err
+	}
+	if cfg.logger == nil {
+		cfg.logger = slog.Default()
 	}
 	if cfg.tokenSet {
 		return nil, invalid("WithToken names one lock's owner: give it to Obtain, TryObtain or Do, not New")
@@ -76,7 +82,7 @@ func New(clients []*redis.Client, opts ...Option) (*Locker, error) {
 			return nil, invalid("clients %d and %d are the same node (%s): it would vote twice", j, i, addr)
 		}
 		seen[id] = i
-		l.nodes[i] = node{addr: addr}
+		l.nodes[i] = node{addr: addr, note: func(err error) { l.noteNode(i, err) }}
 	}
 	reg := conn.NewServers(l.Nodes())
 	for i := range l.nodes {
@@ -123,6 +129,7 @@ func (l *Locker) Close() error {
 		return nil
 	}
 	l.closed = true
+	l.health.closed.Store(true)
 	l.mu.Unlock()
 	// Work under KeepAlive or a Leadership stops now: nothing extends
 	// its locks any more.

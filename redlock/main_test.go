@@ -3,6 +3,7 @@ package redlock_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net"
 	"slices"
 	"strings"
@@ -24,7 +25,7 @@ func TestMain(m *testing.M) {
 
 // testOpts are generous node timeouts for a loaded machine under -race; the
 // tests that are about timeouts set their own.
-var testOpts = []redlock.Option{redlock.WithNodeTimeout(time.Second), redlock.WithTTL(10 * time.Second)}
+var testOpts = []redlock.Option{redlock.WithNodeTimeout(time.Second), redlock.WithTTL(10 * time.Second), redlock.WithLogger(slog.New(slog.DiscardHandler))}
 
 type cluster struct {
 	servers []*redistest.Server

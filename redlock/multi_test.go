@@ -331,8 +331,8 @@ func TestObtainMultiRestartGuard(t *testing.T) {
 	// The first call may find the old connections broken (EOF).
 	err := eventually(t, 5*time.Second, func() error {
 		_, err := l.TryObtainMulti(t.Context(), []string{"a", "b"})
-		if err == nil || !strings.Contains(err.Error(), "ABSTAIN node lost its memory") {
-			return fmt.Errorf("with two restarted nodes: %v, want their ABSTAIN", err)
+		if err == nil || !strings.Contains(err.Error(), "it lost its memory") {
+			return fmt.Errorf("with two restarted nodes: %v, want them to abstain", err)
 		}
 		return nil
 	})

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock/redlock"
+	"github.com/quorumlock/redlock/redlock/internal/conn"
 )
 
 // Once a node has answered nothing for a node timeout (paused, cut off),
@@ -55,15 +56,17 @@ func TestSilentNodeDelaysNoAttempt(t *testing.T) {
 	}
 	start = time.Now()
 	_, err = l.TryObtain(t.Context(), key)
-	if d := time.Since(start); d > timeout/2 {
-		t.Errorf("an attempt after node 2 was silent for a node timeout took %v, want < %v (it waited for node 2)", d.Round(time.Millisecond), timeout/2)
-	}
+	t.Logf("the attempt after node 2 was silent for a node timeout took %v", time.Since(start).Round(time.Millisecond))
 	if !errors.Is(err, redlock.ErrNoQuorum) {
 		t.Errorf("TryObtain: %v, want ErrNoQuorum", err)
 	}
-	// The Observer hears of node 2 as of a node that failed.
+	// The Observer hears of node 2 as of a node that failed, and the call
+	// was not sent: the attempt did not wait for node 2. (What happened,
+	// not how long it took: a busy machine stretches any attempt.)
 	if e := awaitAnswer(t, answers, 2, redlock.OutcomeError); e.Err == nil {
 		t.Errorf("node 2's event: outcome %v with no error", e.Outcome)
+	} else if !errors.Is(e.Err, conn.ErrSilent) {
+		t.Errorf("node 2's answer: %v, want the call not sent to a node known silent (it waited for node 2)", e.Err)
 	}
 
 	// Node 2 answers again: with node 1 still held, a lock needs its vote.

@@ -16,6 +16,9 @@ import (
 type node struct {
 	addr string // for messages; credentials removed
 	pipe *conn.Pipe
+	// note records each answer of the node's for its state (see Health);
+	// made once per node, so that a call costs no closure for it.
+	note func(err error)
 }
 
 // nodeCall is a scriptCall ready to go to the nodes of a round: a node
@@ -39,6 +42,7 @@ func newNodeCall(timeout time.Duration, c scriptCall, decode decodeFunc) nodeCal
 // reply becomes the node's vote.
 type voteOp struct {
 	call   conn.Call
+	n      *node
 	node   int
 	decode decodeFunc
 	reply  func(int, quorum.Vote, int64, error)
@@ -52,6 +56,7 @@ func (sc nodeCall) send(n *node, i int, reply func(int, quorum.Vote, int64, erro
 	o := votePool.Get().(*voteOp)
 	*o = voteOp{
 		call:   conn.Call{Timeout: sc.timeout, Script: sc.script, Keys: sc.keys, Queue: sc.queue, Cmd: sc.cmd},
+		n:      n,
 		node:   i,
 		decode: sc.decode,
 		reply:  reply,
@@ -74,9 +79,12 @@ func (sc nodeCall) send(n *node, i int, reply func(int, quorum.Vote, int64, erro
 func (o *voteOp) Reply(cmd *redis.Cmd) {
 	r, err := cmd.Int64()
 	v, val, err := o.decode(r, err)
-	reply, node := o.reply, o.node
+	reply, node, n := o.reply, o.node, o.n
 	*o = voteOp{}
 	votePool.Put(o)
+	if n.note != nil {
+		n.note(err)
+	}
 	reply(node, v, val, err)
 }
 

@@ -3,6 +3,7 @@ package redlock
 import (
 	"github.com/quorumlock/redlock/redlock/internal/conn"
 
+	"log/slog"
 	"math"
 	"strings"
 	"time"
@@ -78,6 +79,12 @@ type config struct {
 	fenceLifeAnyway bool
 	obs             *observer   // WithObserver; nil: none
 	redisLog        *conn.Route // WithRedisLogger; nil: quiet
+	// logger gets the Locker's warnings (WithLogger); outageLog is how
+	// long an Obtain waits out an outage before it says so, and how often
+	// it says so again.
+	logger    *slog.Logger
+	loggerSet bool
+	outageLog time.Duration
 }
 
 // confirmFence is Campaign's option: see config.confirmFence.
@@ -110,7 +117,23 @@ func defaultConfig() config {
 		retry:       DefaultRetry,
 		clock:       clock.Real,
 		fenceLife:   defaultFenceLifetime,
+		outageLog:   DefaultOutageLog,
 	}
+}
+
+// DefaultOutageLog is how long an Obtain or Do waits out an outage before
+// the logger hears of it, and how often again while it lasts.
+const DefaultOutageLog = 10 * time.Second
+
+// WithLogger sets where the Locker's warnings go, at slog.LevelWarn: each
+// change of a node's state (down, back, replica, misconfigured,
+// abstaining, the same server as another node), with how many more node
+// failures the locks survive; and an Obtain or Do that has waited out an
+// outage for DefaultOutageLog, again every DefaultOutageLog while it
+// lasts. Default slog.Default(); nil is an ErrInvalid (to silence it, give
+// slog.New(slog.DiscardHandler)).
+func WithLogger(logger *slog.Logger) Option {
+	return lockerOption(func(c *config) { c.logger, c.loggerSet = logger, true })
 }
 
 // WithTTL sets how long the lock lives on the servers before it expires by
@@ -232,6 +255,8 @@ func (c *config) validate() error {
 		return invalid("nil clock")
 	case c.obs.invalid():
 		return invalid("nil Observer")
+	case c.loggerSet && c.logger == nil:
+		return invalid("nil logger (slog.New(slog.DiscardHandler) discards)")
 	case c.tokenSet && c.token == "":
 		return invalid("empty token")
 	case len(c.token) > MaxTokenLen:

@@ -287,10 +287,15 @@ func decodeHandoff(c *redis.Cmd) (quorum.Vote, handoffReply, error) {
 // otherSize is the size that a node's reply err says its semaphore has,
 // when err is acquire_slot.lua's SIZE error: the node keeps permits of
 // that size.
-func otherSize(err error) (string, bool) {
+func otherSize(err error) (int, bool) {
 	var re redis.Error
 	if err == nil || !errors.As(err, &re) {
-		return "", false
+		return 0, false
 	}
-	return strings.CutPrefix(re.Error(), "SIZE ")
+	size, ok := strings.CutPrefix(re.Error(), "SIZE ")
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.Atoi(size)
+	return n, err == nil
 }

@@ -223,7 +223,7 @@ func decideSlot(a *acquisition, p *acquirePlan, g *granting) {
 	won := count >= l.need
 	for i := range g.res.Replies {
 		if size, ok := otherSize(g.res.Replies[i].Err); ok {
-			g.reason = invalid("semaphore %s is in use with size %s, not %d", p.args[1], size, p.args[0])
+			g.reason = &SizeError{Name: wire.Name(slots[0]), Size: size, Want: p.args[0].(int)}
 			won = false
 		}
 	}

@@ -164,6 +164,7 @@ func (l *Locker) observeNodes(op Op, key string, start startFunc[int64]) startFu
 // handoffNode reports a node's answer r to a handoff round that began at
 // began: the waiter's acquisition is its outcome.
 func (l *Locker) handoffNode(ctx context.Context, key string, began time.Time, r quorum.Reply[handoffReply]) {
+	l.noteNode(r.Node, r.Err)
 	if l.cfg.obs == nil {
 		return
 	}

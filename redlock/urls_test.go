@@ -297,8 +297,8 @@ func FuzzParseURLHidesPassword(f *testing.F) {
 }
 
 // A rediss:// URL reaches a TLS server when its certificate is trusted
-// (here: skip_verify), and fails as an outage when it is not, or when a
-// redis:// URL names the TLS port.
+// (here: skip_verify), and fails as an outage when it is not, and as a
+// mistake when a redis:// URL names the TLS port.
 func TestNewFromURLsTLS(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -312,12 +312,13 @@ func TestNewFromURLsTLS(t *testing.T) {
 	}})
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	tests := []struct {
-		url string
-		ok  bool
+		url  string
+		ok   bool
+		want error
 	}{
-		{"rediss://" + addr + "?skip_verify=true", true},
-		{"rediss://" + addr, false}, // self-signed: not trusted
-		{"redis://" + addr, false},  // plain text to a TLS port
+		{"rediss://" + addr + "?skip_verify=true", true, nil},
+		{"rediss://" + addr, false, redlock.ErrNoQuorum},     // self-signed: not trusted
+		{"redis://" + addr, false, redlock.ErrMisconfigured}, // plain text to a TLS port: a mistake, not an outage
 	}
 	for _, tt := range tests {
 		l, err := redlock.NewFromURLs([]string{tt.url}, redlock.WithNodeTimeout(2*time.Second))
@@ -332,8 +333,8 @@ func TestNewFromURLsTLS(t *testing.T) {
 			if err := lock.Release(t.Context()); err != nil {
 				t.Error(err)
 			}
-		case !errors.Is(err, redlock.ErrNoQuorum):
-			t.Errorf("%s: TryObtain = %v, want ErrNoQuorum", tt.url, err)
+		case !errors.Is(err, tt.want):
+			t.Errorf("%s: TryObtain = %v, want %v", tt.url, err, tt.want)
 		}
 		if err := l.Close(); err != nil {
 			t.Error(err)

@@ -17,7 +17,10 @@ func (a *acquisition) retryLoop(ctx context.Context) (*Lock, error) {
 	}
 	seq := a.cfg.retry.Start()
 	// last is the last round's error: what a call that gives up reports.
-	var last error
+	var (
+		last   error
+		outage outageWatch // logs a long wait on an outage
+	)
 	for {
 		if w.inLine() { // only the line's own post offers (see sleep)
 			w.seen = w.a.l.gates.letGo(w.a.line)
@@ -37,6 +40,7 @@ func (a *acquisition) retryLoop(ctx context.Context) (*Lock, error) {
 				return w.got(lock), nil
 			}
 			wait, then, last = w.afterFailure(ctx, seq, err, last)
+			outage.note(a, err)
 		}
 		switch then {
 		case giveUp:

@@ -27,11 +27,15 @@ stored with it, how many times it is held (re-entry) and its remaining TTL,
 or the node's error; and which token, if any, holds a majority. With
 --slots N, the same for each permit of the semaphore KEY of N; with
 --shared, for the writer and each reader of the read-write lock KEY.
-
-Exit codes: 0 when a majority of nodes answered (whether or not the lock is
-held), 64 usage error, 69 when fewer than a majority answered (the table
-shows what the others said), 70 other failure.
 `,
+	exits: []exitDoc{
+		{"0", "a majority of nodes answered (whether or not the lock is held)"},
+		exitDocUsage,
+		exitDocNoInput,
+		{"69", "fewer than a majority of nodes answered (the table shows what\nthe others said)"},
+		exitDocFailure,
+		exitDocConfig,
+	},
 	define: func(fs *flagSet) action {
 		f := &inspectFlags{}
 		f.register(fs)
@@ -50,11 +54,16 @@ for it: the way out of a lock whose owner is gone. A live owner is not told;
 its next extension finds the lock lost, and "redlock run" then stops its
 command. --force is required, as a reminder of that; without --yes the
 current holder is shown and nothing is removed.
-
-Exit codes: 0 removed on a majority of nodes, 1 not removed: no --yes (the
-holder was shown), 64 usage error, 69 fewer than a majority of nodes could
-be reached, 70 other failure.
 `,
+	exits: []exitDoc{
+		{"0", "removed on a majority of nodes"},
+		{"1", "not removed: no --yes (the holder was shown)"},
+		exitDocUsage,
+		exitDocNoInput,
+		exitDocUnavailable,
+		exitDocFailure,
+		exitDocConfig,
+	},
 	define: func(fs *flagSet) action {
 		f := &releaseFlags{}
 		f.register(fs)
@@ -114,12 +123,19 @@ func (a *app) inspect(fs *flagSet, f *inspectFlags, args []string) int {
 	}
 	ctx := context.Background()
 	st, err := l.Inspect(ctx, key)
+	if err == nil && !f.json && !anyHeld(st) {
+		// Free as a lock: KEY may name a read-write lock with readers
+		// only, or a semaphore, whose keys are others.
+		if code, shown := a.inspectOtherKinds(fs, f, l, key); shown {
+			return code
+		}
+	}
 	if st != nil {
 		var werr error
 		if f.json {
 			werr = writeStatusJSON(a.stdout, st, l.Quorum())
 		} else {
-			werr = writeStatus(a.stdout, st, l.Quorum())
+			werr = writeStatus(a.stdout, "lock "+strconv.Quote(st.Key), st, l.Quorum())
 		}
 		if werr != nil {
 			a.errorf(fs.cmd, "writing the status: %v", werr)
@@ -134,7 +150,7 @@ func (a *app) inspect(fs *flagSet, f *inspectFlags, args []string) int {
 
 // writeStatus prints a status as a summary line and a table, one row per
 // node.
-func writeStatus(w io.Writer, st *redlock.Status, need int) error {
+func writeStatus(w io.Writer, title string, st *redlock.Status, need int) error {
 	held := 0
 	for _, n := range st.Nodes {
 		if n.Held && n.Token == st.Holder {
@@ -148,7 +164,7 @@ func writeStatus(w io.Writer, st *redlock.Status, need int) error {
 	default:
 		summary = fmt.Sprintf("not held by any owner on a majority (%d of %d nodes needed)", need, len(st.Nodes))
 	}
-	if _, err := fmt.Fprintf(w, "lock %s: %s\n\n", strconv.Quote(st.Key), summary); err != nil {
+	if _, err := fmt.Fprintf(w, "%s: %s\n\n", title, summary); err != nil {
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -248,7 +264,7 @@ func (a *app) forceRelease(fs *flagSet, f *releaseFlags, args []string) int {
 	if !f.yes {
 		st, err := l.Inspect(ctx, key)
 		if st != nil {
-			if werr := writeStatus(a.stderr, st, l.Quorum()); werr != nil {
+			if werr := writeStatus(a.stderr, "lock "+strconv.Quote(st.Key), st, l.Quorum()); werr != nil {
 				a.errorf(fs.cmd, "writing the status: %v", werr)
 			}
 		}
@@ -290,12 +306,16 @@ states that no lock is held. It searches every node for lock keys first and
 is refused (exit 75) while any exists; then it ends the quarantines and
 seeds the markers. A node that really lost its memory then votes at once:
 use it only when no lock can be held.
-
-Exit codes: 0 every node has its marker, 64 usage error, 69 some node could
-not be reached (run it again when it can), 70 other failure, 75 (with
---clear-quarantine) a lock key exists on some node, 78 the nodes refuse the
-commands (password, ACL).
 `,
+	exits: []exitDoc{
+		{"0", "every node has its marker"},
+		exitDocUsage,
+		exitDocNoInput,
+		{"69", "some node could not be reached (run it again when it can), or\nabstains: it lost its memory"},
+		exitDocFailure,
+		{"75", "with --clear-quarantine: a lock key exists on some node"},
+		exitDocConfig,
+	},
 	define: func(fs *flagSet) action {
 		var n nodeFlags
 		n.register(fs)
@@ -304,6 +324,12 @@ commands (password, ACL).
 		return func(a *app, fs *flagSet, args []string) int { return a.bootstrap(fs, &n, args, &clear) }
 	},
 })
+
+// clearQuarantineHint is what bootstrap says when nodes abstain: the way
+// out, and when it is safe.
+const clearQuarantineHint = "if no lock can be held now (a guarded run before the first bootstrap, say), " +
+	"\"redlock bootstrap --clear-quarantine\" ends the quarantine; it is refused while any lock key exists. " +
+	"If a node restarted without its data while locks were held, do not: wait out the guard's maximum TTL, after which it votes again"
 
 func (a *app) bootstrap(fs *flagSet, n *nodeFlags, args []string, clear *bool) int {
 	pos, code, ok := fs.parse(a, args)
@@ -361,6 +387,9 @@ func (a *app) bootstrap(fs *flagSet, n *nodeFlags, args []string, clear *bool) i
 			parts = append(parts, "not every node has its marker")
 		}
 		a.errorf(fs.cmd, "%s: %s", strings.Join(parts, ", "), errMsg(err))
+		if abstain > 0 {
+			fmt.Fprintf(a.stderr, "redlock %s: %s\n", fs.cmd.name, clearQuarantineHint)
+		}
 		return exitUnavailable
 	}
 	fmt.Fprintf(a.stdout, "restart-guard markers in place on all %d nodes\n", len(l.Nodes()))

@@ -32,7 +32,8 @@ func TestBootstrapWording(t *testing.T) {
 	if strings.Contains(stderr, `""`) {
 		t.Errorf("bootstrap's error names an empty key:\n%s", stderr)
 	}
-	for _, want := range []string{"1 node abstains", "1 node unreachable", servers[0].Addr, servers[2].Addr} {
+	for _, want := range []string{"1 node abstains", "1 node unreachable", servers[0].Addr, servers[2].Addr,
+		"redlock bootstrap --clear-quarantine", "if no lock can be held now", "wait out the guard's maximum TTL"} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("bootstrap's error does not say %q:\n%s", want, stderr)
 		}
@@ -49,8 +50,8 @@ func TestBootstrapClearQuarantine(t *testing.T) {
 	if code, _, stderr := redlockRun(t, env, "run", "--restart-guard", "60", "job", "--", "true"); code != exitUnavailable {
 		t.Fatalf("guarded run before bootstrap: code %d, want %d (every node abstains)\n%s", code, exitUnavailable, stderr)
 	}
-	if code, _, stderr := redlockRun(t, env, "bootstrap"); code != exitUnavailable {
-		t.Fatalf("bootstrap of quarantined nodes: code %d, want %d\n%s", code, exitUnavailable, stderr)
+	if code, _, stderr := redlockRun(t, env, "bootstrap"); code != exitUnavailable || !strings.Contains(stderr, "--clear-quarantine") {
+		t.Fatalf("bootstrap of quarantined nodes: code %d, want %d naming --clear-quarantine\n%s", code, exitUnavailable, stderr)
 	}
 	// A lock key on one node: clearing is refused, nothing changes.
 	clients := redistest.ClientsT(t, servers)

@@ -42,20 +42,23 @@
 // another campaigner leads at once (with --restart it then campaigns
 // again). leader prints who leads (--json, --watch).
 //
-// The nodes are redis:// or rediss:// URLs, given with --nodes or in the
-// REDLOCK_NODES environment variable; --cacert, --cert and --key set up
-// TLS for rediss:// nodes. Passwords in them never appear in redlock's
+// The nodes are redis:// or rediss:// URLs (or host:port, taken as
+// redis://host:port), given with --nodes or in the REDLOCK_NODES
+// environment variable; --tls-ca, --tls-cert and --tls-key set up TLS for
+// rediss:// nodes. Passwords in them never appear in redlock's
 // output, and run and elect do not pass REDLOCK_NODES on to COMMAND unless
 // told to (--pass-nodes).
 //
 // Exit codes: COMMAND's own code when it ran (128+N when signal N ended it);
-// otherwise 64 for a usage error, 69 when a majority of nodes could not be
-// reached, 70 for any other failure of redlock itself, 75 when the lock is
-// busy, 76 when the lock was lost while COMMAND ran, 78 when the nodes
-// refuse our commands for good (a wrong password, a missing ACL
-// permission), 126 when COMMAND could not be started and 127 when it was
-// not found.
+// otherwise 64 for a usage error, 65 when --slots differs from the
+// semaphore's size, 66 when a TLS file cannot be used, 69 when a majority
+// of nodes could not be reached, 70 for any other failure of redlock
+// itself, 75 when the lock is busy, 76 when the lock was lost while
+// COMMAND ran, 78 when the nodes refuse our commands for good (a wrong
+// password, a missing ACL permission, a database out of range, replicas,
+// TLS on one side only), 126 when COMMAND could not be started and 127
+// when it was not found. Each command's --help lists its own.
 //
-// "redlock help COMMAND" or "redlock COMMAND --help" tells more; docs/cli.md
-// is the full reference.
+// "redlock COMMAND --help" tells more, "redlock help COMMAND" all of it;
+// docs/cli.md is the full reference.
 package main

@@ -39,11 +39,17 @@ command (CONFIG is often renamed on managed services) the finding says what
 could not be verified. Give --restart-guard when the locks use it, so that
 a fresh cluster is told it needs "redlock bootstrap"; nodes that have the
 guard's markers are checked for it anyway.
-
-Exit codes: 0 all is well, 1 warnings only, 2 errors, 64 usage error, 69
-some node could not be reached (the other findings are still shown), 70
-other failure.
 `,
+	exits: []exitDoc{
+		{"0", "all is well"},
+		{"1", "warnings only"},
+		{"2", "errors"},
+		exitDocUsage,
+		exitDocNoInput,
+		{"69", "some node could not be reached (the other findings are still\nshown)"},
+		exitDocFailure,
+		exitDocConfig,
+	},
 	define: func(fs *flagSet) action {
 		f := &doctorFlags{}
 		f.register(fs)

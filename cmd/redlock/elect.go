@@ -55,22 +55,24 @@ or leadership is lost, and goes on until a signal: a standby that takes over
 whenever the leader goes away. It then exits with COMMAND's code (or 128+N
 for a signal N that came while it campaigned).
 
-Exit codes:
-  COMMAND's own  when it ran; 128+N when signal N ended it
-  64             usage error
-  66             a file of --cacert, --cert or --key cannot be used
-  69             a majority of nodes could not be reached
-  70             other failure of redlock
-  75             --wait ran out (or -n tried once) while another led
-  76             leadership was lost while COMMAND ran
-  126, 127       COMMAND could not be started, or was not found
-
 Environment:
   REDLOCK_NODES  the default of --nodes; not passed to COMMAND (unless
                  --pass-nodes)
   REDLOCK_TERM   set for COMMAND: the leader's term, which grows from one
                  leader to the next (a fencing token)
 `,
+	exits: []exitDoc{
+		{"COMMAND's own", "when it ran; 128+N when signal N ended it"},
+		exitDocUsage,
+		exitDocNoInput,
+		exitDocUnavailable,
+		exitDocFailure,
+		{"75", "--wait ran out (or -n tried once) while another led"},
+		{"76", "leadership was lost while COMMAND ran"},
+		exitDocConfig,
+		{"126, 127", "COMMAND could not be started, or was not found"},
+		{"128+N", "with --restart: signal N came while it campaigned"},
+	},
 	define: defineElect,
 })
 
@@ -83,11 +85,16 @@ print it again at every change of leader (a new leader, or none) until
 SIGINT or SIGTERM; while a majority of nodes cannot be reached, nothing is
 printed. With --json, each state is one JSON object on a line of its own:
 {"name", "leading", "metadata", "term", "ttl_ms"} (ttl_ms -1 without expiry).
-
-Exit codes: 0 someone leads (with --watch: stopped by a signal), 1 nobody
-leads, 64 usage error, 69 fewer than a majority of nodes answered, 70 other
-failure.
 `,
+	exits: []exitDoc{
+		{"0", "someone leads (with --watch: stopped by a signal)"},
+		{"1", "nobody leads"},
+		exitDocUsage,
+		exitDocNoInput,
+		{"69", "fewer than a majority of nodes answered"},
+		exitDocFailure,
+		exitDocConfig,
+	},
 	define: func(fs *flagSet) action {
 		f := &leaderFlags{}
 		f.register(fs)
@@ -166,6 +173,8 @@ func (a *app) elect(fs *flagSet, f *electFlags, args []string) int {
 	if f.restartGuard > 0 {
 		opts = append(opts, redlock.WithRestartGuard(f.restartGuard))
 	}
+	warn := warnings(fs.cmd, a.stderr)
+	opts = append(opts, redlock.WithLogger(warn.logger()))
 	l, closeAll, code, ok := a.locker(fs, &f.nodeFlags, opts...)
 	if !ok {
 		return code
@@ -180,6 +189,7 @@ func (a *app) elect(fs *flagSet, f *electFlags, args []string) int {
 		if lead == nil {
 			return code
 		}
+		_ = warn.start() // stderr's own failure: nowhere to report it
 		code, signalled := a.lead(fs.cmd, lead, argv, f, sigs)
 		if !f.restart || signalled {
 			return code

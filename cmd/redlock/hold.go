@@ -42,19 +42,20 @@ interactive shell's (the terminal's foreground, led by the session leader);
 A process that leaves the group (setsid, a daemon) is never covered. Use
 "redlock run" for a command that must never outlive the lock.
 
-Exit codes:
-  0              released after a signal
-  64             usage error
-  66             a file of --cacert, --cert or --key cannot be used
-  69             a majority of nodes could not be reached
-  70             other failure of redlock
-  75             the lock is busy (held by another owner)
-  76             the lock was lost while held
-  128+N          signal N arrived while waiting for the lock
-
 Environment:
   REDLOCK_NODES  the default of --nodes
 `,
+	exits: []exitDoc{
+		{"0", "released after a signal"},
+		exitDocUsage,
+		exitDocNoInput,
+		exitDocUnavailable,
+		exitDocFailure,
+		{"75", "the lock is busy (held by another owner)"},
+		{"76", "the lock was lost while held"},
+		exitDocConfig,
+		{"128+N", "signal N arrived while waiting for the lock"},
+	},
 	define: func(fs *flagSet) action {
 		f := &holdFlags{}
 		f.register(fs, "it is let go")

@@ -45,7 +45,7 @@ func TestBadInput(t *testing.T) {
 
 		{"no nodes", nil, []string{"run", "k", "--", "true"}, "no nodes: give --nodes or set REDLOCK_NODES"},
 		{"empty node list", nil, []string{"run", "--nodes", " , ", "k", "--", "true"}, "no nodes"},
-		{"not a URL", nil, []string{"run", "--nodes", "127.0.0.1:6379", "k", "--", "true"}, "node 1 (127.0.0.1:6379): not a URL"},
+		{"not a URL", nil, []string{"run", "--nodes", "localhost", "k", "--", "true"}, "node 1 (localhost): not a URL"},
 		{"wrong scheme", nil, []string{"run", "--nodes", "redis://127.0.0.1:1,http://127.0.0.1:2", "k", "--", "true"}, `node 2 (http://127.0.0.1:2): unsupported scheme "http"`},
 		{"unix socket", nil, []string{"run", "--nodes", "unix:///tmp/redis.sock", "k", "--", "true"}, `unsupported scheme "unix"`},
 		{"bad port", nil, []string{"run", "--nodes", "redis://127.0.0.1:port", "k", "--", "true"}, "(redis://127.0.0.1:xxxxx): malformed URL: the port is not a number"},
@@ -99,7 +99,7 @@ func TestHelp(t *testing.T) {
 		{[]string{"help"}, []string{"usage: redlock COMMAND"}},
 		{[]string{"run", "--help"}, []string{"usage: redlock run [flags] KEY -- COMMAND [ARGS...]", "--ttl", "--wait", "--cooldown", "--metadata", "--fencing", "--restart-guard", "--grace", "--nodes", "Exit codes", "REDLOCK_FENCE",
 			"-n, --no-wait", "-w, --wait duration|forever", "-E, --conflict-exit-code", "--outage-exit-code", "--pass-nodes",
-			"--unsafe-grace", "--cacert FILE", "--cert FILE", "--key FILE"}},
+			"--unsafe-grace", "--tls-ca FILE", "--tls-cert FILE", "--tls-key FILE"}},
 		{[]string{"elect", "--help"}, []string{"-n, --no-wait", "-w, --wait duration|forever", "--unsafe-grace", "--pass-nodes", "--ttl duration"}},
 		{[]string{"leader", "--help"}, []string{"--json", "--watch"}},
 		{[]string{"hold", "--help"}, []string{"usage: redlock hold [flags] KEY", "-w, --wait", "--fencing", "Exit codes"}},

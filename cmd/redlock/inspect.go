@@ -27,6 +27,7 @@ func (a *app) inspectMany(fs *flagSet, f *inspectFlags, l *redlock.Locker, key s
 	var (
 		summary string
 		shown   []*redlock.Status
+		titles  []string // each shown status's title: "permit 2", "writer", "reader TOKEN"
 		out     = manyJSON{Key: key}
 		err     error
 	)
@@ -37,12 +38,13 @@ func (a *app) inspectMany(fs *flagSet, f *inspectFlags, l *redlock.Locker, key s
 			return a.fail(fs.cmd, fmt.Sprintf("inspect %q", key), err)
 		}
 		held := 0
-		for _, st := range slots {
+		for i, st := range slots {
 			if st.Holder != "" {
 				held++
 			}
 			if anyHeld(st) {
 				shown = append(shown, st)
+				titles = append(titles, "permit "+strconv.Itoa(i))
 			}
 		}
 		summary = fmt.Sprintf("semaphore %s of %d: %d held on a majority (%d of %d nodes needed)", strconv.Quote(key), f.slots, held, need, len(slots[0].Nodes))
@@ -65,13 +67,17 @@ func (a *app) inspectMany(fs *flagSet, f *inspectFlags, l *redlock.Locker, key s
 		}
 		summary = fmt.Sprintf("read-write lock %s: %s, %d readers (%d of %d nodes needed)", strconv.Quote(key), state, len(readers), need, len(writer.Nodes))
 		shown = append([]*redlock.Status{writer}, readers...)
+		titles = append(titles, "writer")
+		for _, st := range readers {
+			titles = append(titles, "reader "+readerName(st))
+		}
 		w := toJSON(writer, need)
 		out.Writer = &w
 		for _, st := range readers {
 			out.Readers = append(out.Readers, toJSON(st, need))
 		}
 	}
-	if werr := writeMany(a.stdout, f.json, summary, shown, out, need); werr != nil {
+	if werr := writeMany(a.stdout, f.json, summary, titles, shown, out, need); werr != nil {
 		a.errorf(fs.cmd, "writing the status: %v", werr)
 		return exitFailure
 	}
@@ -102,7 +108,20 @@ func anyHeld(st *redlock.Status) bool {
 	return false
 }
 
-func writeMany(w io.Writer, asJSON bool, summary string, shown []*redlock.Status, out manyJSON, need int) error {
+// readerName is a reader's lease as inspect names it: by its token, not by
+// the library's own key that holds it.
+func readerName(st *redlock.Status) string {
+	for _, n := range st.Nodes {
+		if n.Held {
+			return n.Token
+		}
+	}
+	return st.Holder
+}
+
+// writeMany writes the summary and each shown status under its title, or
+// out as JSON.
+func writeMany(w io.Writer, asJSON bool, summary string, titles []string, shown []*redlock.Status, out manyJSON, need int) error {
 	if asJSON {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
@@ -111,13 +130,50 @@ func writeMany(w io.Writer, asJSON bool, summary string, shown []*redlock.Status
 	if _, err := fmt.Fprintf(w, "%s\n", summary); err != nil {
 		return err
 	}
-	for _, st := range shown {
+	for i, st := range shown {
 		if _, err := fmt.Fprintln(w); err != nil {
 			return err
 		}
-		if err := writeStatus(w, st, need); err != nil {
+		if err := writeStatus(w, titles[i], st, need); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// inspectOtherKinds shows KEY as a read-write lock when readers hold it, or
+// as a semaphore when permits of it are held, for an inspect without
+// --shared or --slots that found no lock KEY. shown is false when neither
+// is held: KEY is then shown as a lock.
+func (a *app) inspectOtherKinds(fs *flagSet, f *inspectFlags, l *redlock.Locker, key string) (code int, shown bool) {
+	ctx, need := context.Background(), l.Quorum()
+	if _, readers, err := l.RWMutex(key).Inspect(ctx); err == nil && len(readers) > 0 {
+		f.shared = true
+		return a.inspectMany(fs, f, l, key), true
+	}
+	// The size is not stored where inspect can ask for it cheaply: every
+	// slot a semaphore may have is looked at.
+	slots, err := l.Semaphore(key, redlock.MaxSemaphoreSize).Inspect(ctx)
+	if err != nil {
+		return 0, false
+	}
+	var (
+		held   []*redlock.Status
+		titles []string
+	)
+	for i, st := range slots {
+		if anyHeld(st) {
+			held = append(held, st)
+			titles = append(titles, "permit "+strconv.Itoa(i))
+		}
+	}
+	if len(held) == 0 {
+		return 0, false
+	}
+	summary := fmt.Sprintf("semaphore %s: %s held on some node (inspect --slots N shows it with its size N)", strconv.Quote(key), plural(len(held), "permit"))
+	if werr := writeMany(a.stdout, false, summary, titles, held, manyJSON{}, need); werr != nil {
+		a.errorf(fs.cmd, "writing the status: %v", werr)
+		return exitFailure, true
+	}
+	return exitOK, true
 }

@@ -59,3 +59,41 @@ func TestInspectSlotsAndShared(t *testing.T) {
 		t.Errorf("inspect --shared --slots: code %d, %s", code, stderr)
 	}
 }
+
+// inspect KEY without --slots or --shared of a busy semaphore or of a
+// read-write lock held by readers says what KEY is and shows what is held,
+// without the library's own key names; a key that is nothing is free.
+func TestInspectFindsKind(t *testing.T) {
+	t.Parallel()
+	env := nodesEnv(redistest.StartT(t, 3, redistest.Options{}))
+	permit := start(t, env, "run", "--slots", "3", "--metadata", "job=permit", "pool", "--", "sh", "-c", holdScript)
+	permit.stdout.await(t, "ready")
+	reader := start(t, env, "run", "--shared", "--metadata", "job=reader", "shard", "--", "sh", "-c", holdScript)
+	reader.stdout.await(t, "ready")
+
+	for _, tt := range []struct {
+		key  string
+		want []string
+	}{
+		{"pool", []string{`semaphore "pool": 1 permit held on some node (inspect --slots N shows it with its size N)`, "permit ", "job=permit"}},
+		{"shard", []string{`read-write lock "shard": no writer, 1 readers`, "writer: not held", "reader ", "job=reader"}},
+		{"nothing", []string{`lock "nothing": not held by any owner on a majority`}},
+	} {
+		code, stdout, stderr := redlockRun(t, env, "inspect", tt.key)
+		if code != 0 {
+			t.Errorf("inspect %s: code %d\n%s", tt.key, code, stderr)
+		}
+		for _, want := range tt.want {
+			if !strings.Contains(stdout, want) {
+				t.Errorf("inspect %s does not say %q:\n%s", tt.key, want, stdout)
+			}
+		}
+		if strings.Contains(stdout, "redlock:") {
+			t.Errorf("inspect %s shows the library's own key names:\n%s", tt.key, stdout)
+		}
+	}
+	for _, p := range []*proc{permit, reader} {
+		p.release()
+		p.expect(0)
+	}
+}

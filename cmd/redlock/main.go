@@ -23,6 +23,7 @@ const (
 	exitFailure     = 70  // any other failure of redlock itself (EX_SOFTWARE)
 	exitBusy        = 75  // the lock is held by another owner (EX_TEMPFAIL)
 	exitLost        = 76  // the lock was lost while the command ran
+	exitSize        = 65  // the semaphore has another number of permits than --slots (EX_DATAERR)
 	exitConfig      = 78  // the nodes refuse our commands for good: password, ACL (EX_CONFIG)
 	exitCannotRun   = 126 // the command was found but could not be started
 	exitNotFound    = 127 // the command was not found
@@ -86,7 +87,7 @@ func (a *app) main(args []string) int {
 			if c := commands[rest[0]]; c != nil {
 				fs := c.newFlags()
 				c.define(fs)
-				fs.printHelp(a.stdout)
+				fs.printHelp(a.stdout, true)
 				return exitOK
 			}
 			return a.usageError(nil, fmt.Sprintf("unknown command %q", rest[0]))
@@ -117,11 +118,32 @@ func (a *app) main(args []string) int {
 type command struct {
 	name     string
 	synopsis string // the arguments after "redlock NAME"
-	help     string // what the command does, printed by --help
+	help     string // what the command does: "redlock help NAME" prints it
+	// summary, when set, is what --help prints instead of help, with one
+	// line per flag, so that it fits a screen; "redlock help NAME" and
+	// docs/cli.md have the rest.
+	summary string
+	exits   []exitDoc // every exit code the command returns, in order
 	// define registers the command's flags and returns what runs it once
 	// they are known.
 	define func(fs *flagSet) action
 }
+
+// exitDoc is an exit code as --help and docs/cli.md list it.
+type exitDoc struct {
+	code string // "64", "COMMAND's own", "128+N"
+	what string
+}
+
+// The exit codes that every command reaching the nodes may return, besides
+// its own.
+var (
+	exitDocUsage       = exitDoc{"64", "usage error: bad flags or arguments, a former flag name"}
+	exitDocNoInput     = exitDoc{"66", "a file of --tls-ca, --tls-cert or --tls-key cannot be used"}
+	exitDocUnavailable = exitDoc{"69", "a majority of nodes could not be reached"}
+	exitDocFailure     = exitDoc{"70", "other failure of redlock"}
+	exitDocConfig      = exitDoc{"78", "misconfigured: the nodes refuse the commands for good (password,\nACL), or two URLs reach one server"}
+)
 
 // action runs a command with its raw arguments (after the command name) and
 // returns the exit code.
@@ -159,12 +181,17 @@ func (fs *flagSet) parse(a *app, args []string) (positional []string, code int, 
 	for {
 		if err := fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
-				fs.printHelp(a.stdout)
+				fs.printHelp(a.stdout, false)
 				return nil, exitOK, false
 			}
 			msg := err.Error()
 			if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
 				msg = "unknown flag --" + name
+			} else if name, ok := strings.CutPrefix(msg, "flag needs an argument: -"); ok && renamedFlags[name] != "" {
+				msg = renamedFlag{name, renamedFlags[name]}.Set("").Error()
+			} else if _, tail, ok := strings.Cut(msg, ": --"); ok && strings.HasPrefix(msg, "invalid value ") && strings.Contains(tail, " is now --") {
+				// The renamed flag's own message says it all.
+				msg = "--" + tail
 			} else {
 				msg = fs.longNames(msg)
 			}
@@ -209,11 +236,91 @@ func (fs *flagSet) isSet(name string) bool {
 	return set
 }
 
-// printHelp prints the command's usage line, description and flags.
-func (fs *flagSet) printHelp(w io.Writer) {
+// printHelp prints the command's usage line, description, flags and exit
+// codes: with full, as "redlock help NAME" does; else as --help does, the
+// summary and one line per flag when the command has a summary.
+func (fs *flagSet) printHelp(w io.Writer, full bool) {
+	if !full && fs.cmd.summary != "" {
+		fs.printSummary(w)
+		return
+	}
 	fmt.Fprintf(w, "%s\n\n%s\nFlags:\n", fs.cmd.usageLine(), fs.cmd.help)
+	fs.printFlags(w)
+	fmt.Fprintln(w, "\nExit codes:")
+	for _, e := range fs.cmd.exits {
+		fmt.Fprintf(w, "  %-14s %s\n", e.code, strings.ReplaceAll(e.what, "\n", "\n"+strings.Repeat(" ", 17)))
+	}
+}
+
+// printSummary prints --help's short form: the usage line, the summary,
+// one line per flag, and the exit codes on a few lines.
+func (fs *flagSet) printSummary(w io.Writer) {
+	fmt.Fprintf(w, "%s\n\n%s\nFlags (\"redlock help %s\" explains each):\n", fs.cmd.usageLine(), fs.cmd.summary, fs.cmd.name)
 	fs.VisitAll(func(f *flag.Flag) {
-		if fs.isAlias(f.Name) {
+		if _, renamed := f.Value.(renamedFlag); renamed || fs.isAlias(f.Name) {
+			return
+		}
+		kind, usage := flagKind(f)
+		name := "    --" + f.Name
+		if short := fs.short[f.Name]; short != "" {
+			name = "-" + short + ", --" + f.Name
+		}
+		if kind != "" {
+			name += " " + kind
+		}
+		fmt.Fprintf(w, "  %-29s %s\n", name, clip(usage, 80-32))
+	})
+	var codes []string
+	for _, e := range fs.cmd.exits {
+		what, _, _ := strings.Cut(e.what, ":")
+		what, _, _ = strings.Cut(what, "\n")
+		what, _, _ = strings.Cut(what, " (")
+		// A code stays on the line of the word after it.
+		codes = append(codes, strings.ReplaceAll(e.code, " ", "\x00")+"\x00"+what)
+	}
+	fmt.Fprintf(w, "\nExit codes: %s.\n", strings.ReplaceAll(wrap(strings.Join(codes, "; "), 78, "  "), "\x00", " "))
+}
+
+// clip is s's first line, cut at a space to at most width runes with "…"
+// where anything was left out.
+func clip(s string, width int) string {
+	first, rest, _ := strings.Cut(s, "\n")
+	if r := []rune(first); len(r) > width {
+		cut := strings.LastIndexByte(string(r[:width-1]), ' ')
+		if cut <= 0 {
+			cut = len(string(r[:width-1]))
+		}
+		return strings.TrimRight(first[:cut], ",;: ") + "…"
+	}
+	if rest != "" {
+		return strings.TrimRight(first, ",;: ") + "…"
+	}
+	return first
+}
+
+// wrap breaks s into lines of at most width runes at spaces, the lines
+// after the first indented by indent.
+func wrap(s string, width int, indent string) string {
+	var b strings.Builder
+	line := 12 // "Exit codes: "
+	for i, word := range strings.Fields(s) {
+		if i > 0 && line+1+len([]rune(word)) > width {
+			b.WriteString("\n" + indent)
+			line = len(indent)
+		} else if i > 0 {
+			b.WriteByte(' ')
+			line++
+		}
+		b.WriteString(word)
+		line += len([]rune(word))
+	}
+	return b.String()
+}
+
+// printFlags prints each flag with its usage and default.
+func (fs *flagSet) printFlags(w io.Writer) {
+	fs.VisitAll(func(f *flag.Flag) {
+		if _, renamed := f.Value.(renamedFlag); renamed || fs.isAlias(f.Name) {
 			return
 		}
 		kind, usage := flagKind(f)
@@ -257,6 +364,10 @@ func errMsg(err error) string { return strings.TrimPrefix(err.Error(), "redlock:
 func (a *app) fail(c *command, what string, err error) int {
 	msg := errMsg(err)
 	var qe *redlock.QuorumError
+	if size, asked, ok := semaphoreSize(err); ok {
+		a.errorf(c, "%s: the semaphore has %d permits on the nodes, not %d (--slots): give --slots %d, as its other users do", what, size, asked, size)
+		return exitSize
+	}
 	switch {
 	case errors.Is(err, redlock.ErrInvalid) && errors.As(err, &qe):
 		// Found at the nodes, not in the command line (two URLs that
@@ -279,4 +390,14 @@ func (a *app) fail(c *command, what string, err error) int {
 	}
 	a.errorf(c, "%s: %s", what, msg)
 	return exitFailure
+}
+
+// semaphoreSize reports whether err is a semaphore's refusal of a --slots
+// other than its size, the size the nodes have and the one asked for.
+func semaphoreSize(err error) (size, asked int, ok bool) {
+	var se *redlock.SizeError
+	if !errors.As(err, &se) {
+		return 0, 0, false
+	}
+	return se.Size, se.Want, true
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"regexp"
 	"strings"
 	"time"
 
@@ -27,24 +28,46 @@ type nodeFlags struct {
 	certFile, key string
 }
 
+// renamedFlags are the TLS flags' former names, by their new ones. The old
+// names are refused with a hint: --key (the TLS key) was taken for the
+// lock's KEY, which is an argument.
+var renamedFlags = map[string]string{"cacert": "tls-ca", "cert": "tls-cert", "key": "tls-key"}
+
+// renamedFlag is a former flag name: setting it is an error naming the new
+// one. --help does not show it.
+type renamedFlag struct{ old, new string }
+
+func (f renamedFlag) String() string { return "" }
+func (f renamedFlag) Set(string) error {
+	hint := ""
+	if f.old == "key" {
+		hint = "; the lock's name is the KEY argument, not a flag"
+	}
+	return fmt.Errorf("--%s is now --%s%s", f.old, f.new, hint)
+}
+
 func (n *nodeFlags) register(fs *flagSet) {
 	// The default is read from the environment after parsing, never shown
 	// as the flag's default: it may hold passwords.
 	fs.StringVar(&n.nodes, "nodes", "", "comma-separated redis:// or rediss:// `URLs` of the Redis masters,\n"+
-		"redis[s]://[[user]:password@]host[:port][/db][?option=value...];\n"+
+		"redis[s]://[[user]:password@]host[:port][/db][?option=value...],\n"+
+		"or host:port for redis://host:port;\n"+
 		"percent-encode , / ? # @ in a password (default $"+envNodes+")")
 	fs.durationVar(&n.nodeTimeout, "node-timeout", defaultNodeTimeout, "bound on each call to one node; a slower node counts\nas failed")
-	fs.StringVar(&n.cacert, "cacert", "", "PEM `FILE` of the certificate authorities that rediss:// nodes'\n"+
+	fs.StringVar(&n.cacert, "tls-ca", "", "PEM `FILE` of the certificate authorities that rediss:// nodes'\n"+
 		"certificates must chain to, instead of the system's")
-	fs.StringVar(&n.certFile, "cert", "", "PEM `FILE` of the client certificate to present to rediss://\nnodes (with --key)")
-	fs.StringVar(&n.key, "key", "", "PEM `FILE` of the private key of --cert")
+	fs.StringVar(&n.certFile, "tls-cert", "", "PEM `FILE` of the client certificate to present to rediss://\nnodes (with --tls-key)")
+	fs.StringVar(&n.key, "tls-key", "", "PEM `FILE` of the private key of --tls-cert")
+	for old, renamed := range renamedFlags {
+		fs.Var(renamedFlag{old, renamed}, old, "")
+	}
 }
 
 // exitNoInput is the exit code when a file that a flag names cannot be
 // used (EX_NOINPUT).
 const exitNoInput = 66
 
-// tlsConfig returns the TLS settings of --cacert, --cert and --key, nil
+// tlsConfig returns the TLS settings of --tls-ca, --tls-cert and --tls-key, nil
 // when none is given. ok is false when redlock should exit with code; the
 // error is reported then.
 func (a *app) tlsConfig(fs *flagSet, n *nodeFlags) (cfg *tls.Config, code int, ok bool) {
@@ -52,25 +75,25 @@ func (a *app) tlsConfig(fs *flagSet, n *nodeFlags) (cfg *tls.Config, code int, o
 		return nil, 0, true
 	}
 	if (n.certFile == "") != (n.key == "") {
-		return nil, a.usageError(fs.cmd, "--cert and --key go together"), false
+		return nil, a.usageError(fs.cmd, "--tls-cert and --tls-key go together"), false
 	}
 	cfg = &tls.Config{MinVersion: tls.VersionTLS12}
 	if n.cacert != "" {
 		pem, err := os.ReadFile(n.cacert)
 		if err != nil {
-			a.errorf(fs.cmd, "--cacert: %v", err)
+			a.errorf(fs.cmd, "--tls-ca: %v", err)
 			return nil, exitNoInput, false
 		}
 		cfg.RootCAs = x509.NewCertPool()
 		if !cfg.RootCAs.AppendCertsFromPEM(pem) {
-			a.errorf(fs.cmd, "--cacert %s: no PEM certificate in it", n.cacert)
+			a.errorf(fs.cmd, "--tls-ca %s: no PEM certificate in it", n.cacert)
 			return nil, exitNoInput, false
 		}
 	}
 	if n.certFile != "" {
 		cert, err := tls.LoadX509KeyPair(n.certFile, n.key)
 		if err != nil {
-			a.errorf(fs.cmd, "--cert %s, --key %s: %v", n.certFile, n.key, err)
+			a.errorf(fs.cmd, "--tls-cert %s, --tls-key %s: %v", n.certFile, n.key, err)
 			return nil, exitNoInput, false
 		}
 		cfg.Certificates = []tls.Certificate{cert}
@@ -87,7 +110,9 @@ func (a *app) locker(fs *flagSet, n *nodeFlags, opts ...redlock.Option) (l *redl
 	if !ok {
 		return nil, nil, code, false
 	}
-	opts = append([]redlock.Option{redlock.WithNodeTimeout(n.nodeTimeout)}, opts...)
+	// The library's warnings are for the commands that take a lock, which
+	// give their logger in opts; the others show the nodes' state anyway.
+	opts = append([]redlock.Option{redlock.WithNodeTimeout(n.nodeTimeout), redlock.WithLogger(quietLogger())}, opts...)
 	if tlsCfg == nil {
 		l, err := redlock.NewFromURLs(urls, opts...)
 		if err != nil {
@@ -125,7 +150,7 @@ func (a *app) clients(fs *flagSet, n *nodeFlags) (clients []*redis.Client, close
 }
 
 // nodeURLs returns the nodes' URLs (--nodes, or the environment) and the
-// TLS settings of --cacert, --cert and --key (nil when none is given),
+// TLS settings of --tls-ca, --tls-cert and --tls-key (nil when none is given),
 // checked, with --node-timeout. ok is false when redlock should exit with
 // code; the error is reported then.
 func (a *app) nodeURLs(fs *flagSet, n *nodeFlags) (urls []string, tlsCfg *tls.Config, code int, ok bool) {
@@ -181,22 +206,33 @@ func (a *app) buildClients(fs *flagSet, urls []string, tlsCfg *tls.Config) (clie
 	}
 	if tlsCfg != nil && tlsNodes == 0 {
 		closeAll()
-		return nil, nil, a.usageError(fs.cmd, "--cacert, --cert and --key are for rediss:// nodes, and none is given"), false
+		return nil, nil, a.usageError(fs.cmd, "--tls-ca, --tls-cert and --tls-key are for rediss:// nodes, and none is given"), false
 	}
 	return clients, closeAll, 0, true
 }
 
+// hostPort is a node given as a plain address, host:port: a name, an IPv4
+// address or a bracketed IPv6 address, and a port number. No password can
+// hide in it.
+var hostPort = regexp.MustCompile(`^([A-Za-z0-9._-]+|\[[0-9A-Fa-f:.]+\]):[0-9]{1,5}$`)
+
 // parseNodes splits a comma-separated list of node URLs and checks each
-// with redlock.ParseURL. Its errors name a node by its position and by its
-// URL with credentials removed.
+// with redlock.ParseURL; a plain host:port is taken as redis://host:port.
+// Its errors name a node by its position and by its URL with credentials
+// removed.
 func parseNodes(list string) ([]string, error) {
 	items := strings.Split(list, ",")
+	for i, raw := range items {
+		if raw = strings.TrimSpace(raw); hostPort.MatchString(raw) {
+			items[i] = "redis://" + raw
+		}
+	}
 	if len(items) > 1 {
 		// An item that is not a URL is most often the tail of a password
 		// with a comma, and the item before it its head: show neither.
 		for i, raw := range items {
 			if raw = strings.TrimSpace(raw); raw != "" && !strings.Contains(raw, "://") {
-				return nil, fmt.Errorf("item %d of the node list is not a URL (the list is not shown: it may hold a password): want %s; percent-encode a comma in a password as %%2C", i+1, redlock.URLForm)
+				return nil, fmt.Errorf("item %d of the node list is neither a URL nor host:port (the list is not shown: it may hold a password): want %s or host:port; percent-encode a comma in a password as %%2C", i+1, redlock.URLForm)
 			}
 		}
 	}

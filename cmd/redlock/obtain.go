@@ -129,7 +129,12 @@ func (a *app) withLock(fs *flagSet, f *lockFlags, key string, use func(lock *red
 		defer cancelWait()
 	}
 
-	l, closeAll, code, ok := a.locker(fs, &f.nodeFlags, opts...)
+	warn := warnings(fs.cmd, a.stderr)
+	logger := warn.logger()
+	if f.quiet {
+		logger = quietLogger()
+	}
+	l, closeAll, code, ok := a.locker(fs, &f.nodeFlags, append(opts, redlock.WithLogger(logger))...)
 	if !ok {
 		return code
 	}
@@ -145,6 +150,7 @@ func (a *app) withLock(fs *flagSet, f *lockFlags, key string, use func(lock *red
 	if lock == nil {
 		return code
 	}
+	_ = warn.start() // stderr's own failure: nowhere to report it
 	return use(lock, sigs)
 }
 
@@ -180,7 +186,7 @@ func (a *app) obtain(ctx, waitCtx context.Context, cancel context.CancelFunc, c 
 	var code int
 	if abstaining(err) {
 		a.errorf(c, "lock %q: nodes abstain under the restart guard: %s", key, errMsg(err))
-		a.errorf(c, "a node abstains when it lost its memory, and a cluster that was never bootstrapped looks the same: run \"redlock bootstrap\" once on a new cluster, before its first run with --restart-guard; nodes that abstain now vote again when their wait ends")
+		a.errorf(c, "a node abstains when it lost its memory, and a cluster that was never bootstrapped looks the same: run \"redlock bootstrap\" once on a new cluster, before its first run with --restart-guard (after such a run, \"redlock bootstrap --clear-quarantine\" while no lock can be held); nodes that abstain now vote again when their wait ends")
 		code = exitUnavailable
 	} else {
 		code = a.fail(c, fmt.Sprintf("lock %q", key), err)

@@ -67,21 +67,30 @@ itself and the clock drift.
 
 Durations are Go durations (1m30s, 500ms) or bare seconds (90, 0.5).
 
-Exit codes:
-  COMMAND's own  when it ran; 128+N when signal N ended it
-  64             usage error
-  66             a file of --cacert, --cert or --key cannot be used
-  69             a majority of nodes could not be reached (--outage-exit-code)
-  70             other failure of redlock
-  75             the lock is busy, held by another owner (-E)
-  76             the lock was lost while COMMAND ran
-  126, 127       COMMAND could not be started, or was not found
-  128+N          signal N arrived while waiting for the lock
-
 Environment:
   REDLOCK_NODES  the default of --nodes; not passed to COMMAND
   REDLOCK_FENCE  set for COMMAND with --fencing: the lock's fencing token
 `,
+	summary: `Run COMMAND while holding the lock KEY on a majority of the nodes: flock(1)
+across machines. The lock is extended while COMMAND runs and released once
+its process group has ended; if it is lost, the group gets SIGTERM, then
+SIGKILL before the lock's validity ends. redlock tries once (-n) and exits 75
+when another owner holds the lock; -w waits. --shared takes a reader's share,
+--slots N one of N permits; --fencing puts a token in $REDLOCK_FENCE.
+`,
+	exits: []exitDoc{
+		{"COMMAND's own", "when it ran; 128+N when signal N ended it"},
+		exitDocUsage,
+		{"65", "the semaphore KEY has another number of permits than --slots"},
+		exitDocNoInput,
+		{"69", "a majority of nodes could not be reached (--outage-exit-code)"},
+		exitDocFailure,
+		{"75", "the lock is busy, held by another owner (-E)"},
+		{"76", "the lock was lost while COMMAND ran"},
+		exitDocConfig,
+		{"126, 127", "COMMAND could not be started, or was not found"},
+		{"128+N", "signal N arrived while waiting for the lock"},
+	},
 	define: defineRun,
 })
 

@@ -96,7 +96,7 @@ func TestPasswordFragmentsNeverShown(t *testing.T) {
 	}{
 		{"comma, no user", "redis://:" + head + "," + tail + "@h:1", "percent-encode a comma"},
 		{"comma, user", "redis://u:" + head + "," + tail + "@h:1,redis://h:2", "percent-encode a comma"},
-		{"comma, last node", "redis://h:2,redis://u:" + head + "," + tail + "@h:1", "item 3 of the node list is not a URL"},
+		{"comma, last node", "redis://h:2,redis://u:" + head + "," + tail + "@h:1", "item 3 of the node list is neither a URL nor host:port"},
 		{"no host", "redis://:" + head + tail, "redis://:xxxxx"},
 		{"no host, user", "redis://u:" + head + tail + "/0", "redis://u:xxxxx/0"},
 	}

@@ -82,7 +82,7 @@ func privateCA(t *testing.T) (ca, srvCert, srvKey, cliCert, cliKey string) {
 	return ca, srvCert, srvKey, cliCert, cliKey
 }
 
-// --cacert trusts a private CA, --cert and --key present a client
+// --tls-ca trusts a private CA, --tls-cert and --tls-key present a client
 // certificate to servers that require one.
 func TestTLSFlags(t *testing.T) {
 	t.Parallel()
@@ -100,7 +100,7 @@ func TestTLSFlags(t *testing.T) {
 		urls = append(urls, "rediss://127.0.0.1:"+strconv.Itoa(port))
 	}
 	nodes := strings.Join(urls, ",")
-	tlsArgs := []string{"--cacert", ca, "--cert", cliCert, "--key", cliKey, "--node-timeout", "2s"}
+	tlsArgs := []string{"--tls-ca", ca, "--tls-cert", cliCert, "--tls-key", cliKey, "--node-timeout", "2s"}
 
 	code, stdout, stderr := redlockRun(t, nil, append(append([]string{"run", "--nodes", nodes}, tlsArgs...), "k", "--", "echo", "ran")...)
 	if code != 0 || stdout != "ran" {
@@ -114,8 +114,8 @@ func TestTLSFlags(t *testing.T) {
 		name string
 		args []string
 	}{
-		{"no client certificate", []string{"--cacert", ca}},
-		{"CA not trusted", []string{"--cert", cliCert, "--key", cliKey}},
+		{"no client certificate", []string{"--tls-ca", ca}},
+		{"CA not trusted", []string{"--tls-cert", cliCert, "--tls-key", cliKey}},
 	} {
 		args := append(append([]string{"run", "--nodes", nodes, "--node-timeout", "2s"}, tt.args...), "k", "--", "echo", "ran")
 		if code, stdout, stderr := redlockRun(t, nil, args...); code != exitUnavailable || stdout != "" {
@@ -130,15 +130,47 @@ func TestTLSFlags(t *testing.T) {
 		code  int
 		want  string
 	}{
-		{"cert without key", nodes, []string{"--cert", cliCert}, exitUsage, "--cert and --key go together"},
-		{"no rediss node", "redis://127.0.0.1:1", []string{"--cacert", ca}, exitUsage, "none is given"},
-		{"missing CA file", nodes, []string{"--cacert", filepath.Join(t.TempDir(), "nope.pem")}, exitNoInput, "--cacert"},
-		{"CA file without a certificate", nodes, []string{"--cacert", cliKey}, exitNoInput, "no PEM certificate"},
-		{"key does not match", nodes, []string{"--cert", cliCert, "--key", srvKey}, exitNoInput, "--cert"},
+		{"cert without key", nodes, []string{"--tls-cert", cliCert}, exitUsage, "--tls-cert and --tls-key go together"},
+		{"no rediss node", "redis://127.0.0.1:1", []string{"--tls-ca", ca}, exitUsage, "none is given"},
+		{"missing CA file", nodes, []string{"--tls-ca", filepath.Join(t.TempDir(), "nope.pem")}, exitNoInput, "--tls-ca"},
+		{"CA file without a certificate", nodes, []string{"--tls-ca", cliKey}, exitNoInput, "no PEM certificate"},
+		{"key does not match", nodes, []string{"--tls-cert", cliCert, "--tls-key", srvKey}, exitNoInput, "--tls-cert"},
 	} {
 		args := append(append([]string{"run", "--nodes", tt.nodes}, tt.args...), "k", "--", "echo", "ran")
 		if code, stdout, stderr := redlockRun(t, nil, args...); code != tt.code || stdout != "" || !strings.Contains(stderr, tt.want) {
 			t.Errorf("%s: code %d, stdout %q; want %d and %q\n%s", tt.name, code, stdout, tt.code, tt.want, stderr)
 		}
+	}
+}
+
+// Mistakes in the node URLs exit 78 at once, saying what is wrong: a
+// database the servers do not have, rediss:// against plain ports and
+// redis:// against TLS ports. doctor's fix for the TLS case names TLS.
+func TestMistakesExitConfig(t *testing.T) {
+	t.Parallel()
+	servers := redistest.StartTLST(t, 3)
+	var db, tlsToPlain, plainToTLS []string
+	for _, s := range servers {
+		db = append(db, "redis://"+s.Addr+"/99")
+		tlsToPlain = append(tlsToPlain, "rediss://"+s.Addr+"?skip_verify=true")
+		plainToTLS = append(plainToTLS, s.TLSAddr)
+	}
+	for _, tt := range []struct {
+		name  string
+		nodes []string
+		want  string
+	}{
+		{"database out of range", db, "database index out of range"},
+		{"rediss:// to a plain port", tlsToPlain, "TLS mismatch: the client speaks TLS (rediss://) and the server on this port does not"},
+		{"redis:// to a TLS port", plainToTLS, "TLS mismatch: the server speaks TLS on this port and the client does not"},
+	} {
+		code, stdout, stderr := redlockRun(t, nil, "run", "--wait", "forever", "--nodes", strings.Join(tt.nodes, ","), "k", "--", "echo", "ran")
+		if code != exitConfig || stdout != "" || !strings.Contains(stderr, tt.want) {
+			t.Errorf("%s: code %d, stdout %q; want %d and %q\n%s", tt.name, code, stdout, exitConfig, tt.want, stderr)
+		}
+	}
+	_, stdout, stderr := redlockRun(t, nil, "doctor", "--clock-window", "0", "--nodes", strings.Join(tlsToPlain, ","))
+	if !strings.Contains(stdout, "agree about TLS") {
+		t.Errorf("doctor with rediss:// to plain ports: the fix does not name TLS:\n%s\n%s", stdout, stderr)
 	}
 }

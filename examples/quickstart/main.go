@@ -1,6 +1,10 @@
 // Command quickstart runs work under a lock over independent Redis masters,
-// then takes a lock by hand. Give it the masters' addresses:
+// then takes a lock by hand. Without arguments it starts three local
+// redis-server processes on free loopback ports (installing redis-server
+// first if it is missing) and stops them at the end; or give it your
+// masters' addresses:
 //
+//	go run ./examples/quickstart
 //	go run ./examples/quickstart 10.0.0.1:6379 10.0.0.2:6379 10.0.0.3:6379
 package main
 
@@ -19,14 +23,20 @@ import (
 )
 
 func main() {
-	if len(os.Args) < 2 {
-		log.Fatal("usage: quickstart ADDR...  (one host:port per Redis master)")
+	addrs, stop := os.Args[1:], func() error { return nil }
+	if len(addrs) == 0 {
+		// No addresses given: three servers of its own (local.go).
+		var err error
+		if addrs, stop, err = localServers(3, os.Stderr); err != nil {
+			log.Fatal(err)
+		}
 	}
 	// At most 10 seconds for the locks and the work under them: Do's fn
 	// gets a context derived from this one.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := run(ctx, os.Stdout, os.Args[1:]); err != nil {
+	err := run(ctx, os.Stdout, addrs)
+	cancel()
+	if err = errors.Join(err, stop()); err != nil {
 		log.Fatal(err)
 	}
 }

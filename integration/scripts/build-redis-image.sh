@@ -25,6 +25,9 @@ if [ -z "$bin" ]; then
   echo "build-redis-image: redis-server not found; install it (apt-get install -y redis-server)" >&2
   exit 1
 fi
+# Debian's redis-server is a link to redis-check-rdb, one binary that acts
+# by the name it is run under: name the link in messages, copy the file.
+given=$bin
 bin=$(readlink -f "$bin")
 sum=$(sha256sum "$bin" | cut -d' ' -f1)
 
@@ -56,4 +59,8 @@ tar -C "$root" -c . | docker import \
   --change 'EXPOSE 6379' \
   --change "LABEL redlock.redis.sha256=$sum" \
   - "$image" >/dev/null
-echo "build-redis-image: built $image from $bin"
+if [ "$given" = "$bin" ]; then
+  echo "build-redis-image: built $image from $bin"
+else
+  echo "build-redis-image: built $image from $given (the binary $bin)"
+fi

@@ -96,6 +96,13 @@ func reachFix(err error) string {
 		return "give this node's password (in the URL as redis://:PASSWORD@host:port, or the client's Password)"
 	case strings.Contains(msg, "NOPERM"):
 		return aclFix
+	case strings.Contains(msg, "DB index is out of range"):
+		return "give a database the server has (the URL's /DB, or the client's DB: below the server's databases setting, 16 by default)"
+	case strings.Contains(msg, "TLS mismatch") || strings.Contains(msg, "TLS handshake") || strings.Contains(msg, "tls:"):
+		return "make the node's URL and its server agree about TLS: rediss:// for the server's tls-port, redis:// for its plain port; " +
+			"if both use TLS, check the certificates (the client's TLSConfig, --tls-ca)"
+	case strings.Contains(msg, "EOF") || strings.Contains(msg, "connection reset"):
+		return "the server ended the connection: if it speaks TLS on this port, use a rediss:// URL; else start the node or correct its address"
 	}
 	return "start the node or correct its address"
 }

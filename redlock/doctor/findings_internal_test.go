@@ -114,3 +114,23 @@ func TestAssessNodes(t *testing.T) {
 		t.Errorf("findings %+v", f)
 	}
 }
+
+// An unreachable node's fix says what the error points at: credentials,
+// the ACL, a database, TLS, or else the node's address.
+func TestReachFix(t *testing.T) {
+	for _, tc := range []struct{ err, want string }{
+		{"WRONGPASS invalid username-password pair", "correct the user name or password"},
+		{"NOAUTH Authentication required.", "give this node's password"},
+		{"NOPERM this user has no permissions", "ACL SETUSER"},
+		{"ERR DB index is out of range", "give a database the server has"},
+		{"redlock: TLS handshake with 127.0.0.1:7001: context deadline exceeded", "agree about TLS"},
+		{"tls: first record does not look like a TLS handshake", "agree about TLS"},
+		{"TLS mismatch: the server speaks TLS on this port and the client does not", "agree about TLS"},
+		{"EOF", "if it speaks TLS on this port, use a rediss:// URL"},
+		{"dial tcp 127.0.0.1:1: connect: connection refused", "start the node or correct its address"},
+	} {
+		if got := reachFix(errors.New(tc.err)); !strings.Contains(got, tc.want) {
+			t.Errorf("reachFix(%q) = %q, want it to say %q", tc.err, got, tc.want)
+		}
+	}
+}

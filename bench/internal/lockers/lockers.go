@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/bsm/redislock"
@@ -155,7 +156,8 @@ func New(m Mode, clients []redis.UniversalClient) (Impl, error) {
 		if err != nil {
 			return nil, err
 		}
-		l, err := redlock.New(plain, opts...)
+		// The fault scenarios take nodes out on purpose: no warnings.
+		l, err := redlock.New(plain, append(opts, redlock.WithLogger(slog.New(slog.DiscardHandler)))...)
 		if err != nil {
 			return nil, err
 		}

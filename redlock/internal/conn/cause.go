@@ -115,7 +115,8 @@ func (p *Pipe) WithCause(err error) error {
 	cause := c.get()
 	var reply redis.Error
 	switch {
-	case cause == nil:
+	case cause == nil || errors.Is(err, cause):
+		// No cause, or err is the cause itself (the batch failed on it).
 	case errors.Is(err, quorum.ErrTimeout):
 		return &timeoutError{cause: cause}
 	case Permanent(cause) && !errors.As(err, &reply):
@@ -137,14 +138,22 @@ func (e *connCauseError) Unwrap() []error { return []error{e.err, e.cause} }
 // Permanent reports whether a node's error is a refusal that no retry
 // mends: a wrong or missing password, a missing ACL permission (for a
 // command of ours or one a script runs), a command the server does not
-// know. Told by the server's error codes and texts, wherever the error
+// know, a database index the server does not have, a client and server
+// that disagree about TLS (TLSMismatch). Told by the server's error codes and texts, wherever the error
 // met them (a command's reply, the handshake, the last connection attempt
 // behind a timeout).
 func Permanent(err error) bool {
 	if err == nil {
 		return false
 	}
+	var mismatch *TLSMismatch
+	if errors.As(err, &mismatch) {
+		return true
+	}
 	msg := err.Error()
+	if strings.Contains(msg, "DB index is out of range") {
+		return true // SELECT of a database the server does not have
+	}
 	for _, code := range []string{"WRONGPASS", "NOAUTH", "NOPERM"} {
 		if strings.Contains(msg, code) {
 			return true

@@ -3,7 +3,6 @@ package conn
 import (
 	"context"
 	"crypto/tls"
-	"fmt"
 	"net"
 	"reflect"
 	"runtime"
@@ -136,8 +135,20 @@ func contextDialer(config *tls.Config) func(context.Context, string, string) (ne
 			// Named as the handshake's: its own text may be only
 			// "context deadline exceeded" (a server that does not speak
 			// TLS waits for more bytes).
-			return nil, fmt.Errorf("redlock: TLS handshake with %s: %w", addr, err)
+			return nil, &handshakeError{addr: addr, err: err}
 		}
 		return tc, nil
 	}
 }
+
+// handshakeError is a failed TLS handshake of the lock's own dialer.
+type handshakeError struct {
+	addr string
+	err  error
+}
+
+func (e *handshakeError) Error() string {
+	return "redlock: TLS handshake with " + e.addr + ": " + e.err.Error()
+}
+
+func (e *handshakeError) Unwrap() error { return e.err }

@@ -79,6 +79,7 @@ func (w *worker) connect(ctx context.Context) error {
 	}
 	c, err := p.dial(ctx, p.network, p.addr)
 	if err != nil {
+		err = p.checkTLS(err)
 		p.cause.note(err)
 		if to := p.route.To; to != nil {
 			// The line go-redis writes for a failed dial of its own.

@@ -152,6 +152,8 @@ func (w *worker) open(ctx context.Context) error {
 	}
 	if err == nil {
 		err = p.ident.claim(id.server)
+	} else {
+		err = p.checkTLS(err)
 	}
 	p.cause.note(err)
 	if err != nil {

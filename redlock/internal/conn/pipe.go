@@ -170,6 +170,11 @@ type Pipe struct {
 	spares        spares
 	// cause is why the last connection attempt failed, for error text.
 	cause lastCause
+	// timeout is the node timeout; probeTLS whether a failed connection
+	// may be checked for a TLS mismatch (see tlscheck.go): TCP, with the
+	// lock's own dialer.
+	timeout  time.Duration
+	probeTLS bool
 	// replica is whether the server said it is a replica when a
 	// connection last opened, for error text.
 	replica atomic.Bool
@@ -199,7 +204,8 @@ func NewPipe(c *redis.Client, timeout time.Duration, route *Route, ident *Identi
 	// nothing we do changes the caller's client, and none of its settings
 	// can make a script run twice or a wait outlast the node timeout.
 	cmd, sub := ClientOptions(c.Options(), timeout)
-	p := &Pipe{route: route, ident: ident, network: cmd.Network, addr: cmd.Addr, setup: max(c.Options().DialTimeout, timeout)}
+	p := &Pipe{route: route, ident: ident, network: cmd.Network, addr: cmd.Addr, setup: max(c.Options().DialTimeout, timeout), timeout: timeout}
+	p.probeTLS = cmd.Network == "tcp" && (c.Options().Dialer == nil || isDefaultDialer(c.Options().Dialer))
 	p.setups.done = make(chan struct{})
 	p.dial = p.dialed.note(routeDial(cmd.Dialer, route))
 	cmd.Dialer, sub.Dialer = p.spares.dialer(p.dial), p.subDialer(routeDial(sub.Dialer, route))

@@ -8,6 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/quorumlock/redlock/quorum"
 )
 
 // A node that answers nothing gets no acquisition once a batch to it has
@@ -63,9 +64,12 @@ func TestSilentNodeGetsProbesOnly(t *testing.T) {
 	if err := server.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	for killed := time.Now(); time.Since(killed) < 3*timeout; {
-		if d, err := acquire(); err == nil || errors.Is(err, ErrSilent) || d > timeout/2 {
-			t.Fatalf("call %v after the node was killed: %v after %v, want a fast error of its own", time.Since(killed).Round(time.Millisecond), err, d)
+	// A call that waited for the node would end in its timeout: each must
+	// end in the refusal instead (judged by the error, not by how long it
+	// took, which a busy machine stretches).
+	for i := range 100 {
+		if d, err := acquire(); err == nil || errors.Is(err, quorum.ErrTimeout) || isReply(err) {
+			t.Fatalf("call %d after the node was killed: %v after %v, want a refusal of its own, no timeout", i, err, d)
 		}
 	}
 }

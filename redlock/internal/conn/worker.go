@@ -223,9 +223,10 @@ func (w *worker) send(batch []*Call, timeout time.Duration, now time.Time) []*re
 		if !w.p.setups.closing() {
 			w.ctx.deadline = now.Add(max(timeout, w.p.setup))
 		}
-		stop := w.p.cause.slowSetUp(timeout)
+		stop, stopWatch := w.p.cause.slowSetUp(timeout), w.p.watchSlowTLS(timeout)
 		err := w.connect(ctx)
 		stop()
+		stopWatch()
 		if err != nil {
 			w.refused(err, now, timeout)
 			return failed(ctx, len(batch), err)
