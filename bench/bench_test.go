@@ -139,14 +139,8 @@ func BenchmarkObtainRelease(b *testing.B) { eachMode(b, false, true, obtainRelea
 // late.
 func BenchmarkSlowNode(b *testing.B) {
 	c := nodes(b)
-	if err := c.Proxy.SetLatency(slowLatency); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() {
-		if err := c.Proxy.SetLatency(0); err != nil {
-			b.Error(err)
-		}
-	})
+	c.Proxy.SetDelay(slowLatency)
+	b.Cleanup(func() { c.Proxy.SetDelay(0) })
 	eachMode(b, true, true, obtainRelease)
 }
 
@@ -154,9 +148,9 @@ func BenchmarkSlowNode(b *testing.B) {
 // connections.
 func BenchmarkNodeDown(b *testing.B) {
 	c := nodes(b)
-	c.Proxy.Down()
+	c.Proxy.Isolate()
 	b.Cleanup(func() {
-		if err := c.Proxy.Up(); err != nil {
+		if err := c.Proxy.Reconnect(); err != nil {
 			b.Error(err)
 		}
 	})

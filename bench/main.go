@@ -56,7 +56,7 @@ func run() error {
 		many       = flag.Int("many-workers", def.ManyWorkers, "throughput-many and throughput-many-fresh: goroutines, for redlock's modes")
 		contenders = flag.Int("contenders", def.Contenders, "contention: goroutines on one key")
 		hold       = flag.Duration("hold", def.Hold, "contention: how long each holder keeps the lock")
-		slow       = flag.Duration("slow", def.SlowLatency, "slow-node: latency added to each reply of one node (whole ms)")
+		slow       = flag.Duration("slow", def.SlowLatency, "slow-node: latency added to each reply of one node")
 		out        = flag.String("out", "results", "directory for the JSON file and the chart")
 		jsonPath   = flag.String("json", "", "JSON output file (default <out>/bench.json)")
 		chartPath  = flag.String("chart", "", "chart file, .svg or .png (default <out>/bench.svg)")

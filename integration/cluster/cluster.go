@@ -1,5 +1,6 @@
 // Package cluster runs a set of independent Redis masters for the chaos
-// suite, each behind its own TCP proxy in the test process (proxy.go), and
+// suite, each behind its own TCP fault proxy in the test process
+// (internal/redistest's Forwarder), and
 // gives the nemesis its faults: kill, restart, pause, blackhole, lost replies,
 // isolation, latency and connection resets.
 //
@@ -18,6 +19,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/quorumlock/redlock/internal/redistest"
 )
 
 // Backend starts Redis servers.
@@ -139,7 +142,7 @@ type Node struct {
 	// Index is the node's position in Cluster.Nodes.
 	Index int
 
-	proxy *proxy
+	proxy *redistest.Forwarder
 	addr  string // the proxy's listen address
 
 	mu     sync.Mutex
@@ -147,7 +150,7 @@ type Node struct {
 	// replica replicates from server through replLink; nil without
 	// Options.Replicas.
 	replica  Server
-	replLink *proxy
+	replLink *redistest.Forwarder
 	killed   bool
 	paused   bool
 	cut      bool // proxy disabled
@@ -186,7 +189,7 @@ func Start(ctx context.Context, backend Backend, n int, opts Options) (*Cluster,
 		return nil, fmt.Errorf("starting %d %s: %w", n, backend.Name(), err)
 	}
 	for i, s := range servers {
-		p, err := newProxy(s.Addr())
+		p, err := redistest.Forward(s.Addr())
 		if err != nil {
 			err = fmt.Errorf("starting proxy for node %d: %w", i, err)
 			// Close the nodes with proxies, then the servers without.
@@ -196,9 +199,8 @@ func Start(ctx context.Context, backend Backend, n int, opts Options) (*Cluster,
 			}
 			return nil, err
 		}
-		// The listener is bound, so Addr holds the real port; a later
-		// re-enable binds the same one.
-		c.Nodes[i] = &Node{Index: i, server: s, proxy: p, addr: p.Addr()}
+		// A later Reconnect binds the same port.
+		c.Nodes[i] = &Node{Index: i, server: s, proxy: p, addr: p.Addr}
 	}
 	if opts.Replicas {
 		if err := c.startReplicas(ctx); err != nil {
@@ -311,11 +313,11 @@ func (c *Cluster) Close(ctx context.Context) error {
 		if n == nil {
 			continue
 		}
-		n.proxy.close()
+		errs = append(errs, n.proxy.Close())
 		errs = append(errs, n.Resume(ctx))
 		errs = append(errs, n.server.Close(ctx))
 		if n.replica != nil {
-			n.replLink.close()
+			errs = append(errs, n.replLink.Close())
 			errs = append(errs, n.replica.Close(ctx))
 		}
 	}
@@ -399,15 +401,13 @@ func (n *Node) Resume(ctx context.Context) error {
 // Blackhole drops every byte in both directions on the node's connections,
 // existing and new, without closing them: a network partition.
 func (n *Node) Blackhole() error {
-	n.proxy.update(func(f *netFaults) { f.blackhole = true })
-	return nil
+	return n.proxy.UpdateFaults(func(f *redistest.Faults) { f.Blackhole = true })
 }
 
 // DropReplies lets requests through but drops the replies: the server does
 // what it is asked and the client never learns it.
 func (n *Node) DropReplies() error {
-	n.proxy.update(func(f *netFaults) { f.dropReplies = true })
-	return nil
+	return n.proxy.UpdateFaults(func(f *redistest.Faults) { f.DropReplies = true })
 }
 
 // Latency delays every chunk of data in both directions by latency ±
@@ -416,15 +416,15 @@ func (n *Node) Latency(latency, jitter time.Duration) error {
 	if latency < 0 || jitter < 0 || jitter > latency {
 		return fmt.Errorf("latency %v ± %v: want 0 <= jitter <= latency", latency, jitter)
 	}
-	n.proxy.update(func(f *netFaults) { f.latency, f.jitter = latency, jitter })
-	return nil
+	return n.proxy.UpdateFaults(func(f *redistest.Faults) {
+		f.RequestDelay, f.ReplyDelay, f.Jitter = latency, latency, jitter
+	})
 }
 
 // ResetPeer resets (TCP RST) every connection of the node as soon as the
 // client sends data, until healed.
 func (n *Node) ResetPeer() error {
-	n.proxy.update(func(f *netFaults) { f.reset = true })
-	return nil
+	return n.proxy.UpdateFaults(func(f *redistest.Faults) { f.Reset = true })
 }
 
 // Isolate disables the proxy: it closes every connection and refuses new
@@ -432,7 +432,7 @@ func (n *Node) ResetPeer() error {
 func (n *Node) Isolate() {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.proxy.stop()
+	n.proxy.Isolate()
 	n.cut = true
 }
 
@@ -443,7 +443,7 @@ func (n *Node) Reconnect() error {
 	if !n.cut {
 		return nil
 	}
-	if err := n.proxy.start(); err != nil {
+	if err := n.proxy.Reconnect(); err != nil {
 		return fmt.Errorf("re-enabling proxy %s: %w", n.addr, err)
 	}
 	n.cut = false
@@ -453,7 +453,8 @@ func (n *Node) Reconnect() error {
 // ClearNetwork removes the network faults of the node's proxy (blackhole,
 // lost replies, latency, resets); Reconnect undoes Isolate.
 func (n *Node) ClearNetwork() {
-	n.proxy.update(func(f *netFaults) { *f = netFaults{} })
+	// The zero Faults are valid: SetFaults cannot fail.
+	_ = n.proxy.SetFaults(redistest.Faults{})
 }
 
 // Heal undoes every fault on the node.

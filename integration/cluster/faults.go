@@ -223,14 +223,14 @@ func (c *Cluster) startReplicas(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		link, err := newProxy(n.server.Addr())
+		link, err := redistest.Forward(n.server.Addr())
 		if err != nil {
 			return errors.Join(err, r.Close(ctx))
 		}
 		n.mu.Lock()
 		n.replica, n.replLink = r, link
 		n.mu.Unlock()
-		if err := attach(ctx, r, link.Addr()); err != nil {
+		if err := attach(ctx, r, link.Addr); err != nil {
 			return err
 		}
 	}
@@ -275,7 +275,9 @@ func (n *Node) StallReplica(_ context.Context) error {
 		return errors.New("failover: the node has no replica (cluster Options.Replicas)")
 	}
 	// The replica is the link's client: the stream is the replies.
-	n.replLink.update(func(f *netFaults) { f.dropReplies = true })
+	if err := n.replLink.UpdateFaults(func(f *redistest.Faults) { f.DropReplies = true }); err != nil {
+		return err
+	}
 	n.replicaStalled = true
 	return nil
 }
@@ -285,7 +287,8 @@ func (n *Node) unstallLocked() {
 	if !n.replicaStalled {
 		return
 	}
-	n.replLink.update(func(f *netFaults) { f.dropReplies = false })
+	// Dropping no replies is a valid change: UpdateFaults cannot fail.
+	_ = n.replLink.UpdateFaults(func(f *redistest.Faults) { f.DropReplies = false })
 	n.replicaStalled = false
 }
 
@@ -305,7 +308,7 @@ func (n *Node) Failover(ctx context.Context) error {
 	}
 	// Closing the link drops what it held back: the replica promotes with
 	// what it had.
-	n.replLink.stop()
+	n.replLink.Isolate()
 	n.unstallLocked()
 	rc := NewClient(promoted.Addr())
 	err := rc.ReplicaOf(ctx, "NO", "ONE").Err()
@@ -313,17 +316,18 @@ func (n *Node) Failover(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("promoting the replica: %w", err)
 	}
-	n.proxy.setUpstream(promoted.Addr())
+	n.proxy.MoveTo(promoted.Addr())
+	n.proxy.Disconnect()
 	n.server, n.replica = promoted, old
 	if err := old.Start(ctx); err != nil {
 		return err
 	}
 	n.killed = false
-	n.replLink.setUpstream(promoted.Addr())
-	if err := n.replLink.start(); err != nil {
+	n.replLink.MoveTo(promoted.Addr())
+	if err := n.replLink.Reconnect(); err != nil {
 		return fmt.Errorf("pointing the replication link at the promoted replica: %w", err)
 	}
-	return attach(ctx, old, n.replLink.Addr())
+	return attach(ctx, old, n.replLink.Addr)
 }
 
 // clocked is a server started under the clock shim.

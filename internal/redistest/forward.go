@@ -2,6 +2,8 @@ package redistest
 
 import (
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"net"
 	"slices"
 	"strings"
@@ -12,13 +14,19 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Forwarder is a TCP forwarder to a server on a loopback port of its own.
-// Left alone it is a plain second address for the server, as a proxy, a load
-// balancer or a DNS alias would give. It can also play a bad network between
-// its clients and the server, each independently:
+// Forwarder is the TCP fault proxy of every test in the repository: the
+// library's, the chaos suite's and the benchmark harness's. It listens on
+// a loopback port of its own in front of one server. Left alone it is a
+// plain second address for the server, as a proxy, a load balancer or a
+// DNS alias would give. It can also play a bad network between its clients
+// and the server:
 //
-//   - SetDelay holds back the server's replies, while commands still take
-//     effect on the server at once: a slow node or a slow return path.
+//   - SetFaults and UpdateFaults set the faults that act on every
+//     connection, open or new (see Faults): requests or replies held back
+//     by a delay with jitter (SetDelay is the reply delay alone), a
+//     partition that drops every byte both ways, replies dropped while
+//     commands still take effect, connections reset as soon as their
+//     client sends.
 //   - Hold holds up what clients send on the connections open at that
 //     moment, while connections opened later pass freely; Free lets it go
 //     on: a congested path that delivers a command long after it was sent.
@@ -26,7 +34,19 @@ import (
 //     that makes no sense, after which the client's stream is out of step.
 //   - MoveTo puts another server behind the forwarder, open connections
 //     included, between one command and the next: a proxy that follows a
-//     failover, unseen by its clients.
+//     failover, unseen by its clients. Disconnect ends the open
+//     connections, as a proxy that follows a failover by cutting them does.
+//   - Isolate closes the listener and every connection: clients are
+//     refused, as by a host whose server died, until Reconnect listens
+//     again on the same port.
+//
+// Every accepted connection is served on a goroutine of its own, and the
+// server is dialled only once the client has sent something: a storm of
+// connections whose clients gave up before sending (clients that time out
+// and reconnect on a busy machine) costs the server nothing, and the
+// clients behind the storm are served. A proxy whose accept loop dials the
+// server for each connection in turn (toxiproxy's) falls behind such a
+// storm and never catches up.
 //
 // When one side of a connection ends, the forwarder ends the other, as a
 // proxy does.
@@ -34,24 +54,63 @@ type Forwarder struct {
 	// Addr is the forwarder's own address.
 	Addr string
 
-	target atomic.Pointer[string] // where connections go (MoveTo)
-	ln     net.Listener
-	delay  atomic.Int64           // nanoseconds; read per reply chunk, so it may change at any time
-	garble atomic.Pointer[string] // the next reply chunk gets this line in front (Garble)
-	done   chan struct{}          // closed by Close: delayed replies are dropped
-	wg     sync.WaitGroup
+	target   atomic.Pointer[string] // where connections go (MoveTo)
+	faults   atomic.Pointer[faultState]
+	faultsMu sync.Mutex             // serializes UpdateFaults
+	garble   atomic.Pointer[string] // the next reply chunk gets this line in front (Garble)
+	done     chan struct{}          // closed by Close: delayed replies are dropped
+	wg       sync.WaitGroup
 
 	mu     sync.Mutex
-	cond   *sync.Cond // broadcast when a link is freed or ended, its pending bytes shrink, or a reply is read
+	cond   *sync.Cond   // broadcast when a link is freed or ended, its pending bytes shrink, or a reply is read
+	ln     net.Listener // nil while isolated or closed
 	links  map[*link]struct{}
 	closed bool
+}
+
+// Faults are the network faults a Forwarder plays on every connection,
+// open or new. The zero value passes everything at once.
+type Faults struct {
+	// RequestDelay holds back each chunk that a client sends, ReplyDelay
+	// each chunk that the server replies, by that long ± Jitter (counted
+	// from when the forwarder read it; a delay of 0 gets no jitter).
+	// Chunks keep their order. A request waiting out its delay goes by the
+	// faults in force when the delay ends; a reply keeps the delay it got.
+	RequestDelay, ReplyDelay, Jitter time.Duration
+	// Blackhole drops every byte both ways and leaves the connections
+	// open: a network partition. A connection that lost a request stays on
+	// its server (MoveTo passes it by).
+	Blackhole bool
+	// DropReplies drops what the server sends: commands take effect, and
+	// their clients never learn it.
+	DropReplies bool
+	// Reset resets (TCP RST) a connection, both sides, as soon as its
+	// client sends something.
+	Reset bool
+}
+
+// faultState is a set of faults in force. A new state replaces it (it is
+// never changed in place) and closes its changed channel, so that a request
+// waiting out its delay sees the change.
+type faultState struct {
+	Faults
+	changed chan struct{}
+}
+
+// jittered returns d ± jitter, where spread in [-1, 1) picks the point in the
+// range; 0 stays 0, and the result is never negative.
+func jittered(d, jitter time.Duration, spread float64) time.Duration {
+	if d <= 0 {
+		return 0
+	}
+	return max(d+time.Duration(float64(jitter)*spread), 0)
 }
 
 // link is one client connection and the forwarder's own connection to the
 // server for it.
 type link struct {
 	client     net.Conn
-	server     net.Conn      // the connection to the server now; replaced only by requests (move)
+	server     net.Conn      // the connection to the server now, nil until dialled; replaced only by requests (move)
 	queue      chan delayed  // replies on their way to the client, from every server the link had
 	writerDone chan struct{} // closed when the writer stops
 	held       bool          // requests wait in the forwarder (Hold)
@@ -71,9 +130,9 @@ type link struct {
 }
 
 // Forward starts a forwarder to target (host:port), passing everything at
-// once; see SetDelay, Hold, Garble and MoveTo for the bad network it can
-// play. Its port stays reserved for the rest of the process, so that after
-// Close its address stays dead for whoever still points at it.
+// once; see the Forwarder's doc for the bad network it can play. Its port
+// stays reserved for the rest of the process, so that after Close its
+// address stays dead for whoever still points at it.
 func Forward(target string) (*Forwarder, error) {
 	ln, err := listenReserved()
 	if err != nil {
@@ -86,9 +145,10 @@ func Forward(target string) (*Forwarder, error) {
 		links: map[*link]struct{}{},
 	}
 	f.target.Store(&target)
+	f.faults.Store(&faultState{changed: make(chan struct{})})
 	f.cond = sync.NewCond(&f.mu)
 	f.wg.Add(1)
-	go f.accept()
+	go f.accept(ln)
 	return f, nil
 }
 
@@ -97,10 +157,42 @@ func Forward(target string) (*Forwarder, error) {
 // behaviour whichever way it reaches the server.
 func (f *Forwarder) NewClient() *redis.Client { return newClient(f.Addr) }
 
+// SetFaults replaces the faults in force with faults; SetFaults(Faults{})
+// heals them all. A negative delay or jitter is an error, and leaves the
+// faults unchanged.
+func (f *Forwarder) SetFaults(faults Faults) error {
+	return f.UpdateFaults(func(x *Faults) { *x = faults })
+}
+
+// UpdateFaults changes the faults in force with change, which gets a copy
+// of them, as one step: calls from several goroutines do not lose each
+// other's changes. A negative delay or jitter is an error, and leaves the
+// faults unchanged.
+func (f *Forwarder) UpdateFaults(change func(*Faults)) error {
+	f.faultsMu.Lock()
+	defer f.faultsMu.Unlock()
+	old := f.faults.Load()
+	next := &faultState{Faults: old.Faults, changed: make(chan struct{})}
+	change(&next.Faults)
+	if next.RequestDelay < 0 || next.ReplyDelay < 0 || next.Jitter < 0 {
+		return fmt.Errorf("redistest: faults with a negative delay or jitter (request %v, reply %v, jitter %v)",
+			next.RequestDelay, next.ReplyDelay, next.Jitter)
+	}
+	f.faults.Store(next)
+	close(old.changed)
+	return nil
+}
+
+// Faults returns the faults in force.
+func (f *Forwarder) Faults() Faults { return f.faults.Load().Faults }
+
 // SetDelay makes every reply that the server sends from now on reach the
-// client d later; 0 forwards at once. Replies already held keep their delay,
-// and replies keep their order.
-func (f *Forwarder) SetDelay(d time.Duration) { f.delay.Store(int64(d)) }
+// client d later; 0 (or less) forwards at once. Replies already held keep
+// their delay, and replies keep their order. The other faults stay.
+func (f *Forwarder) SetDelay(d time.Duration) {
+	// max keeps the delay valid, so UpdateFaults cannot fail.
+	_ = f.UpdateFaults(func(x *Faults) { x.ReplyDelay = max(d, 0) })
+}
 
 // Garble puts a line that is no RESP reply in front of the next chunk of
 // reply the server sends, on whichever connection that is. The client reads
@@ -170,6 +262,56 @@ func (f *Forwarder) Free() {
 	}
 }
 
+// Disconnect ends every open connection, both sides; the forwarder goes on
+// accepting new ones.
+func (f *Forwarder) Disconnect() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for l := range f.links {
+		cutLocked(l, false)
+	}
+	f.cond.Broadcast()
+}
+
+// Isolate closes the listener and ends every connection: to its clients
+// the server is a host whose server process died (connection refused).
+// Reconnect undoes it. The faults stay as they are.
+func (f *Forwarder) Isolate() {
+	f.mu.Lock()
+	ln := f.ln
+	f.ln = nil
+	for l := range f.links {
+		cutLocked(l, false)
+	}
+	f.cond.Broadcast()
+	f.mu.Unlock()
+	if ln != nil {
+		_ = ln.Close() // ours alone: its accept loop returns
+	}
+}
+
+// Reconnect listens again on the forwarder's address after Isolate; it does
+// nothing when the forwarder is listening. It fails after Close, or when
+// the port cannot be bound.
+func (f *Forwarder) Reconnect() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return fmt.Errorf("redistest: forwarder %s is closed", f.Addr)
+	}
+	if f.ln != nil {
+		return nil
+	}
+	ln, err := net.Listen("tcp", f.Addr)
+	if err != nil {
+		return fmt.Errorf("redistest: forwarder listening again: %w", err)
+	}
+	f.ln = ln
+	f.wg.Add(1)
+	go f.accept(ln)
+	return nil
+}
+
 // Close stops the forwarder and ends its connections; held requests and
 // delayed replies are dropped. Closing again does nothing more.
 func (f *Forwarder) Close() error {
@@ -178,14 +320,17 @@ func (f *Forwarder) Close() error {
 		f.closed = true
 		close(f.done)
 	}
+	ln := f.ln
+	f.ln = nil
 	for l := range f.links {
-		l.ended = true
-		_ = l.client.Close()
-		_ = l.server.Close()
+		cutLocked(l, false)
 	}
 	f.cond.Broadcast()
 	f.mu.Unlock()
-	err := f.ln.Close()
+	var err error
+	if ln != nil {
+		err = ln.Close()
+	}
 	f.wg.Wait()
 	if errors.Is(err, net.ErrClosed) {
 		err = nil
@@ -193,50 +338,90 @@ func (f *Forwarder) Close() error {
 	return err
 }
 
-func (f *Forwarder) accept() {
-	defer f.wg.Done()
-	for {
-		c, err := f.ln.Accept()
-		if err != nil {
-			return
-		}
-		target := f.Target()
-		up, err := net.Dial("tcp", target)
-		if err != nil {
-			// The client sees the server refuse, as it would directly.
-			_ = c.Close()
+// cutLocked ends both sides of l at once, with a TCP RST when reset is
+// true; f.mu is held, and the caller broadcasts f.cond.
+func cutLocked(l *link, reset bool) {
+	l.ended = true
+	for _, c := range []net.Conn{l.client, l.server} {
+		if c == nil {
 			continue
 		}
-		l := &link{
-			client: c, server: up, backend: target, live: 2,
-			queue: make(chan delayed, 256), writerDone: make(chan struct{}),
+		if tc, ok := c.(*net.TCPConn); ok && reset {
+			_ = tc.SetLinger(0)
 		}
-		f.mu.Lock()
-		if f.closed {
-			// Close has already ended the links it knew of; this one came
-			// too late to be ended by it.
-			f.mu.Unlock()
-			_ = c.Close()
-			_ = up.Close()
-			return
-		}
-		f.links[l] = struct{}{}
-		f.mu.Unlock()
-		f.wg.Add(3)
-		go f.requests(l)
-		go f.replies(l, up, 0)
-		go func() {
-			defer f.wg.Done()
-			defer close(l.writerDone)
-			f.write(l.client, l.queue)
-		}()
+		_ = c.Close()
 	}
 }
 
-// requests passes what the client sends on to the server, waiting while
-// the link is held.
-func (f *Forwarder) requests(l *link) {
+// accept serves each connection ln accepts on a goroutine of its own.
+func (f *Forwarder) accept(ln net.Listener) {
 	defer f.wg.Done()
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return // closed by Close or Isolate
+		}
+		l := &link{
+			client: c, live: 1,
+			queue: make(chan delayed, 256), writerDone: make(chan struct{}),
+		}
+		f.mu.Lock()
+		if f.ln != ln {
+			// Close or Isolate has already ended the links it knew of;
+			// this one came too late to be ended by it.
+			f.mu.Unlock()
+			_ = c.Close()
+			return
+		}
+		f.links[l] = struct{}{}
+		f.wg.Add(1)
+		f.mu.Unlock()
+		go f.serve(l)
+	}
+}
+
+// serve dials the server for l once its client has sent something, then
+// passes the link's traffic both ways until it ends. A client that leaves
+// before sending costs the server nothing. If the server cannot be reached,
+// the client's connection is closed, as a proxy closes it.
+func (f *Forwarder) serve(l *link) {
+	defer f.wg.Done()
+	buf := make([]byte, 32<<10)
+	n, err := l.client.Read(buf)
+	if n == 0 {
+		f.end(l)
+		f.forget(l)
+		return
+	}
+	target := f.Target()
+	up, derr := net.DialTimeout("tcp", target, 5*time.Second)
+	f.mu.Lock()
+	if derr != nil || l.ended {
+		f.mu.Unlock()
+		if up != nil {
+			_ = up.Close()
+		}
+		f.end(l)
+		f.forget(l)
+		return
+	}
+	l.server, l.backend = up, target
+	l.live++
+	f.wg.Add(2)
+	f.mu.Unlock()
+	go f.replies(l, up, 0)
+	go func() {
+		defer f.wg.Done()
+		defer close(l.writerDone)
+		f.write(l.client, l.queue)
+	}()
+	f.requests(l, buf, n, err)
+}
+
+// requests passes what the client sends on to the server, through the
+// faults, waiting while the link is held; buf[:n] and err are what the
+// first read returned.
+func (f *Forwarder) requests(l *link, buf []byte, n int, err error) {
 	ended := false
 	defer func() {
 		// A link the server ended is closed by replies, once the replies
@@ -247,10 +432,9 @@ func (f *Forwarder) requests(l *link) {
 		}
 		f.forget(l)
 	}()
-	buf := make([]byte, 32<<10)
 	for {
-		n, err := l.client.Read(buf)
 		if n > 0 {
+			arrived := time.Now()
 			f.mu.Lock()
 			l.pending += n
 			for l.held && !l.ended {
@@ -264,20 +448,75 @@ func (f *Forwarder) requests(l *link) {
 				f.settle(l, n)
 				return
 			}
-			werr := f.pass(l, buf[:n])
-			f.settle(l, n)
-			if errors.Is(werr, errEnded) {
-				// Ended by Close, or by the replies goroutine once the
-				// client has what was read before the end.
+			switch f.admit(arrived) {
+			case resetLink:
+				f.mu.Lock()
+				cutLocked(l, true)
+				f.cond.Broadcast()
+				f.mu.Unlock()
+				f.settle(l, n)
 				ended = true
 				return
-			}
-			if werr != nil {
-				return
+			case dropChunk:
+				// The server's stream is no longer in step with what the
+				// client sent: the link cannot move any more.
+				l.opaque, l.partial = true, nil
+				f.settle(l, n)
+			case passChunk:
+				werr := f.pass(l, buf[:n])
+				f.settle(l, n)
+				if errors.Is(werr, errEnded) {
+					// Ended by Close, or by the replies goroutine once the
+					// client has what was read before the end.
+					ended = true
+					return
+				}
+				if werr != nil {
+					return
+				}
 			}
 		}
 		if err != nil {
 			return
+		}
+		n, err = l.client.Read(buf)
+	}
+}
+
+// verdict is what the faults make of a chunk a client sent.
+type verdict int
+
+const (
+	passChunk verdict = iota
+	dropChunk
+	resetLink
+)
+
+// admit waits out the request delay of a chunk read at arrived and returns
+// what the faults in force then make of it. A change of faults while it
+// waits is seen at once; Close drops the chunk.
+func (f *Forwarder) admit(arrived time.Time) verdict {
+	spread := 2*rand.Float64() - 1
+	for {
+		s := f.faults.Load()
+		switch {
+		case s.Reset:
+			return resetLink
+		case s.Blackhole:
+			return dropChunk
+		}
+		wait := time.Until(arrived.Add(jittered(s.RequestDelay, s.Jitter, spread)))
+		if wait <= 0 {
+			return passChunk
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-s.changed:
+			t.Stop()
+		case <-f.done:
+			t.Stop()
+			return dropChunk
 		}
 	}
 }
@@ -464,12 +703,13 @@ func (f *Forwarder) replies(l *link, up net.Conn, skip int) {
 		n, err := up.Read(buf)
 		if n > 0 {
 			out, answered := scan.feed(buf[:n])
-			if len(out) > 0 {
+			if s := f.faults.Load(); len(out) > 0 && !s.Blackhole && !s.DropReplies {
 				if g := f.garble.Swap(nil); g != nil {
 					out = append([]byte(*g+"\r\n"), out...)
 				}
+				due := time.Now().Add(jittered(s.ReplyDelay, s.Jitter, 2*rand.Float64()-1))
 				select {
-				case l.queue <- delayed{data: out, due: time.Now().Add(time.Duration(f.delay.Load()))}:
+				case l.queue <- delayed{data: out, due: due}:
 				case <-l.writerDone:
 				}
 			}
@@ -561,7 +801,8 @@ func (s *replyScan) feed(data []byte) (out []byte, replies int) {
 }
 
 // write sends the queued replies to the client, each when it is due, until
-// the queue is closed and empty, the client is gone, or the forwarder closes.
+// the queue is closed and empty, the client is gone, or the forwarder
+// closes. A reply due while the faults drop replies is dropped.
 func (f *Forwarder) write(c net.Conn, queue <-chan delayed) {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
@@ -574,6 +815,9 @@ func (f *Forwarder) write(c net.Conn, queue <-chan delayed) {
 				return
 			}
 		}
+		if s := f.faults.Load(); s.Blackhole || s.DropReplies {
+			continue
+		}
 		if _, err := c.Write(d.data); err != nil {
 			return
 		}
@@ -583,12 +827,9 @@ func (f *Forwarder) write(c net.Conn, queue <-chan delayed) {
 // end closes both sides of a link, as a proxy does when one side ends.
 func (f *Forwarder) end(l *link) {
 	f.mu.Lock()
-	l.ended = true
+	defer f.mu.Unlock()
+	cutLocked(l, false)
 	f.cond.Broadcast()
-	server := l.server
-	f.mu.Unlock()
-	_ = l.client.Close()
-	_ = server.Close()
 }
 
 // forget drops a link once its request and reply goroutines are done, so

@@ -10,7 +10,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/quorumlock/redlock/bench/internal/faults"
 	"github.com/quorumlock/redlock/internal/redistest"
 )
 
@@ -22,7 +21,7 @@ type Cluster struct {
 	Addrs  []string
 	Direct []redis.UniversalClient
 	Faulty []redis.UniversalClient
-	Proxy  *faults.Proxy
+	Proxy  *redistest.Forwarder
 	// Version is the redis_version the first node reports.
 	Version string
 
@@ -75,7 +74,7 @@ func StartCluster(ctx context.Context, addrs []string, faultNode int) (c *Cluste
 			return c, fmt.Errorf("node %s: %w", addrs[i], err)
 		}
 	}
-	if c.Proxy, err = faults.Start(addrs[faultNode]); err != nil {
+	if c.Proxy, err = redistest.Forward(addrs[faultNode]); err != nil {
 		return c, err
 	}
 	c.Faulty = append([]redis.UniversalClient(nil), c.Direct...)

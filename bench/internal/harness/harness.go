@@ -131,8 +131,6 @@ func (c *Config) validate() error {
 		return errors.New("workers, many workers and contenders must be at least 1")
 	case c.Hold < 0 || c.SlowLatency < 0:
 		return errors.New("hold and slow latency must not be negative")
-	case c.SlowLatency%time.Millisecond != 0:
-		return fmt.Errorf("slow latency %v: whole milliseconds only", c.SlowLatency)
 	case len(c.Modes) == 0:
 		return errors.New("no modes")
 	case (len(c.ScaleWorkers) > 0 || len(c.ScaleNodes) > 0) && (c.ScaleDuration <= 0 || c.ScaleWarmup < 0):
@@ -203,15 +201,13 @@ func scenarios(cfg *Config) []scenario {
 		}},
 		{name: report.SlowNode, quorumOnly: true, faulty: true, run: lat,
 			setup: func(cl *Cluster) (func() error, error) {
-				if err := cl.Proxy.SetLatency(cfg.SlowLatency); err != nil {
-					return nil, err
-				}
-				return func() error { return cl.Proxy.SetLatency(0) }, nil
+				cl.Proxy.SetDelay(cfg.SlowLatency)
+				return func() error { cl.Proxy.SetDelay(0); return nil }, nil
 			}},
 		{name: report.NodeDown, quorumOnly: true, faulty: true, run: lat,
 			setup: func(cl *Cluster) (func() error, error) {
-				cl.Proxy.Down()
-				return cl.Proxy.Up, nil
+				cl.Proxy.Isolate()
+				return cl.Proxy.Reconnect, nil
 			}},
 		{name: report.ServerTime, redlockOnly: true, measure: srvTime(false)},
 		// The distinct-key workload (a new key for every acquisition, as
