@@ -14,33 +14,6 @@ import (
 	"github.com/quorumlock/redlock/redlock"
 )
 
-// aclServers starts n servers with an ACL user "locker" (password "pw")
-// given exactly rule, and the default user disabled.
-func aclServers(t *testing.T, n int, rule string) []*redistest.Server {
-	t.Helper()
-	servers := redistest.StartT(t, n, redistest.Options{})
-	for _, s := range servers {
-		c := s.NewClient()
-		args := []any{"acl", "setuser", "locker", "reset", "on", ">pw"}
-		for _, r := range strings.Fields(rule) {
-			args = append(args, r)
-		}
-		if err := c.Do(t.Context(), args...).Err(); err != nil {
-			t.Fatalf("ACL SETUSER locker %s: %v", rule, err)
-		}
-		if err := c.Do(t.Context(), "acl", "setuser", "admin", "on", ">admin", "~*", "&*", "+@all").Err(); err != nil {
-			t.Fatal(err)
-		}
-		if err := c.Do(t.Context(), "acl", "setuser", "default", "off").Err(); err != nil {
-			t.Fatal(err)
-		}
-		if err := c.Close(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return servers
-}
-
 // A user given exactly ACLRule runs a whole lock lifecycle: Bootstrap (and
 // its way out of a quarantine), fenced acquisition under the restart guard
 // with the fence written back, Inspect, Extend, TTL, KeepAlive, a waiter
@@ -48,8 +21,8 @@ func aclServers(t *testing.T, n int, rule string) []*redistest.Server {
 // without a single refusal (the doctor's TestCheckUnderACLRule does the
 // same for its checks).
 func TestACLRuleIsEnough(t *testing.T) {
-	servers := aclServers(t, 3, redlock.ACLRule)
-	clients := clientsAs(t, servers, "locker", "pw", &redis.Options{}) // go-redis defaults: RESP3, client identity
+	servers := redistest.StartACLT(t, 3, redistest.Options{}, redlock.ACLRule)
+	clients := redistest.ClientsAs(t, servers, "locker", "pw", &redis.Options{}) // go-redis defaults: RESP3, client identity
 	opts := []redlock.Option{redlock.WithRestartGuard(time.Minute), redlock.WithTTL(10 * time.Second), redlock.WithFencing()}
 	l := newLocker(t, clients, opts...)
 	ctx := t.Context()
@@ -81,7 +54,7 @@ func TestACLRuleIsEnough(t *testing.T) {
 	held, stop := lock.KeepAlive(ctx)
 	// A waiter of another Locker, which can only hear of the release from
 	// its announcement (or its retry timer, an hour away).
-	other := newLocker(t, clientsAs(t, servers, "locker", "pw", &redis.Options{}), append(opts, redlock.WithRetry(redlock.LinearBackoff(time.Hour)))...)
+	other := newLocker(t, redistest.ClientsAs(t, servers, "locker", "pw", &redis.Options{}), append(opts, redlock.WithRetry(redlock.LinearBackoff(time.Hour)))...)
 	got := make(chan error, 1)
 	go func() {
 		ctx, cancel := context.WithTimeout(ctx, 20*time.Second)

@@ -248,7 +248,7 @@ func TestRestartGuardWithoutFunctions(t *testing.T) {
 			for _, r := range refused {
 				rule = strings.Replace(rule, r, "", 1)
 			}
-			guardWithoutFunctions(t, aclServers(t, 3, rule), len(refused) == 1)
+			guardWithoutFunctions(t, redistest.StartACLT(t, 3, redistest.Options{}, rule), len(refused) == 1)
 		})
 	}
 }
@@ -258,7 +258,7 @@ func TestRestartGuardWithoutFunctions(t *testing.T) {
 // LOAD (then the first FCALL is refused, and sent again as the script).
 func guardWithoutFunctions(t *testing.T, servers []*redistest.Server, loads bool) {
 	t.Helper()
-	clients := clientsAs(t, servers, "locker", "pw", &redis.Options{})
+	clients := redistest.ClientsAs(t, servers, "locker", "pw", &redis.Options{})
 	a, b := newLocker(t, clients, guardOpts...), newLocker(t, clients, guardOpts...)
 	if err := a.Bootstrap(t.Context()); err != nil {
 		t.Fatal(err)
@@ -321,14 +321,10 @@ func TestRestartGuardFunctionSeesPolicySwitch(t *testing.T) {
 func TestGuardServerTime(t *testing.T) {
 	const n = 2000
 	rule := strings.NewReplacer("+function|load ", "", "+fcall ", "").Replace(redlock.ACLRule)
-	server := aclServers(t, 1, rule)[0]
+	server := redistest.StartACLT(t, 1, redistest.Options{}, rule)[0]
 	admin := redis.NewClient(&redis.Options{Addr: server.Addr, Username: "admin", Password: "admin"})
 	defer admin.Close()
-	args := []any{"acl", "setuser", "fn", "reset", "on", ">pw"}
-	for _, r := range strings.Fields(redlock.ACLRule) {
-		args = append(args, r)
-	}
-	if err := admin.Do(t.Context(), args...).Err(); err != nil {
+	if err := redistest.SetUser(t.Context(), admin, "fn", "pw", redlock.ACLRule); err != nil {
 		t.Fatal(err)
 	}
 	variants := []struct {
@@ -344,7 +340,7 @@ func TestGuardServerTime(t *testing.T) {
 		if err := admin.ConfigResetStat(t.Context()).Err(); err != nil {
 			t.Fatal(err)
 		}
-		l := newLocker(t, clientsAs(t, []*redistest.Server{server}, v.user, "pw", &redis.Options{}), v.opts...)
+		l := newLocker(t, redistest.ClientsAs(t, []*redistest.Server{server}, v.user, "pw", &redis.Options{}), v.opts...)
 		if err := l.Bootstrap(t.Context()); err != nil {
 			t.Fatal(err)
 		}

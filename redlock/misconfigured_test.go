@@ -13,59 +13,12 @@ import (
 	"github.com/quorumlock/redlock/redlock"
 )
 
-// secured starts three servers that require the password "right" for the
-// default user and have ACL users for the tests: "reader", who may run
-// only read commands (no EVALSHA), and "scripter", who may run scripts but
-// not the commands the scripts run.
-func secured(t *testing.T) []*redistest.Server {
-	t.Helper()
-	servers := redistest.StartT(t, 3, redistest.Options{Args: []string{"--requirepass", "right"}})
-	for _, s := range servers {
-		c := redis.NewClient(&redis.Options{Addr: s.Addr, Password: "right", Protocol: 2, DisableIdentity: true})
-		for _, rule := range [][]any{
-			{"acl", "setuser", "reader", "on", ">pw", "~*", "&*", "+@read", "+ping", "+hello", "+auth", "+client", "+info"},
-			{"acl", "setuser", "scripter", "on", ">pw", "~*", "&*", "+evalsha", "+eval", "+script", "+ping", "+hello", "+auth", "+client", "+info"},
-		} {
-			if err := c.Do(t.Context(), rule...).Err(); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := c.Close(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return servers
-}
-
-// clientsAs returns clients of servers that log in as user with password:
-// with the test clients' options (RESP2, no client identity, no retries),
-// or go-redis's defaults where opt is nil.
-func clientsAs(t *testing.T, servers []*redistest.Server, user, password string, opt *redis.Options) []*redis.Client {
-	t.Helper()
-	if opt == nil {
-		opt = &redis.Options{Protocol: 2, DisableIdentity: true, MaxRetries: -1}
-	}
-	var out []*redis.Client
-	for _, s := range servers {
-		o := *opt
-		o.Addr, o.Username, o.Password = s.Addr, user, password
-		c := redis.NewClient(&o)
-		t.Cleanup(func() {
-			if err := c.Close(); err != nil {
-				t.Error(err)
-			}
-		})
-		out = append(out, c)
-	}
-	return out
-}
-
 // A refusal no retry mends (a wrong password, a missing ACL permission for
 // our commands or for those our scripts run) on a majority of nodes makes
 // Obtain and Do give up at once with ErrMisconfigured, even with a context
 // that never ends, naming the node's own reply and never the password.
 func TestMisconfiguredGivesUpAtOnce(t *testing.T) {
-	servers := secured(t)
+	servers := redistest.StartSecuredT(t, 3)
 	cases := []struct {
 		name, user, password, want string
 	}{
@@ -76,7 +29,7 @@ func TestMisconfiguredGivesUpAtOnce(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			l := newLocker(t, clientsAs(t, servers, tc.user, tc.password, nil), redlock.WithRetry(redlock.LinearBackoff(10*time.Millisecond)))
+			l := newLocker(t, redistest.ClientsAs(t, servers, tc.user, tc.password, nil), redlock.WithRetry(redlock.LinearBackoff(10*time.Millisecond)))
 			calls := map[string]func(ctx context.Context) error{
 				"Obtain": func(ctx context.Context) error {
 					_, err := l.Obtain(ctx, "k")
