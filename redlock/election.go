@@ -1,14 +1,13 @@
 package redlock
 
 import (
-	"github.com/quorumlock/redlock/redlock/internal/scripts"
-
 	"context"
 	"errors"
 	"slices"
 	"time"
 
 	"github.com/quorumlock/redlock/quorum"
+	"github.com/quorumlock/redlock/redlock/internal/scripts"
 )
 
 // Leader election is a lock that its holder keeps (KeepAlive) for as long

@@ -1,10 +1,6 @@
 package redlock
 
 import (
-	"github.com/quorumlock/redlock/redlock/internal/conn"
-
-	"github.com/quorumlock/redlock/redlock/internal/scripts"
-
 	"context"
 	"errors"
 	"fmt"
@@ -15,6 +11,8 @@ import (
 
 	"github.com/quorumlock/redlock/clock"
 	"github.com/quorumlock/redlock/quorum"
+	"github.com/quorumlock/redlock/redlock/internal/conn"
+	"github.com/quorumlock/redlock/redlock/internal/scripts"
 )
 
 // The characters of extend_many.lua's reply, one per key.

@@ -1,10 +1,6 @@
 package redlock
 
 import (
-	"github.com/quorumlock/redlock/redlock/internal/conn"
-
-	"github.com/quorumlock/redlock/redlock/internal/scripts"
-
 	"context"
 	"time"
 
@@ -12,6 +8,8 @@ import (
 
 	"github.com/quorumlock/redlock/clock"
 	"github.com/quorumlock/redlock/quorum"
+	"github.com/quorumlock/redlock/redlock/internal/conn"
+	"github.com/quorumlock/redlock/redlock/internal/scripts"
 )
 
 // Handoff: when a Lock is released while another goroutine of the same

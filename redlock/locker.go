@@ -1,8 +1,6 @@
 package redlock
 
 import (
-	"github.com/quorumlock/redlock/redlock/internal/conn"
-
 	"fmt"
 	"log/slog"
 	"sync"
@@ -10,6 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/quorumlock/redlock/quorum"
+	"github.com/quorumlock/redlock/redlock/internal/conn"
 )
 
 // Locker hands out locks over a fixed set of independent Redis nodes. It is

@@ -1,14 +1,13 @@
 package redlock
 
 import (
-	"github.com/quorumlock/redlock/redlock/internal/conn"
-
 	"log/slog"
 	"math"
 	"strings"
 	"time"
 
 	"github.com/quorumlock/redlock/clock"
+	"github.com/quorumlock/redlock/redlock/internal/conn"
 )
 
 // Defaults of the options.

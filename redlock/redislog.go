@@ -1,12 +1,12 @@
 package redlock
 
 import (
-	"github.com/quorumlock/redlock/redlock/internal/conn"
-
 	"context"
 	"fmt"
 	"log"
 	"os"
+
+	"github.com/quorumlock/redlock/redlock/internal/conn"
 )
 
 // go-redis writes some failures to a logger of its own ("redis: connection

@@ -1,8 +1,6 @@
 package doctor
 
 import (
-	"github.com/quorumlock/redlock/redlock/internal/conn"
-
 	"context"
 	"fmt"
 	"net"
@@ -10,6 +8,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/quorumlock/redlock/redlock/internal/conn"
 )
 
 // nodeConn is the checker's own client for one node, made from the

@@ -7,8 +7,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/quorumlock/redlock/clock"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/quorumlock/redlock/clock"
 )
 
 // clockSample is one reading of a server's clock: the server's time, this

@@ -1,8 +1,6 @@
 package conn
 
 import (
-	"github.com/quorumlock/redlock/redlock/internal/scripts"
-
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +9,8 @@ import (
 	"sync"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/quorumlock/redlock/redlock/internal/scripts"
 )
 
 // Servers tells a Locker's nodes apart by the identity of the server each

@@ -1,9 +1,6 @@
 package conn
 
 import (
-	"github.com/quorumlock/redlock/quorum"
-	"github.com/quorumlock/redlock/redlock/internal/scripts"
-
 	"context"
 	"errors"
 	"sync"
@@ -11,6 +8,9 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/quorumlock/redlock/quorum"
+	"github.com/quorumlock/redlock/redlock/internal/scripts"
 )
 
 // Multiplexing: every script call bound for a node goes through that node's

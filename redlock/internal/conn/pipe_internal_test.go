@@ -1,8 +1,6 @@
 package conn
 
 import (
-	"github.com/quorumlock/redlock/redlock/internal/scripts"
-
 	"context"
 	"testing"
 	"time"
@@ -10,6 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/quorumlock/redlock/redlock/internal/scripts"
 )
 
 // A batch reaches the node in order even when the node has lost its scripts

@@ -1,8 +1,6 @@
 package conn
 
 import (
-	"github.com/quorumlock/redlock/redlock/internal/scripts"
-
 	"context"
 	"errors"
 	"net"
@@ -15,6 +13,7 @@ import (
 
 	"github.com/quorumlock/redlock/internal/redistest"
 	"github.com/quorumlock/redlock/quorum"
+	"github.com/quorumlock/redlock/redlock/internal/scripts"
 )
 
 // A node that refuses connections is tried now and then, not for every

@@ -1,8 +1,6 @@
 package conn
 
 import (
-	"github.com/quorumlock/redlock/redlock/internal/scripts"
-
 	"errors"
 	"math"
 	"net"
@@ -11,6 +9,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/quorumlock/redlock/redlock/internal/scripts"
 )
 
 // worker is the state of one queue's worker: its connection and a context
