@@ -6,6 +6,8 @@
 
 GO          ?= go
 STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
+GOIMPORTS   ?= $(GO) run golang.org/x/tools/cmd/goimports@v0.52.0 -local github.com/quorumlock/redlock
+CODECHECK   ?= $(GO) run ./scripts/codecheck
 MODULES     := . ./integration ./bench ./redlockotel ./examples/fenced-postgres
 DURATION    ?= 10m
 
@@ -73,10 +75,20 @@ CHAOSFLAGS ?= -chaos.keys=128 -chaos.maxhold=3ms -chaos.longholds=0.02 -chaos.cl
 chaos: redis cc
 	cd integration && $(GO) test -count=1 -run 'TestChaos' -timeout 0 -v ./... -args -chaos.duration=$(DURATION) $(CHAOSFLAGS)
 
-## lint: gofmt, go vet and staticcheck in every module.
+## lint: gofmt; imports grouped standard library / third party / this
+## repository (codecheck imports, then goimports -local); no test that
+## cannot fail (codecheck asserts); go vet and staticcheck in every module.
+## `make fmt` fixes what the first two report.
 lint:
-	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed (make fmt):"; echo "$$out"; exit 1; fi
+	@$(CODECHECK) imports $$(git ls-files '*.go') || { echo "imports out of order: make fmt"; exit 1; }
+	@out=$$($(GOIMPORTS) -l $$(git ls-files '*.go')) || exit 1; if [ -n "$$out" ]; then echo "goimports needed (make fmt):"; echo "$$out"; exit 1; fi
+	@$(CODECHECK) asserts $$(git ls-files '*_test.go')
 	@for m in $(MODULES); do [ -f $$m/go.mod ] || continue; echo "vet+staticcheck $$m"; (cd $$m && $(GO) vet ./... && $(STATICCHECK) ./...) || exit 1; done
 
+## fmt: gofmt, then imports regrouped and sorted (codecheck imports -w,
+## goimports -local).
 fmt:
 	gofmt -w $$(git ls-files '*.go')
+	$(CODECHECK) imports -w $$(git ls-files '*.go')
+	$(GOIMPORTS) -w $$(git ls-files '*.go')

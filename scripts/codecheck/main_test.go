@@ -1,0 +1,126 @@
+package main
+
+import (
+	"go/parser"
+	"go/token"
+	"slices"
+	"testing"
+)
+
+func TestRegroup(t *testing.T) {
+	for _, tc := range []struct{ name, in, want string }{
+		{
+			name: "grouped",
+			in: `package p
+
+import (
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/quorumlock/redlock/quorum"
+)
+`,
+		},
+		{
+			name: "module first",
+			in: `package p
+
+import (
+	"github.com/quorumlock/redlock/redlock/internal/conn"
+
+	"context"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+)
+`,
+			want: `package p
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/quorumlock/redlock/redlock/internal/conn"
+)
+`,
+		},
+		{
+			name: "mixed group, comments kept with their import",
+			in: `package p
+
+import (
+	"testing"
+	// the driver
+	_ "github.com/jackc/pgx/v5/stdlib" // registers "pgx"
+	"github.com/quorumlock/redlock/quorum"
+	"errors"
+)
+`,
+			want: `package p
+
+import (
+	"testing"
+	"errors"
+
+	// the driver
+	_ "github.com/jackc/pgx/v5/stdlib" // registers "pgx"
+
+	"github.com/quorumlock/redlock/quorum"
+)
+`,
+		},
+		{name: "single import", in: "package p\n\nimport \"fmt\"\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			want := tc.want
+			if want == "" {
+				want = tc.in
+			}
+			got, err := Regroup([]byte(tc.in))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != want {
+				t.Fatalf("Regroup:\n%s\nwant:\n%s", got, want)
+			}
+		})
+	}
+}
+
+func TestUnasserted(t *testing.T) {
+	src := `package p_test
+
+import "testing"
+
+func TestFatal(t *testing.T)      { if false { t.Fatal("x") } }
+func TestSkip(t *testing.T)       { t.Skip("later") }
+func TestHelper(t *testing.T)     { check(t, 1) }
+func TestSubtest(t *testing.T)    { t.Run("a", func(t *testing.T) { t.Error("x") }) }
+func TestNamedSub(t *testing.T)   { t.Run("a", testA) }
+func TestOtherName(tt *testing.T) { tt.Errorf("x") }
+func TestTB(t *testing.T)         { func(tb testing.TB) { tb.FailNow() }(t) }
+
+func TestLogOnly(t *testing.T)    { t.Log("hello") }
+func TestContextOnly(t *testing.T) { use(t.Context()) }
+func TestEmptySub(t *testing.T)   { t.Run("a", func(t *testing.T) { t.Log("x") }) }
+func TestOtherT(t *testing.T)     { var u struct{ Fatal func() }; u.Fatal() }
+
+func TestMain(m *testing.M) {}
+func helper(t *testing.T) {}
+`
+	f, err := parser.ParseFile(token.NewFileSet(), "x_test.go", src, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, fn := range Unasserted(f) {
+		got = append(got, fn.Name.Name)
+	}
+	want := []string{"TestLogOnly", "TestContextOnly", "TestEmptySub", "TestOtherT"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("Unasserted = %v, want %v", got, want)
+	}
+}
