@@ -106,15 +106,9 @@ func proxied(t *testing.T) (*cluster, []*redistest.Forwarder, []*redis.Client) {
 			clients = append(clients, c.clients[i])
 			break
 		}
-		f, err := redistest.Forward(s.Addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = f.Close() })
+		f := redistest.ForwardT(t, s.Addr)
 		fwds = append(fwds, f)
-		cl := f.NewClient()
-		t.Cleanup(func() { _ = cl.Close() })
-		clients = append(clients, cl)
+		clients = append(clients, f.ClientT(t))
 	}
 	return c, fwds, clients
 }

@@ -150,13 +150,8 @@ func TestErrorTimeoutCarriesLateCause(t *testing.T) {
 // it) is not reported as having given no reply.
 func TestErrorNodeNotWaitedFor(t *testing.T) {
 	c := newCluster(t, 3)
-	slow, err := redistest.Forward(c.servers[2].Addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = slow.Close() })
-	clients := []*redis.Client{c.clients[0], c.clients[1], slow.NewClient()}
-	t.Cleanup(func() { _ = clients[2].Close() })
+	slow := redistest.ForwardT(t, c.servers[2].Addr)
+	clients := []*redis.Client{c.clients[0], c.clients[1], slow.ClientT(t)}
 	l := newLocker(t, clients)
 	lock := mustObtain(t, l, "nw")
 	// The round returned at a majority: let the third node's grant land
@@ -172,7 +167,7 @@ func TestErrorNodeNotWaitedFor(t *testing.T) {
 		}
 	}
 	slow.SetDelay(800 * time.Millisecond)
-	err = lock.Release(t.Context())
+	err := lock.Release(t.Context())
 	if !errors.Is(err, redlock.ErrLockExpired) {
 		t.Fatalf("got %v, want ErrLockExpired", err)
 	}
@@ -301,19 +296,13 @@ func TestErrorForceReleasedNotExpired(t *testing.T) {
 // line, whatever bytes it held.
 func TestErrorGarbledReplyOneLine(t *testing.T) {
 	s := redistest.StartT(t, 1, redistest.Options{})[0]
-	f, err := redistest.Forward(s.Addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = f.Close() })
-	cl := f.NewClient()
-	t.Cleanup(func() { _ = cl.Close() })
-	l := newLocker(t, []*redis.Client{cl})
+	f := redistest.ForwardT(t, s.Addr)
+	l := newLocker(t, []*redis.Client{f.ClientT(t)})
 	release := mustObtain(t, l, "g")
 	// An error reply with control bytes: go-redis hands it over as it is,
 	// so only the library's own care keeps the message on one line.
 	f.GarbleWith("-ERR gar\rbled\x00\x1b[31m reply")
-	err = release.Extend(t.Context(), 10*time.Second)
+	err := release.Extend(t.Context(), 10*time.Second)
 	if err == nil {
 		t.Fatal("extend through a garbled reply succeeded")
 	}

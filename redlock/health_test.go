@@ -169,13 +169,7 @@ func TestNodeMistakesLogged(t *testing.T) {
 	c := newCluster(t, 3)
 	bad := redis.NewClient(&redis.Options{Addr: c.servers[2].Addr, DB: 99, Protocol: 2, DisableIdentity: true, MaxRetries: -1})
 	t.Cleanup(func() { _ = bad.Close() })
-	fw, err := redistest.Forward(c.servers[0].Addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = fw.Close() })
-	same := fw.NewClient()
-	t.Cleanup(func() { _ = same.Close() })
+	same := redistest.ForwardT(t, c.servers[0].Addr).ClientT(t)
 	for _, tc := range []struct {
 		name    string
 		clients []*redis.Client

@@ -27,19 +27,9 @@ func newSlowCluster(t *testing.T, n int) *slowCluster {
 	t.Helper()
 	c := &slowCluster{servers: redistest.StartT(t, n, redistest.Options{})}
 	for _, s := range c.servers {
-		f, err := redistest.Forward(s.Addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			if err := f.Close(); err != nil {
-				t.Error(err)
-			}
-		})
-		cl := f.NewClient()
-		t.Cleanup(func() { _ = cl.Close() })
+		f := redistest.ForwardT(t, s.Addr)
 		c.forwards = append(c.forwards, f)
-		c.clients = append(c.clients, cl)
+		c.clients = append(c.clients, f.ClientT(t))
 	}
 	return c
 }

@@ -21,15 +21,8 @@ func movedLocker(t *testing.T, servers []*redistest.Server) (*redlock.Locker, []
 	fws := make([]*redistest.Forwarder, len(servers))
 	clients := make([]*redis.Client, len(servers))
 	for i, s := range servers {
-		f, err := redistest.Forward(s.Addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = f.Close() })
-		fws[i] = f
-		cl := f.NewClient()
-		t.Cleanup(func() { _ = cl.Close() })
-		clients[i] = cl
+		fws[i] = redistest.ForwardT(t, s.Addr)
+		clients[i] = fws[i].ClientT(t)
 	}
 	l := newLocker(t, clients, redlock.WithNodeTimeout(500*time.Millisecond))
 	// Open the Locker's connections to every node before anything moves:

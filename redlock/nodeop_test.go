@@ -133,16 +133,7 @@ func TestNodeVotesAgainAfterRestart(t *testing.T) {
 // forward gives server s a second address, closed at cleanup.
 func forward(t *testing.T, s *redistest.Server) string {
 	t.Helper()
-	f, err := redistest.Forward(s.Addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := f.Close(); err != nil {
-			t.Error(err)
-		}
-	})
-	return f.Addr
+	return redistest.ForwardT(t, s.Addr).Addr
 }
 
 // clientOf returns a client like the test helper's for addr, closed at
@@ -205,16 +196,7 @@ func TestOneServerNeverVotesTwice(t *testing.T) {
 // requests on, closed at cleanup.
 func holder(t *testing.T, s *redistest.Server) *redistest.Forwarder {
 	t.Helper()
-	h, err := redistest.Forward(s.Addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := h.Close(); err != nil {
-			t.Error(err)
-		}
-	})
-	return h
+	return redistest.ForwardT(t, s.Addr)
 }
 
 // A release delayed on its way to two of three nodes (held up in the

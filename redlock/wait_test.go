@@ -196,14 +196,9 @@ func TestLateGrantRetriesSoon(t *testing.T) {
 	// attempt of the waiter, but its replies come when the others have
 	// refused.
 	mustObtain(t, newLocker(t, c.clients[1:]), "late")
-	slow, err := redistest.Forward(c.servers[0].Addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = slow.Close() })
+	slow := redistest.ForwardT(t, c.servers[0].Addr)
 	slow.SetDelay(300 * time.Millisecond)
-	clients := []*redis.Client{slow.NewClient(), c.clients[1], c.clients[2]}
-	t.Cleanup(func() { _ = clients[0].Close() })
+	clients := []*redis.Client{slow.ClientT(t), c.clients[1], c.clients[2]}
 	answers := make(chan redlock.NodeEvent, 100)
 	got := waiter(t, newLocker(t, clients, redlock.WithObserver(nodeAnswers{key: "late", ch: answers})), "late")
 	awaitAnswer(t, answers, 0, redlock.OutcomeOK)

@@ -40,18 +40,10 @@ func TestRunBusyWithANodeDown(t *testing.T) {
 func TestRunSameServerTwiceIsConfig(t *testing.T) {
 	t.Parallel()
 	servers := redistest.StartT(t, 2, redistest.Options{})
-	fw, err := redistest.Forward(servers[0].Addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = fw.Close() })
+	fw := redistest.ForwardT(t, servers[0].Addr)
 	// The third node answers late, so that the refusal of the second is
 	// in hand when the round is decided.
-	slow, err := redistest.Forward(servers[1].Addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = slow.Close() })
+	slow := redistest.ForwardT(t, servers[1].Addr)
 	slow.SetDelay(300 * time.Millisecond)
 	nodes := "redis://" + servers[0].Addr + ",redis://" + fw.Addr + ",redis://" + slow.Addr
 	code, _, stderr := redlockRun(t, nil, "run", "--nodes", nodes, "twice", "--", "true")

@@ -125,11 +125,7 @@ func TestDoctorEvictingPolicy(t *testing.T) {
 func TestDoctorAlias(t *testing.T) {
 	t.Parallel()
 	servers := redistest.StartT(t, 3, persistent)
-	alias, err := redistest.Forward(servers[0].Addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = alias.Close() })
+	alias := redistest.ForwardT(t, servers[0].Addr)
 	rep := doctorJSON(t, urls(servers[0].Addr, servers[1].Addr, alias.Addr), exitErrors)
 	hasFinding(t, rep, "identity", "error", alias.Addr, "same server as "+servers[0].Addr)
 	hasFinding(t, rep, "identity", "ok", servers[0].Addr, "run_id")

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -150,6 +151,30 @@ func Forward(target string) (*Forwarder, error) {
 	f.wg.Add(1)
 	go f.accept(ln)
 	return f, nil
+}
+
+// ForwardT starts a forwarder to target for a test and closes it at
+// cleanup, where a failed Close fails the test.
+func ForwardT(t testing.TB, target string) *Forwarder {
+	t.Helper()
+	f, err := Forward(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := f.Close(); err != nil {
+			t.Errorf("closing the forwarder to %s: %v", target, err)
+		}
+	})
+	return f
+}
+
+// ClientT returns a client through the forwarder, as NewClient does, closed
+// at the test's cleanup.
+func (f *Forwarder) ClientT(t testing.TB) *redis.Client {
+	c := f.NewClient()
+	t.Cleanup(func() { _ = c.Close() })
+	return c
 }
 
 // NewClient returns a go-redis client for the server through the forwarder,

@@ -57,7 +57,7 @@ func TestForwarderFaults(t *testing.T) {
 	start := func(t *testing.T) (s *redistest.Server, f *redistest.Forwarder, c, direct *redis.Client) {
 		t.Helper()
 		s = redistest.StartT(t, 1, redistest.Options{})[0]
-		f = forwardT(t, s.Addr)
+		f = redistest.ForwardT(t, s.Addr)
 		c, direct = f.NewClient(), s.NewClient()
 		t.Cleanup(func() { _ = c.Close(); _ = direct.Close() })
 		if err := c.Set(t.Context(), "k", "v", 0).Err(); err != nil {
@@ -214,7 +214,7 @@ func TestForwarderFaults(t *testing.T) {
 // is served.
 func TestForwarderAbandonedConnections(t *testing.T) {
 	s := redistest.StartT(t, 1, redistest.Options{})[0]
-	f := forwardT(t, s.Addr)
+	f := redistest.ForwardT(t, s.Addr)
 	direct := s.NewClient()
 	t.Cleanup(func() { _ = direct.Close() })
 	before := redistest.ConnectionsReceived(t, direct)

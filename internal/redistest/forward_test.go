@@ -38,21 +38,6 @@ func runID(t *testing.T, c *redis.Client) string {
 	return ""
 }
 
-// forwardT starts a forwarder to target, closed at cleanup.
-func forwardT(t *testing.T, target string) *redistest.Forwarder {
-	t.Helper()
-	f, err := redistest.Forward(target)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := f.Close(); err != nil {
-			t.Errorf("closing forwarder: %v", err)
-		}
-	})
-	return f
-}
-
 // TestForwarderMoveTo moves one go-redis connection between two servers
 // and back: each command after a move is answered by the other server, on
 // the same connection, set up as the client set it up (database, name).
@@ -69,7 +54,7 @@ func TestForwarderMoveTo(t *testing.T) {
 				}
 				ids[i] = runID(t, direct)
 			}
-			f := forwardT(t, servers[0].Addr)
+			f := redistest.ForwardT(t, servers[0].Addr)
 			var dials atomic.Int32
 			c := redis.NewClient(&redis.Options{
 				Addr: f.Addr, DB: 1, ClientName: "mover", Protocol: protocol,
@@ -118,7 +103,7 @@ func TestForwarderMoveToInFlight(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	f := forwardT(t, servers[0].Addr)
+	f := redistest.ForwardT(t, servers[0].Addr)
 	conn, err := net.Dial("tcp", f.Addr)
 	if err != nil {
 		t.Fatal(err)
@@ -165,7 +150,7 @@ func TestForwarderMoveToInFlight(t *testing.T) {
 // cannot reach its backend ends it.
 func TestForwarderMoveToNowhere(t *testing.T) {
 	servers := redistest.StartT(t, 1, redistest.Options{})
-	f := forwardT(t, servers[0].Addr)
+	f := redistest.ForwardT(t, servers[0].Addr)
 	c := f.NewClient()
 	t.Cleanup(func() { _ = c.Close() })
 	if err := c.Ping(t.Context()).Err(); err != nil {
@@ -204,7 +189,7 @@ func TestForwarderMoveToUnderLoad(t *testing.T) {
 			}
 		}
 	}
-	f := forwardT(t, servers[0].Addr)
+	f := redistest.ForwardT(t, servers[0].Addr)
 	c := redis.NewClient(&redis.Options{Addr: f.Addr, PoolSize: 4, MaxRetries: -1})
 	t.Cleanup(func() { _ = c.Close() })
 

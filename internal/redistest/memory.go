@@ -123,11 +123,7 @@ func StartReplicaT(t testing.TB, master *Server, opts Options) *Replica {
 	if err != nil {
 		t.Fatal(err)
 	}
-	link, err := Forward(master.Addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = link.Close() })
+	link := ForwardT(t, master.Addr)
 	host, port, err := net.SplitHostPort(link.Addr)
 	if err != nil {
 		t.Fatal(err)

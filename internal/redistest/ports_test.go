@@ -194,7 +194,7 @@ func TestPortsOutsideEphemeralRange(t *testing.T) {
 		t.Skipf("the ephemeral range %d-%d leaves too little room outside it", lo, hi)
 	}
 	srv := redistest.StartT(t, 1, redistest.Options{})[0]
-	fwd := forwardT(t, srv.Addr)
+	fwd := redistest.ForwardT(t, srv.Addr)
 	hung := redistest.HangT(t)
 	free, err := redistest.FreePort()
 	if err != nil {

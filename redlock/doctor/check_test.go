@@ -99,15 +99,8 @@ func TestCheckHealthy(t *testing.T) {
 func TestCheckDuplicateServer(t *testing.T) {
 	t.Parallel()
 	servers := redistest.StartT(t, 3, redistest.Options{Persistent: true})
-	alias, err := redistest.Forward(servers[0].Addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = alias.Close() })
-	clients := plainClients(t, servers[:2])
-	ac := alias.NewClient()
-	t.Cleanup(func() { _ = ac.Close() })
-	clients = append(clients, ac)
+	alias := redistest.ForwardT(t, servers[0].Addr)
+	clients := append(plainClients(t, servers[:2]), alias.ClientT(t))
 	l := newLocker(t, clients)
 	if _, err := l.Inspect(t.Context(), "dup"); !errors.Is(err, redlock.ErrInvalid) {
 		t.Fatalf("Inspect with an alias: %v, want ErrInvalid", err)
