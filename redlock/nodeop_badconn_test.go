@@ -166,22 +166,9 @@ func TestNodeVotesAgainAfterBadConnection(t *testing.T) {
 // sync (until then it answers LOADING); leave makes it a master again.
 func enterReadOnly(t *testing.T, c *cluster, _ *redistest.Forwarder) func() {
 	t.Helper()
-	ctx := t.Context()
 	// No wait for more replicas before the full sync.
 	primary := redistest.StartT(t, 1, redistest.Options{Args: []string{"--repl-diskless-sync-delay", "0"}})[0]
-	host, port, _ := net.SplitHostPort(primary.Addr)
-	if err := c.clients[0].Do(ctx, "replicaof", host, port).Err(); err != nil {
-		t.Fatal(err)
-	}
-	if err := eventually(t, 10*time.Second, func() error {
-		info, err := c.clients[0].Info(ctx, "replication").Result()
-		if err == nil && !strings.Contains(info, "master_link_status:up") {
-			err = errors.New("replica not in sync")
-		}
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
+	makeSyncedReplica(t, c, primary.Addr)
 	return func() { replicaOfNoOne(t, c) }
 }
 
@@ -193,19 +180,45 @@ func enterMasterDown(t *testing.T, c *cluster, _ *redistest.Forwarder) func() {
 	// A listener that never answers, rather than a free port: a port left
 	// free could be taken by another server before the test ends.
 	dead := redistest.HangT(t)
-	host, port, _ := net.SplitHostPort(dead.Addr)
 	if err := c.clients[0].ConfigSet(ctx, "replica-serve-stale-data", "no").Err(); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.clients[0].Do(ctx, "replicaof", host, port).Err(); err != nil {
-		t.Fatal(err)
-	}
+	makeReplica(t, c, dead.Addr)
 	if err := c.clients[0].Get(ctx, "any").Err(); err == nil || !strings.HasPrefix(err.Error(), "MASTERDOWN") {
 		t.Fatalf("node 0 as a replica of a dead master: GET gave %v; want MASTERDOWN", err)
 	}
 	return func() { replicaOfNoOne(t, c) }
 }
 
+// makeReplica makes node 0 a replica of the server at addr.
+func makeReplica(t *testing.T, c *cluster, addr string) {
+	t.Helper()
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.clients[0].Do(t.Context(), "replicaof", host, port).Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// makeSyncedReplica is makeReplica, then waits until node 0 has synced:
+// until then it answers LOADING, not READONLY.
+func makeSyncedReplica(t *testing.T, c *cluster, addr string) {
+	t.Helper()
+	makeReplica(t, c, addr)
+	if err := eventually(t, 10*time.Second, func() error {
+		info, err := c.clients[0].Info(t.Context(), "replication").Result()
+		if err == nil && !strings.Contains(info, "master_link_status:up") {
+			err = errors.New("replica not in sync")
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// replicaOfNoOne makes node 0 a master again.
 func replicaOfNoOne(t *testing.T, c *cluster) {
 	t.Helper()
 	if err := c.clients[0].Do(t.Context(), "replicaof", "no", "one").Err(); err != nil {
@@ -297,14 +310,11 @@ func TestReleaseFailedOnReplicaExpires(t *testing.T) {
 	first := mustObtain(t, l, key)
 	c.heldEverywhere(t, key, first.Token())
 	dead := redistest.HangT(t)
-	host, port, _ := net.SplitHostPort(dead.Addr)
 	if err := c.clients[0].ConfigSet(ctx, "replica-serve-stale-data", "no").Err(); err != nil {
 		t.Fatal(err)
 	}
 	// The release reaches node 0 only when it is a replica: its key stays.
-	if err := c.clients[0].Do(ctx, "replicaof", host, port).Err(); err != nil {
-		t.Fatal(err)
-	}
+	makeReplica(t, c, dead.Addr)
 	if err := first.Release(ctx); err != nil {
 		t.Fatal(err)
 	}

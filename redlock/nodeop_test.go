@@ -3,7 +3,6 @@ package redlock_test
 import (
 	"context"
 	"errors"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -79,21 +78,7 @@ func TestNodeVotesAgainAfterReadOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	host, port, _ := net.SplitHostPort(primary.Addr)
-	if err := c.clients[0].Do(ctx, "replicaof", host, port).Err(); err != nil {
-		t.Fatal(err)
-	}
-	// Until its first sync is done the replica answers LOADING, not
-	// READONLY.
-	if err := eventually(t, 10*time.Second, func() error {
-		info, err := c.clients[0].Info(ctx, "replication").Result()
-		if err == nil && !strings.Contains(info, "master_link_status:up") {
-			err = errors.New("replica not in sync")
-		}
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
+	makeSyncedReplica(t, c, primary.Addr)
 	lock = mustObtain(t, l, key)
 	if n := c.holders(t, key, lock.Token()); n != 2 {
 		t.Fatalf("lock held on %d nodes while node 0 is a replica; want 2", n)

@@ -42,17 +42,7 @@ func testFaults(t *testing.T, backend cluster.Backend) {
 	ctx := t.Context()
 	start := func(t *testing.T, persistent bool) (*cluster.Cluster, *redis.Client) {
 		t.Helper()
-		c, err := cluster.Start(ctx, backend, 1, cluster.Options{Persistent: persistent})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			if err := c.Close(context.Background()); err != nil {
-				t.Error(err)
-			}
-		})
-		rc := c.NewClient(0)
-		t.Cleanup(func() { _ = rc.Close() })
+		c, rc := startOneOn(t, backend, cluster.Options{Persistent: persistent})
 		if err := rc.Set(ctx, "k", "v", 0).Err(); err != nil {
 			t.Fatal(err)
 		}
