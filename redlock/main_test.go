@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/quorumlock/redlock/internal/locktest"
 	"github.com/quorumlock/redlock/internal/redistest"
 	"github.com/quorumlock/redlock/redlock"
 )
@@ -55,18 +56,11 @@ func (c *cluster) bootstrapped(t *testing.T, opts ...redlock.Option) *redlock.Lo
 	return l
 }
 
+// newLocker returns a Locker over clients with testOpts and opts, closed at
+// cleanup.
 func newLocker(t *testing.T, clients []*redis.Client, opts ...redlock.Option) *redlock.Locker {
 	t.Helper()
-	l, err := redlock.New(clients, append(append([]redlock.Option{}, testOpts...), opts...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := l.Close(); err != nil {
-			t.Error(err)
-		}
-	})
-	return l
+	return locktest.NewT(t, clients, slices.Concat(testOpts, opts)...)
 }
 
 // values returns the raw value of key on every node ("" when missing).

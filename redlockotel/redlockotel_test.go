@@ -16,7 +16,6 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
-	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
@@ -24,6 +23,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/quorumlock/redlock/internal/locktest"
 	"github.com/quorumlock/redlock/internal/redistest"
 	"github.com/quorumlock/redlock/redlock"
 	"github.com/quorumlock/redlock/redlockotel"
@@ -116,20 +116,6 @@ next:
 	return count, sum, found
 }
 
-func newLocker(t *testing.T, clients []*redis.Client, opts ...redlock.Option) *redlock.Locker {
-	t.Helper()
-	l, err := redlock.New(clients, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := l.Close(); err != nil {
-			t.Error(err)
-		}
-	})
-	return l
-}
-
 // Every kind of event reaches Prometheus, scraped over HTTP from real
 // operations on real servers: obtains and their outcomes, waits, holds,
 // extensions, per-node outcomes (a dead node's errors among them),
@@ -139,8 +125,8 @@ func TestPrometheusScrape(t *testing.T) {
 	clients := redistest.ClientsT(t, servers)
 	tm := newTelemetry(t)
 	opts := []redlock.Option{redlock.WithNodeTimeout(200 * time.Millisecond), redlock.WithTTL(time.Second)}
-	l := newLocker(t, clients, append(opts, redlock.WithObserver(tm.obs))...)
-	other := newLocker(t, clients, opts...)
+	l := locktest.NewT(t, clients, append(opts, redlock.WithObserver(tm.obs))...)
+	other := locktest.NewT(t, clients, opts...)
 	ctx := t.Context()
 
 	// Obtain, extend, release.
@@ -186,7 +172,7 @@ func TestPrometheusScrape(t *testing.T) {
 	}
 
 	// Abstentions: the restart guard on nodes that were never seeded.
-	guarded := newLocker(t, clients, append(opts, redlock.WithObserver(tm.obs), redlock.WithRestartGuard(10*time.Second))...)
+	guarded := locktest.NewT(t, clients, append(opts, redlock.WithObserver(tm.obs), redlock.WithRestartGuard(10*time.Second))...)
 	if _, err := guarded.TryObtain(ctx, "otel:guard"); !errors.Is(err, redlock.ErrNoQuorum) {
 		t.Fatalf("TryObtain on unseeded guarded nodes: %v", err)
 	}
@@ -257,7 +243,7 @@ func TestSpans(t *testing.T) {
 	servers := redistest.StartT(t, 3, redistest.Options{})
 	clients := redistest.ClientsT(t, servers)
 	tm := newTelemetry(t)
-	l := newLocker(t, clients, redlock.WithObserver(tm.obs), redlock.WithNodeTimeout(time.Second), redlock.WithTTL(5*time.Second))
+	l := locktest.NewT(t, clients, redlock.WithObserver(tm.obs), redlock.WithNodeTimeout(time.Second), redlock.WithTTL(5*time.Second))
 	if err := servers[1].Kill(); err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,6 @@ import (
 
 	"github.com/quorumlock/redlock/internal/pgtest"
 	"github.com/quorumlock/redlock/internal/redistest"
-	"github.com/quorumlock/redlock/redlock"
 	"github.com/quorumlock/redlock/redlock/fenced"
 )
 
@@ -160,23 +159,6 @@ func (e *env) mark(t testing.TB, key string) int64 {
 		t.Fatal(err)
 	}
 	return f
-}
-
-// fencedLocker returns a fencing Locker over three fresh redis-servers.
-func fencedLocker(t *testing.T) *redlock.Locker {
-	t.Helper()
-	clients := redistest.ClientsT(t, redistest.StartT(t, 3, redistest.Options{}))
-	l, err := redlock.New(clients, redlock.WithFencing(), redlock.WithNodeTimeout(200*time.Millisecond),
-		redlock.WithRetry(redlock.LinearBackoff(20*time.Millisecond)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := l.Close(); err != nil {
-			t.Error(err)
-		}
-	})
-	return l
 }
 
 // boundedCtx is t.Context() cut after 30s, for calls that wait.

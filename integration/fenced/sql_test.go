@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/quorumlock/redlock/internal/locktest"
 	"github.com/quorumlock/redlock/redlock"
 	"github.com/quorumlock/redlock/redlock/fenced"
 )
@@ -44,7 +45,7 @@ func lostAndRetaken(t *testing.T, obtain func(ctx context.Context, opts ...redlo
 // nothing of its transaction commits.
 func TestPausedHolderRefused(t *testing.T) {
 	e := newEnv(t)
-	l := fencedLocker(t)
+	l := locktest.FencedT(t)
 	a, b := lostAndRetaken(t, func(ctx context.Context, opts ...redlock.LockOption) (*redlock.Lock, error) {
 		return l.Obtain(ctx, "ledger", opts...)
 	})
@@ -267,7 +268,7 @@ func TestConcurrentFencedUpdates(t *testing.T) {
 // refuses it once its next holder wrote.
 func TestSemaphoreSlotsEachHaveAMark(t *testing.T) {
 	e := newEnv(t)
-	l := fencedLocker(t)
+	l := locktest.FencedT(t)
 	sem := l.Semaphore("pool", 2)
 	ctx := boundedCtx(t)
 	other, err := sem.Obtain(ctx, redlock.WithTTL(30*time.Second))
@@ -311,7 +312,7 @@ func TestSemaphoreSlotsEachHaveAMark(t *testing.T) {
 // paused past its validity is refused once the next writer wrote.
 func TestRWMutexWriterFence(t *testing.T) {
 	e := newEnv(t)
-	l := fencedLocker(t)
+	l := locktest.FencedT(t)
 	rw := l.RWMutex("catalog")
 	a, b := lostAndRetaken(t, rw.Lock)
 	ctx := t.Context()

@@ -68,7 +68,7 @@ func dump(rep *doctor.Report) string {
 func TestCheckHealthy(t *testing.T) {
 	t.Parallel()
 	servers := redistest.StartT(t, 3, redistest.Options{Persistent: true})
-	clients := plainClients(t, servers)
+	clients := redistest.ClientsT(t, servers)
 	rep := check(t, clients)
 	if rep.Severity() != doctor.OK || len(rep.Problems()) != 0 || len(rep.Unreachable()) != 0 {
 		t.Errorf("severity %v, want ok:\n%s", rep.Severity(), dump(rep))
@@ -100,7 +100,7 @@ func TestCheckDuplicateServer(t *testing.T) {
 	t.Parallel()
 	servers := redistest.StartT(t, 3, redistest.Options{Persistent: true})
 	alias := redistest.ForwardT(t, servers[0].Addr)
-	clients := append(plainClients(t, servers[:2]), alias.ClientT(t))
+	clients := append(redistest.ClientsT(t, servers[:2]), alias.ClientT(t))
 	l := newLocker(t, clients)
 	if _, err := l.Inspect(t.Context(), "dup"); !errors.Is(err, redlock.ErrInvalid) {
 		t.Fatalf("Inspect with an alias: %v, want ErrInvalid", err)
@@ -119,7 +119,7 @@ func TestCheckDuplicateServer(t *testing.T) {
 // is asked.
 func TestCheckInvalid(t *testing.T) {
 	t.Parallel()
-	c := plainClients(t, redistest.StartT(t, 1, redistest.Options{}))[0]
+	c := redistest.ClientsT(t, redistest.StartT(t, 1, redistest.Options{}))[0]
 	other := redis.NewClient(&redis.Options{Addr: "localhost" + c.Options().Addr[strings.LastIndexByte(c.Options().Addr, ':'):]})
 	t.Cleanup(func() { _ = other.Close() })
 	for _, tt := range []struct {
@@ -156,7 +156,7 @@ func TestCheckInvalid(t *testing.T) {
 // report holds what was found.
 func TestCheckCutShort(t *testing.T) {
 	t.Parallel()
-	clients := plainClients(t, redistest.StartT(t, 3, redistest.Options{}))
+	clients := redistest.ClientsT(t, redistest.StartT(t, 3, redistest.Options{}))
 	// Three seconds leave the checks before the window room on a loaded
 	// machine; the window lasts a minute.
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
@@ -182,7 +182,7 @@ func TestCheckUnreachable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	clients := plainClients(t, redistest.StartT(t, 2, redistest.Options{Persistent: true}))
+	clients := redistest.ClientsT(t, redistest.StartT(t, 2, redistest.Options{Persistent: true}))
 	dead := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + strconv.Itoa(port)})
 	t.Cleanup(func() { _ = dead.Close() })
 	rep := check(t, append(clients, dead), doctor.WithClockWindow(0))
@@ -198,7 +198,7 @@ func TestCheckUnreachable(t *testing.T) {
 func TestCheckGuard(t *testing.T) {
 	t.Parallel()
 	servers := redistest.StartT(t, 3, redistest.Options{Persistent: true})
-	clients := plainClients(t, servers)
+	clients := redistest.ClientsT(t, servers)
 	l := newLocker(t, clients, redlock.WithRestartGuard(time.Minute))
 	checkGuard := func() *doctor.Report {
 		t.Helper()

@@ -1,11 +1,13 @@
 package doctor_test
 
 import (
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/quorumlock/redlock/internal/locktest"
 	"github.com/quorumlock/redlock/internal/redistest"
 	"github.com/quorumlock/redlock/redlock"
 )
@@ -23,29 +25,9 @@ func TestMain(m *testing.M) {
 // for a loaded machine under -race.
 var testOpts = []redlock.Option{redlock.WithNodeTimeout(time.Second), redlock.WithTTL(10 * time.Second)}
 
-// plainClients returns a plain client per server, closed at cleanup.
-func plainClients(t *testing.T, servers []*redistest.Server) []*redis.Client {
-	t.Helper()
-	out := make([]*redis.Client, len(servers))
-	for i, s := range servers {
-		out[i] = s.NewClient()
-		t.Cleanup(func() { _ = out[i].Close() })
-	}
-	return out
-}
-
 // newLocker returns a Locker over clients with testOpts and opts, closed at
 // cleanup.
 func newLocker(t *testing.T, clients []*redis.Client, opts ...redlock.Option) *redlock.Locker {
 	t.Helper()
-	l, err := redlock.New(clients, append(append([]redlock.Option{}, testOpts...), opts...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := l.Close(); err != nil {
-			t.Error(err)
-		}
-	})
-	return l
+	return locktest.NewT(t, clients, slices.Concat(testOpts, opts)...)
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/quorumlock/redlock/internal/locktest"
 	"github.com/quorumlock/redlock/internal/redistest"
 	"github.com/quorumlock/redlock/redlock"
 	"github.com/quorumlock/redlock/redlock/fenced"
@@ -28,23 +29,6 @@ type holder struct {
 
 func (h holder) Key() string   { return h.key }
 func (h holder) Fence() uint64 { return h.fence }
-
-// fencedLocker returns a fencing Locker over three fresh servers.
-func fencedLocker(t *testing.T) *redlock.Locker {
-	t.Helper()
-	clients := redistest.ClientsT(t, redistest.StartT(t, 3, redistest.Options{}))
-	l, err := redlock.New(clients, redlock.WithFencing(), redlock.WithNodeTimeout(200*time.Millisecond),
-		redlock.WithRetry(redlock.LinearBackoff(20*time.Millisecond)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := l.Close(); err != nil {
-			t.Error(err)
-		}
-	})
-	return l
-}
 
 // lostAndRetaken returns a lock a whose hold ran out while it did nothing
 // (a holder paused past its validity) and the lock b that took key next.
@@ -72,7 +56,7 @@ func lostAndRetaken(t *testing.T, l *redlock.Locker, key string) (a, b *redlock.
 }
 
 func TestSetStringRefusesPausedHolder(t *testing.T) {
-	l := fencedLocker(t)
+	l := locktest.FencedT(t)
 	c := redistest.ClientsT(t, redistest.StartT(t, 1, redistest.Options{}))[0]
 	ctx := t.Context()
 	a, b := lostAndRetaken(t, l, "ledger")
@@ -91,7 +75,7 @@ func TestSetStringRefusesPausedHolder(t *testing.T) {
 }
 
 func TestSetFieldRefusesPausedHolder(t *testing.T) {
-	l := fencedLocker(t)
+	l := locktest.FencedT(t)
 	c := redistest.ClientsT(t, redistest.StartT(t, 1, redistest.Options{}))[0]
 	ctx := t.Context()
 	a, b := lostAndRetaken(t, l, "ledger")
