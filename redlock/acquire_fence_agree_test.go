@@ -185,12 +185,7 @@ func TestFenceNoWriteBackWhereNodesAgree(t *testing.T) {
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	total := 0
-	for _, w := range wires {
-		w.mu.Lock()
-		total += w.marked
-		w.mu.Unlock()
-	}
+	total := markedCalls(wires)
 	// None is needed; a node that failed to answer in time would get one.
 	t.Logf("%d fence write-backs in %d acquisitions on 5 nodes", total, n)
 	if total > n/4 {
@@ -229,12 +224,7 @@ func TestFenceFreshKeysNeedNoWriteBack(t *testing.T) {
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	total := 0
-	for _, w := range wires {
-		w.mu.Lock()
-		total += w.marked
-		w.mu.Unlock()
-	}
+	total := markedCalls(wires)
 	t.Logf("%d fence write-backs in %d acquisitions of fresh keys on 5 nodes", total, n)
 	if total > n/4 {
 		t.Fatalf("%d fence write-backs in %d acquisitions of fresh keys, want none (at most %d)", total, n, n/4)

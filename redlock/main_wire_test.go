@@ -237,6 +237,18 @@ func (c *wireConn) Read(b []byte) (int, error) {
 	return n, err
 }
 
+// markedCalls returns how many calls of their marked script the wires
+// carried, all told.
+func markedCalls(wires []*wire) int {
+	total := 0
+	for _, w := range wires {
+		w.mu.Lock()
+		total += w.marked
+		w.mu.Unlock()
+	}
+	return total
+}
+
 // newWires returns a wire to each of servers (newWire) and their clients.
 func newWires(t *testing.T, servers []*redistest.Server) ([]*wire, []*redis.Client) {
 	t.Helper()

@@ -12,6 +12,21 @@ import (
 	"github.com/quorumlock/redlock/redlock"
 )
 
+// comingBack starts three servers and a Locker over them (node timeout
+// 200ms) that reaches node 0 through a wire, with its connections made.
+func comingBack(t *testing.T) ([]*redistest.Server, *wire, *redlock.Locker) {
+	t.Helper()
+	servers := redistest.StartT(t, 3, redistest.Options{})
+	back := newWire(t, servers[0])
+	direct := redistest.ClientsT(t, servers)
+	l := newLocker(t, []*redis.Client{back.Client, direct[1], direct[2]},
+		redlock.WithNodeTimeout(200*time.Millisecond))
+	if err := mustObtain(t, l, "warm").Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	return servers, back, l
+}
+
 // A node that comes back after a short outage votes again at once.
 // go-redis's pools stop dialling after as many failed dials as the pool has
 // room for, and then probe the server once a second: with room for only
@@ -24,14 +39,7 @@ import (
 // refused it again at most 50ms later: the first attempt more than that
 // after the last refusal dials.
 func TestNodeBackVotesAtOnce(t *testing.T) {
-	servers := redistest.StartT(t, 3, redistest.Options{})
-	back := newWire(t, servers[0])
-	direct := redistest.ClientsT(t, servers)
-	l := newLocker(t, []*redis.Client{back.Client, direct[1], direct[2]},
-		redlock.WithNodeTimeout(200*time.Millisecond))
-	if err := mustObtain(t, l, "warm").Release(t.Context()); err != nil {
-		t.Fatal(err)
-	}
+	servers, back, l := comingBack(t)
 	if err := servers[2].Kill(); err != nil { // a majority now needs node 0
 		t.Fatal(err)
 	}
@@ -133,14 +141,7 @@ func TestNodeRestartBetweenCallsFailsNone(t *testing.T) {
 // 32ms with the backoff). Node 1 is down when node 0 comes back, so a lock
 // needs node 0.
 func TestNodeBackAfterLongOutageVotesAtOnce(t *testing.T) {
-	servers := redistest.StartT(t, 3, redistest.Options{})
-	back := newWire(t, servers[0])
-	direct := redistest.ClientsT(t, servers)
-	l := newLocker(t, []*redis.Client{back.Client, direct[1], direct[2]},
-		redlock.WithNodeTimeout(200*time.Millisecond))
-	if err := mustObtain(t, l, "warm").Release(t.Context()); err != nil {
-		t.Fatal(err)
-	}
+	servers, back, l := comingBack(t)
 	if err := servers[0].Kill(); err != nil {
 		t.Fatal(err)
 	}

@@ -143,13 +143,7 @@ func TestElectLostLeadershipStopsCommand(t *testing.T) {
 	p := start(t, nil, "elect", "--nodes", nodesURL(servers), "--ttl", "1s", "--node-timeout", "300ms", "--grace", "200ms",
 		t.Name(), "--", "sh", "-c", `echo ready; exec sleep 60`)
 	p.stdout.await(t, "ready")
-	for _, s := range servers[:2] {
-		if err := s.Kill(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	p.expect(exitLost)
-	p.stderr.await(t, "lost while the command ran")
+	p.loseLock(servers, "lost while the command ran")
 }
 
 func TestElectUsage(t *testing.T) {

@@ -69,13 +69,7 @@ func TestHoldLost(t *testing.T) {
 	// --wait retries a first dial slower than the node timeout.
 	p := start(t, nodesEnv(servers), "hold", "--ttl", "1s", "--node-timeout", "300ms", "--wait", "20", t.Name())
 	p.stdout.await(t, "0")
-	for _, s := range servers[:2] {
-		if err := s.Kill(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	p.expect(exitLost)
-	p.stderr.await(t, "lost while held")
+	p.loseLock(servers, "lost while held")
 }
 
 // The README's pattern: a bash script that locks around several commands.

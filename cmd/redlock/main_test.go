@@ -295,6 +295,19 @@ func (p *proc) expect(code int) {
 	}
 }
 
+// loseLock kills the first two of servers, a majority of three, so that
+// redlock's lock is lost, and waits for it to exit saying so with want.
+func (p *proc) loseLock(servers []*redistest.Server, want string) {
+	p.t.Helper()
+	for _, s := range servers[:2] {
+		if err := s.Kill(); err != nil {
+			p.t.Fatal(err)
+		}
+	}
+	p.expect(exitLost)
+	p.stderr.await(p.t, want)
+}
+
 // release lets a command that waits on its standard input ("read x") end.
 func (p *proc) release() {
 	p.t.Helper()

@@ -201,13 +201,7 @@ func TestRunLostLockStopsCommand(t *testing.T) {
 			p := start(t, nil, "run", "--nodes", nodesURL(servers), "--ttl", "1s", "--node-timeout", "300ms", "--wait", "20s",
 				"--grace", "200ms", t.Name(), "--", "sh", "-c", tt.script)
 			p.stdout.await(t, "ready")
-			for _, s := range servers[:2] {
-				if err := s.Kill(); err != nil {
-					t.Fatal(err)
-				}
-			}
-			p.expect(exitLost)
-			p.stderr.await(t, "lost while the command ran")
+			p.loseLock(servers, "lost while the command ran")
 			p.stderr.await(t, tt.stderr)
 		})
 	}
