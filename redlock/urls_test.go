@@ -1,20 +1,9 @@
 package redlock_test
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"fmt"
-	"math/big"
-	"net"
-	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -301,16 +290,7 @@ func FuzzParseURLHidesPassword(f *testing.F) {
 // mistake when a redis:// URL names the TLS port.
 func TestNewFromURLsTLS(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	cert, key := writeCert(t, dir)
-	port, err := redistest.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	redistest.StartT(t, 1, redistest.Options{Args: []string{
-		"--tls-port", strconv.Itoa(port), "--tls-cert-file", cert, "--tls-key-file", key, "--tls-auth-clients", "no",
-	}})
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	addr := redistest.StartTLST(t, 1)[0].TLSAddr
 	tests := []struct {
 		url  string
 		ok   bool
@@ -340,37 +320,4 @@ func TestNewFromURLsTLS(t *testing.T) {
 			t.Error(err)
 		}
 	}
-}
-
-// writeCert writes a self-signed certificate for 127.0.0.1 and its key.
-func writeCert(t *testing.T, dir string) (certFile, keyFile string) {
-	t.Helper()
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1),
-		Subject:      pkix.Name{CommonName: "redlock test"},
-		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &k.PublicKey, k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, err := x509.MarshalECPrivateKey(k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	for file, block := range map[string]*pem.Block{certFile: {Type: "CERTIFICATE", Bytes: der}, keyFile: {Type: "EC PRIVATE KEY", Bytes: kder}} {
-		if err := os.WriteFile(file, pem.EncodeToMemory(block), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return certFile, keyFile
 }

@@ -1,92 +1,20 @@
 package main
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
-	"net"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/quorumlock/redlock/internal/redistest"
 )
-
-// pemFiles writes a certificate and its key as PEM files in dir.
-func pemFiles(t *testing.T, dir, name string, der []byte, key *ecdsa.PrivateKey) (certFile, keyFile string) {
-	t.Helper()
-	kder, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	certFile, keyFile = filepath.Join(dir, name+".crt"), filepath.Join(dir, name+".key")
-	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return certFile, keyFile
-}
-
-// privateCA makes a certificate authority, a server certificate for
-// 127.0.0.1 and a client certificate, both signed by it.
-func privateCA(t *testing.T) (ca, srvCert, srvKey, cliCert, cliKey string) {
-	t.Helper()
-	dir := t.TempDir()
-	newKey := func() *ecdsa.PrivateKey {
-		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return k
-	}
-	caKey := newKey()
-	caTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	caCert, err := x509.ParseCertificate(caDER)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, _ = pemFiles(t, dir, "ca", caDER, caKey)
-	leaf := func(name string, serial int64, usage x509.ExtKeyUsage) (string, string) {
-		k := newKey()
-		tmpl := &x509.Certificate{
-			SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: name},
-			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-			KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage},
-			IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
-		}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &k.PublicKey, caKey)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return pemFiles(t, dir, name, der, k)
-	}
-	srvCert, srvKey = leaf("server", 2, x509.ExtKeyUsageServerAuth)
-	cliCert, cliKey = leaf("client", 3, x509.ExtKeyUsageClientAuth)
-	return ca, srvCert, srvKey, cliCert, cliKey
-}
 
 // --tls-ca trusts a private CA, --tls-cert and --tls-key present a client
 // certificate to servers that require one.
 func TestTLSFlags(t *testing.T) {
 	t.Parallel()
-	ca, srvCert, srvKey, cliCert, cliKey := privateCA(t)
+	pki := redistest.PrivateCAT(t)
+	ca, srvCert, srvKey, cliCert, cliKey := pki.CA, pki.ServerCert, pki.ServerKey, pki.ClientCert, pki.ClientKey
 	var urls []string
 	for range 3 {
 		port, err := redistest.FreePort()
