@@ -21,11 +21,10 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/quorumlock/redlock/bench/internal/harness"
 	"github.com/quorumlock/redlock/bench/internal/lockers"
 	"github.com/quorumlock/redlock/bench/internal/stats"
+	"github.com/quorumlock/redlock/internal/redistest"
 )
 
 const (
@@ -51,15 +50,7 @@ func TestMain(m *testing.M) {
 			code = 1
 		}
 	}
-	if code == 0 {
-		// See internal/harness: go-redis's dial prober ends on its own,
-		// up to a second after its client was closed.
-		if err := goleak.Find(goleak.IgnoreAnyFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).tryDial")); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
+	os.Exit(redistest.LeakCheck(code))
 }
 
 func nodes(b *testing.B) *harness.Cluster {

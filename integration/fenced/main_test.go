@@ -13,7 +13,6 @@ import (
 
 	_ "github.com/jackc/pgx/v5/stdlib"
 	"github.com/redis/go-redis/v9"
-	"go.uber.org/goleak"
 
 	"github.com/quorumlock/redlock/internal/pgtest"
 	"github.com/quorumlock/redlock/internal/redistest"
@@ -37,15 +36,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "stopping postgres:", err)
 		code = 1
 	}
-	if code == 0 {
-		// go-redis redials a dead node from a goroutine that notices its
-		// pool was closed only after its one-second sleep: not ours.
-		if err := goleak.Find(goleak.IgnoreAnyFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).tryDial")); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
+	os.Exit(redistest.LeakCheck(code))
 }
 
 var tables atomic.Int64
