@@ -56,6 +56,17 @@ func (c *cluster) bootstrapped(t *testing.T, opts ...redlock.Option) *redlock.Lo
 	return l
 }
 
+// joinErrs closes errs, whose senders are done, and returns the errors
+// it held, joined (nil for none).
+func joinErrs(errs chan error) error {
+	close(errs)
+	var all []error
+	for err := range errs {
+		all = append(all, err)
+	}
+	return errors.Join(all...)
+}
+
 // newLocker returns a Locker over clients with testOpts and opts, closed at
 // cleanup.
 func newLocker(t *testing.T, clients []*redis.Client, opts ...redlock.Option) *redlock.Locker {

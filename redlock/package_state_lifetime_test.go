@@ -167,12 +167,7 @@ func TestNothingLeftOfManyKeys(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	close(errs)
-	var failed []error
-	for err := range errs {
-		failed = append(failed, err)
-	}
-	if err := errors.Join(failed...); err != nil {
+	if err := joinErrs(errs); err != nil {
 		t.Fatal(err)
 	}
 	took := time.Since(start)

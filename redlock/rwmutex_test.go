@@ -73,14 +73,9 @@ func mustTake(t *testing.T, what string, try func(context.Context, ...redlock.Lo
 // nodes is paused and resumed: never a reader beside a writer, never two
 // writers, and writers' fences grow in the order they held the lock.
 func TestRWMutexExclusionUnderPauses(t *testing.T) {
-	c := newCluster(t, 5)
 	// A short TTL: a lease whose release failed (a majority paused) keeps
 	// writers out until it expires.
-	opts := []redlock.Option{redlock.WithNodeTimeout(150 * time.Millisecond), redlock.WithTTL(time.Second)}
-	lockers := []*redlock.Locker{c.locker(t, opts...), c.locker(t, opts...)}
-	ctx, cancel := context.WithTimeout(t.Context(), 8*time.Second)
-	defer cancel()
-	stop := c.pauseMinorities(t, ctx, 2)
+	lockers, ctx, stop := underPauses(t)
 	var (
 		mu               sync.Mutex
 		readers, writers int
@@ -147,6 +142,20 @@ func TestRWMutexExclusionUnderPauses(t *testing.T) {
 	if reads.Load() == 0 || writes.Load() == 0 {
 		t.Fatalf("%d reads and %d writes: the test tested nothing", reads.Load(), writes.Load())
 	}
+}
+
+// underPauses starts five servers and two Lockers over them (node timeout
+// 150ms, TTL 1s), and pauses random minorities of two nodes at most until
+// ctx, which it returns, ends 8s later; stop waits for the pauses to end
+// and resumes every node.
+func underPauses(t *testing.T) (lockers []*redlock.Locker, ctx context.Context, stop func()) {
+	t.Helper()
+	c := newCluster(t, 5)
+	opts := []redlock.Option{redlock.WithNodeTimeout(150 * time.Millisecond), redlock.WithTTL(time.Second)}
+	lockers = []*redlock.Locker{c.locker(t, opts...), c.locker(t, opts...)}
+	ctx, cancel := context.WithTimeout(t.Context(), 8*time.Second)
+	t.Cleanup(cancel)
+	return lockers, ctx, c.pauseMinorities(t, ctx, 2)
 }
 
 // pauseMinorities pauses a random minority (at most most nodes) for 50 to

@@ -448,12 +448,7 @@ func TestSemaphoreKeepAlive(t *testing.T) {
 // Permit takers on two Lockers while a random minority of the five nodes
 // is paused and resumed: a semaphore of two never has three holders.
 func TestSemaphoreUnderPauses(t *testing.T) {
-	c := newCluster(t, 5)
-	opts := []redlock.Option{redlock.WithNodeTimeout(150 * time.Millisecond), redlock.WithTTL(time.Second)}
-	lockers := []*redlock.Locker{c.locker(t, opts...), c.locker(t, opts...)}
-	ctx, cancel := context.WithTimeout(t.Context(), 8*time.Second)
-	defer cancel()
-	stop := c.pauseMinorities(t, ctx, 2)
+	lockers, ctx, stop := underPauses(t)
 	var (
 		holding, most, taken atomic.Int32
 		wg                   sync.WaitGroup
