@@ -293,7 +293,7 @@ func TestRestartGuardFunctionSeesPolicySwitch(t *testing.T) {
 		configSet(t, cl, "maxmemory-policy", "volatile-lru", "maxmemory", "1gb")
 	}
 	const why = "node abstains: maxmemory-policy volatile-lru may evict lock keys"
-	err := eventually(t, 5*time.Second, func() error {
+	err := redistest.Eventually(t, 5*time.Second, func() error {
 		lock, err := a.TryObtain(t.Context(), "k2")
 		if err == nil {
 			return errors.Join(errors.New("granted"), lock.Release(t.Context()))

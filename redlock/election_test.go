@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/quorumlock/redlock/internal/redistest"
 	"github.com/quorumlock/redlock/redlock"
 )
 
@@ -19,7 +20,7 @@ var electOpts = []redlock.Option{redlock.WithTTL(2 * time.Second), redlock.WithN
 // channel: the campaigners (or observers) are listening.
 func (c *cluster) subscribed(t *testing.T, name string, n int64) {
 	t.Helper()
-	err := eventually(t, 10*time.Second, func() error {
+	err := redistest.Eventually(t, 10*time.Second, func() error {
 		for i, cl := range c.clients {
 			got, err := cl.PubSubNumSub(t.Context(), "redlock:released:"+name).Result()
 			if err != nil {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/quorumlock/redlock/internal/redistest"
 	"github.com/quorumlock/redlock/redlock"
 )
 
@@ -78,7 +79,7 @@ func TestObtainMultiOverlappingNoDeadlock(t *testing.T) {
 // arrives, so this waits a little for that.
 func (c *cluster) assertNone(t *testing.T, keys ...string) {
 	t.Helper()
-	err := eventually(t, 5*time.Second, func() error {
+	err := redistest.Eventually(t, 5*time.Second, func() error {
 		for _, k := range keys {
 			for i, v := range c.values(t, k) {
 				if v != "" {
@@ -179,7 +180,7 @@ func TestObtainMultiNodeDownLeavesNothing(t *testing.T) {
 		t.Fatalf("with two of three down: %v, want ErrNoQuorum", err)
 	}
 	for _, k := range []string{"a", "b"} {
-		err = eventually(t, 5*time.Second, func() error {
+		err = redistest.Eventually(t, 5*time.Second, func() error {
 			if v := c.value(t, 2, k); v != "" {
 				return fmt.Errorf("%s left on the node that is up: %q", k, v)
 			}
@@ -329,7 +330,7 @@ func TestObtainMultiRestartGuard(t *testing.T) {
 		}
 	}
 	// The first call may find the old connections broken (EOF).
-	err := eventually(t, 5*time.Second, func() error {
+	err := redistest.Eventually(t, 5*time.Second, func() error {
 		_, err := l.TryObtainMulti(t.Context(), []string{"a", "b"})
 		if err == nil || !strings.Contains(err.Error(), "it lost its memory") {
 			return fmt.Errorf("with two restarted nodes: %v, want them to abstain", err)
@@ -360,7 +361,7 @@ func TestMultiLockReleaseIsNoHandoff(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := eventually(t, 10*time.Second, func() error {
+	if err := redistest.Eventually(t, 10*time.Second, func() error {
 		if !redlock.Offered(l, "a,b") {
 			return errors.New("the waiter has not offered itself for a handoff")
 		}
@@ -432,7 +433,7 @@ func TestObtainMultiWaitersTakeTurns(t *testing.T) {
 // awaitMultiLine waits until n goroutines of l wait in line for keys.
 func awaitMultiLine(t *testing.T, l *redlock.Locker, keys []string, n int) {
 	t.Helper()
-	if err := eventually(t, 10*time.Second, func() error {
+	if err := redistest.Eventually(t, 10*time.Second, func() error {
 		if got := redlock.MultiLineLen(l, keys); got != n {
 			return fmt.Errorf("line for %v has %d waiters, want %d", keys, got, n)
 		}

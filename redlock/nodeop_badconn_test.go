@@ -207,7 +207,7 @@ func makeReplica(t *testing.T, c *cluster, addr string) {
 func makeSyncedReplica(t *testing.T, c *cluster, addr string) {
 	t.Helper()
 	makeReplica(t, c, addr)
-	if err := eventually(t, 10*time.Second, func() error {
+	if err := redistest.Eventually(t, 10*time.Second, func() error {
 		info, err := c.clients[0].Info(t.Context(), "replication").Result()
 		if err == nil && !strings.Contains(info, "master_link_status:up") {
 			err = errors.New("replica not in sync")
@@ -261,7 +261,7 @@ func enterLoading(t *testing.T, c *cluster, _ *redistest.Forwarder) func() {
 		}
 	}
 	t.Cleanup(func() { <-reloaded })
-	if err := eventually(t, 10*time.Second, func() error {
+	if err := redistest.Eventually(t, 10*time.Second, func() error {
 		info, err := admin.Info(ctx, "persistence").Result()
 		if err == nil && !strings.Contains(info, "loading:1") {
 			err = errors.New("node 0 not loading")
@@ -328,7 +328,7 @@ func TestReleaseFailedOnReplicaExpires(t *testing.T) {
 		t.Fatalf("released key not left on node 0 alone: %q", c.values(t, key))
 	}
 	// Not before the old key expires: then on every node.
-	if err := eventually(t, 10*ttl, func() error {
+	if err := redistest.Eventually(t, 10*ttl, func() error {
 		if c.value(t, 0, key) != "" {
 			return errors.New("old key still on node 0")
 		}

@@ -53,7 +53,7 @@ func TestOneVotePerServerPerCall(t *testing.T) {
 		// The acquisition is decided at a majority; node 0's grant may
 		// still be on its way (a loaded machine) and would land after the
 		// DEL: wait for it first.
-		if err := eventually(t, 5*time.Second, func() error {
+		if err := redistest.Eventually(t, 5*time.Second, func() error {
 			if n, err := c.clients[0].Exists(t.Context(), key).Result(); err != nil || n != 1 {
 				return errors.Join(err, errors.New("node 0 has not granted yet"))
 			}

@@ -13,33 +13,13 @@ import (
 	"github.com/quorumlock/redlock/redlock"
 )
 
-// eventually polls cond every few milliseconds until it returns nil or
-// the deadline passes, and returns its last error.
-func eventually(t *testing.T, within time.Duration, cond func() error) error {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		err := cond()
-		if err == nil || time.Now().After(deadline) {
-			return err
-		}
-		select {
-		case <-t.Context().Done():
-			return err
-		case <-tick.C:
-		}
-	}
-}
-
 // votesAgain checks that node i answers for key through the Locker's own
 // connection for it (Inspect uses the same per-key queue as every other
 // call), and that a fresh lock on key is then held on every node.
 func votesAgain(t *testing.T, c *cluster, l *redlock.Locker, i int, key string) {
 	t.Helper()
 	ctx := t.Context()
-	err := eventually(t, 5*time.Second, func() error {
+	err := redistest.Eventually(t, 5*time.Second, func() error {
 		st, err := l.Inspect(ctx, key)
 		if st == nil {
 			return err
@@ -213,7 +193,7 @@ func TestDelayedReleaseSparesNewHold(t *testing.T) {
 	}
 	// The old keys expire on the held nodes, so that the next hold is a
 	// fresh key (a re-entry would only lose one hold to the stale release).
-	if err := eventually(t, 10*ttl, func() error {
+	if err := redistest.Eventually(t, 10*ttl, func() error {
 		for i := 1; i < 3; i++ {
 			if n, err := direct[i].Exists(ctx, key).Result(); err != nil || n != 0 {
 				return errors.Join(err, errors.New("old key still there"))

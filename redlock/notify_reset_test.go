@@ -68,7 +68,7 @@ func TestWaitersLeaveAResettingNodeAlone(t *testing.T) {
 	// wait after its last failure (at most a second) has passed.
 	resetting.Store(false)
 	got := waiter(t, l, "k0")
-	err := eventually(t, 5*time.Second, func() error {
+	err := redistest.Eventually(t, 5*time.Second, func() error {
 		if n := c.subscribers(t, "k0")[2]; n != 1 {
 			return fmt.Errorf("node 2 has %d subscribers of k0's releases, want 1", n)
 		}

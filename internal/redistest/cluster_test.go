@@ -103,23 +103,5 @@ func TestClusterServesEveryShard(t *testing.T) {
 	}
 }
 
-// pollUntil calls cond every 10ms until it returns nil, and returns its
-// last error if that takes longer than d.
-func pollUntil(t *testing.T, d time.Duration, cond func() error) error {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		err := cond()
-		if err == nil || time.Now().After(deadline) {
-			return err
-		}
-		select {
-		case <-t.Context().Done():
-			return t.Context().Err()
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
-}
-
 // errNot says a read gave got instead of want.
 func errNot(want, got string) error { return fmt.Errorf("got %q, want %q", got, want) }

@@ -3,6 +3,7 @@ package redistest_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"testing"
 	"time"
@@ -34,20 +35,14 @@ func getK(t *testing.T, c *redis.Client, want string) {
 // awaitK waits (up to 5s) until GET k on c returns want.
 func awaitK(t *testing.T, c *redis.Client, want string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
-	defer cancel()
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		got, err := c.Get(ctx, "k").Result()
-		if err == nil && got == want {
-			return
+	if err := redistest.Eventually(t, 5*time.Second, func() error {
+		got, err := c.Get(t.Context(), "k").Result()
+		if err == nil && got != want {
+			err = fmt.Errorf("GET k = %q, want %q", got, want)
 		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("GET k = %q, %v; want %q in time", got, err, want)
-		case <-tick.C:
-		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -67,7 +67,7 @@ func TestClusterSentinelFailover(t *testing.T) {
 	}
 	// The failover client reaches the new master (go-redis closes its
 	// connections to the old one when a sentinel announces the switch).
-	if err := pollUntil(t, 10*time.Second, func() error {
+	if err := redistest.Eventually(t, 10*time.Second, func() error {
 		got, err := fc.Get(ctx, "k").Result()
 		if err == nil && got != "before" {
 			err = errNot("before", got)
