@@ -60,7 +60,7 @@ func TestFencesGrowAcrossMinorityRestarts(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		lock, err := lockers[i%2].Obtain(boundedCtx(t), "f", redlock.WithRetry(redlock.LinearBackoff(10*time.Millisecond)))
+		lock, err := lockers[i%2].Obtain(redistest.BoundedCtx(t), "f", redlock.WithRetry(redlock.LinearBackoff(10*time.Millisecond)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -82,7 +82,7 @@ func TestFencedStoreRejectsPausedHolder(t *testing.T) {
 	store := &fencedStore{}
 	slow := mustObtain(t, l, "res")
 	// slow pauses: its lock expires and another client takes it.
-	next, err := l.Obtain(boundedCtx(t), "res", redlock.WithRetry(redlock.LinearBackoff(20*time.Millisecond)))
+	next, err := l.Obtain(redistest.BoundedCtx(t), "res", redlock.WithRetry(redlock.LinearBackoff(20*time.Millisecond)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +172,7 @@ func TestFencesGrowAcrossMajorityRestartWithGuard(t *testing.T) {
 			}
 		}
 		// The restarted nodes abstain for a second; wait for them.
-		next, err := l.Obtain(boundedCtx(t), "f", redlock.WithRetry(redlock.LinearBackoff(50*time.Millisecond)))
+		next, err := l.Obtain(redistest.BoundedCtx(t), "f", redlock.WithRetry(redlock.LinearBackoff(50*time.Millisecond)))
 		if err != nil {
 			t.Fatal(err)
 		}

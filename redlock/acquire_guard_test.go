@@ -275,7 +275,7 @@ func TestRestartGuardPersistentRestartAbstainsOnce(t *testing.T) {
 		t.Fatalf("right after a restart: %v, want the node to abstain", err)
 	}
 	start := time.Now()
-	lock, err := l.Obtain(boundedCtx(t), "k", redlock.WithRetry(redlock.LinearBackoff(50*time.Millisecond)))
+	lock, err := l.Obtain(redistest.BoundedCtx(t), "k", redlock.WithRetry(redlock.LinearBackoff(50*time.Millisecond)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -342,7 +342,7 @@ func TestFencesGrowAcrossSnapshotReload(t *testing.T) {
 	if len(behind) < len(c.clients)/2+1 {
 		t.Fatalf("after the reload %d nodes' counters are below the last fence %d (%v), want a majority", len(behind), last, behind)
 	}
-	next, err := l.Obtain(boundedCtx(t), "f", redlock.WithRetry(redlock.LinearBackoff(50*time.Millisecond)))
+	next, err := l.Obtain(redistest.BoundedCtx(t), "f", redlock.WithRetry(redlock.LinearBackoff(50*time.Millisecond)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -411,7 +411,7 @@ func TestRestartGuardKeepsSecondClientOut(t *testing.T) {
 	}
 	// After the maximum TTL the restarted nodes vote again.
 	start := time.Now()
-	lock, err := b.Obtain(boundedCtx(t), "k", redlock.WithRetry(redlock.LinearBackoff(50*time.Millisecond)))
+	lock, err := b.Obtain(redistest.BoundedCtx(t), "k", redlock.WithRetry(redlock.LinearBackoff(50*time.Millisecond)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -280,7 +280,7 @@ func TestTermsGrowAcrossNodeRestartsWithGuard(t *testing.T) {
 	}
 	var last uint64
 	for i := range 6 {
-		ld, err := lockers[i%2].Campaign(boundedCtx(t), "e")
+		ld, err := lockers[i%2].Campaign(redistest.BoundedCtx(t), "e")
 		if err != nil {
 			t.Fatal(err)
 		}

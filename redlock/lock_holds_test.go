@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/quorumlock/redlock/internal/redistest"
 	"github.com/quorumlock/redlock/redlock"
 )
 
@@ -52,7 +53,7 @@ func TestHoldBelongsToItsHandle(t *testing.T) {
 				wb[1].setRefuse(scriptCall)
 				// Node 2 may still be reconnecting: try until it answers (a
 				// failed attempt is undone).
-				l2, err := lb.Obtain(boundedCtx(t), key, redlock.WithToken(token), redlock.WithRetry(redlock.LinearBackoff(20*time.Millisecond)))
+				l2, err := lb.Obtain(redistest.BoundedCtx(t), key, redlock.WithToken(token), redlock.WithRetry(redlock.LinearBackoff(20*time.Millisecond)))
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -183,16 +183,6 @@ func mustObtain(t *testing.T, l *redlock.Locker, key string, opts ...redlock.Loc
 	return lock
 }
 
-// boundedCtx is t.Context() cut after 30s, for a call that retries until
-// it succeeds: if it never does, the test fails there instead of hanging
-// until the binary's timeout.
-func boundedCtx(t *testing.T) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
-
 // dialClients returns clients of servers whose every dial asks gate
 // first (an error fails the dial with it), closed at cleanup: the tests'
 // way to make a node's new connections slow, refused or hung while the

@@ -248,7 +248,7 @@ func TestPausedReleaseSparesNewHold(t *testing.T) {
 	const ttl = time.Second
 	l := c.locker(t, redlock.WithNodeTimeout(200*time.Millisecond), redlock.WithTTL(ttl),
 		redlock.WithRetry(redlock.LinearBackoff(20*time.Millisecond)))
-	ctx := boundedCtx(t)
+	ctx := redistest.BoundedCtx(t)
 	const key = "paused"
 	lock := mustObtain(t, l, key)
 	for _, s := range c.servers[1:] {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/quorumlock/redlock/internal/redistest"
 	"github.com/quorumlock/redlock/redlock"
 )
 
@@ -105,7 +106,7 @@ func waiter(t *testing.T, l *redlock.Locker, key string) <-chan error {
 	t.Helper()
 	got := make(chan error, 1)
 	go func() {
-		lock, err := l.Obtain(boundedCtx(t), key, redlock.WithRetry(redlock.LinearBackoff(time.Minute)))
+		lock, err := l.Obtain(redistest.BoundedCtx(t), key, redlock.WithRetry(redlock.LinearBackoff(time.Minute)))
 		if err == nil {
 			err = lock.Release(context.Background())
 		}

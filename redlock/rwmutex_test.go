@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/quorumlock/redlock/internal/redistest"
 	"github.com/quorumlock/redlock/redlock"
 )
 
@@ -333,7 +334,7 @@ func TestRWMutexLockDelay(t *testing.T) {
 	lost := mustRLock(t, rw, redlock.WithTTL(ttl), redlock.WithLockDelay(delay))
 	// The reader is lost: never released, never extended.
 	start := time.Now()
-	w, err := rw.Lock(boundedCtx(t), semRetry)
+	w, err := rw.Lock(redistest.BoundedCtx(t), semRetry)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -347,7 +348,7 @@ func TestRWMutexLockDelay(t *testing.T) {
 	if _, err := rw.TryRLock(t.Context()); !errors.Is(err, redlock.ErrNotObtained) {
 		t.Fatalf("TryRLock within the writer's cooldown: %v", err)
 	}
-	r, err := rw.RLock(boundedCtx(t), semRetry)
+	r, err := rw.RLock(redistest.BoundedCtx(t), semRetry)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/quorumlock/redlock/internal/redistest"
 	"github.com/quorumlock/redlock/redlock"
 )
 
@@ -96,7 +97,7 @@ func TestSemaphoreReleaseWakesWaiter(t *testing.T) {
 	got := make(chan error, 1)
 	start := time.Now()
 	go func() {
-		lock, err := l.Semaphore("wake", 1).Obtain(boundedCtx(t), redlock.WithRetry(redlock.LinearBackoff(time.Minute)))
+		lock, err := l.Semaphore("wake", 1).Obtain(redistest.BoundedCtx(t), redlock.WithRetry(redlock.LinearBackoff(time.Minute)))
 		if err == nil {
 			err = lock.Release(context.Background())
 		}
@@ -123,7 +124,7 @@ func TestSemaphoreHolderExpires(t *testing.T) {
 	const ttl = 500 * time.Millisecond
 	dead := mustPermit(t, sem, redlock.WithTTL(ttl))
 	start := time.Now()
-	lock, err := sem.Obtain(boundedCtx(t), semRetry)
+	lock, err := sem.Obtain(redistest.BoundedCtx(t), semRetry)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +177,7 @@ func TestSemaphoreInvalid(t *testing.T) {
 	l := c.locker(t)
 	mustPermit(t, l.Semaphore("sized", 2))
 	for _, size := range []int{1, 3} {
-		if _, err := l.Semaphore("sized", size).Obtain(boundedCtx(t)); !errors.Is(err, redlock.ErrInvalid) {
+		if _, err := l.Semaphore("sized", size).Obtain(redistest.BoundedCtx(t)); !errors.Is(err, redlock.ErrInvalid) {
 			t.Errorf("size %d over size 2: %v; want ErrInvalid", size, err)
 		}
 	}
@@ -298,7 +299,7 @@ func TestSemaphoreOneLockerFillsPermits(t *testing.T) {
 	got := make(chan *redlock.Lock, len(held))
 	for range held {
 		go func() {
-			lock, err := sem.Obtain(boundedCtx(t), redlock.WithRetry(redlock.LinearBackoff(time.Minute)))
+			lock, err := sem.Obtain(redistest.BoundedCtx(t), redlock.WithRetry(redlock.LinearBackoff(time.Minute)))
 			if err != nil {
 				t.Error(err)
 			}
@@ -611,7 +612,7 @@ func semWaiter(t *testing.T, c *cluster, l *redlock.Locker, name string) <-chan 
 	t.Helper()
 	got := make(chan error, 1)
 	go func() {
-		p, err := l.Semaphore(name, 1).Obtain(boundedCtx(t), redlock.WithRetry(redlock.LinearBackoff(time.Minute)))
+		p, err := l.Semaphore(name, 1).Obtain(redistest.BoundedCtx(t), redlock.WithRetry(redlock.LinearBackoff(time.Minute)))
 		if err == nil {
 			err = p.Release(context.Background())
 		}

@@ -9,7 +9,6 @@ import (
 	"os"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib"
 	"github.com/redis/go-redis/v9"
@@ -150,14 +149,6 @@ func (e *env) mark(t testing.TB, key string) int64 {
 		t.Fatal(err)
 	}
 	return f
-}
-
-// boundedCtx is t.Context() cut after 30s, for calls that wait.
-func boundedCtx(t *testing.T) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	t.Cleanup(cancel)
-	return ctx
 }
 
 // holder is a Holder with a fence chosen by the test.

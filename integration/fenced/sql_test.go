@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock/internal/locktest"
+	"github.com/quorumlock/redlock/internal/redistest"
 	"github.com/quorumlock/redlock/redlock"
 	"github.com/quorumlock/redlock/redlock/fenced"
 )
@@ -20,7 +21,7 @@ import (
 // through obtain (a mutex, a semaphore or a read-write lock's writer).
 func lostAndRetaken(t *testing.T, obtain func(ctx context.Context, opts ...redlock.LockOption) (*redlock.Lock, error)) (a, b *redlock.Lock) {
 	t.Helper()
-	ctx := boundedCtx(t)
+	ctx := redistest.BoundedCtx(t)
 	a, err := obtain(ctx, redlock.WithTTL(time.Second))
 	if err != nil {
 		t.Fatal(err)
@@ -270,7 +271,7 @@ func TestSemaphoreSlotsEachHaveAMark(t *testing.T) {
 	e := newEnv(t)
 	l := locktest.FencedT(t)
 	sem := l.Semaphore("pool", 2)
-	ctx := boundedCtx(t)
+	ctx := redistest.BoundedCtx(t)
 	other, err := sem.Obtain(ctx, redlock.WithTTL(30*time.Second))
 	if err != nil {
 		t.Fatal(err)
@@ -326,7 +327,7 @@ func TestRWMutexWriterFence(t *testing.T) {
 	if err := b.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	r, err := rw.RLock(boundedCtx(t))
+	r, err := rw.RLock(redistest.BoundedCtx(t))
 	if err != nil {
 		t.Fatal(err)
 	}

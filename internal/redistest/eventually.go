@@ -1,6 +1,7 @@
 package redistest
 
 import (
+	"context"
 	"testing"
 	"time"
 )
@@ -24,4 +25,14 @@ func Eventually(t testing.TB, within time.Duration, cond func() error) error {
 		case <-tick.C:
 		}
 	}
+}
+
+// BoundedCtx is t.Context() cut after 30s, for a call that waits or
+// retries until it succeeds: if it never does, the test fails there
+// instead of hanging until the binary's timeout.
+func BoundedCtx(t testing.TB) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
 }

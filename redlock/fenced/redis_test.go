@@ -34,8 +34,7 @@ func (h holder) Fence() uint64 { return h.fence }
 // (a holder paused past its validity) and the lock b that took key next.
 func lostAndRetaken(t *testing.T, l *redlock.Locker, key string) (a, b *redlock.Lock) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
+	ctx := redistest.BoundedCtx(t)
 	a, err := l.Obtain(ctx, key, redlock.WithTTL(time.Second))
 	if err != nil {
 		t.Fatal(err)
