@@ -182,7 +182,7 @@ func decodeBootstrap(n int64, err error) (quorum.Vote, int64, error) {
 	case err != nil:
 		return quorum.Failed, 0, err
 	case n < 0:
-		return quorum.Failed, 0, fmt.Errorf("redlock: node abstains for %v more: it lost its memory (flush, restart, reload, promotion or eviction)", time.Duration(-n)*time.Millisecond)
+		return quorum.Failed, 0, fmt.Errorf("%w for %v more: it lost its memory (flush, restart, reload, promotion or eviction)", ErrAbstained, time.Duration(-n)*time.Millisecond)
 	}
 	return quorum.Yes, n, nil
 }
