@@ -221,7 +221,7 @@ func TestBootstrapKeepsLossOfReloadedNode(t *testing.T) {
 		want string
 	}{
 		{"with the guard", guardOpts, "abstains for"},
-		{"without the guard", nil, "ABSTAIN node lost its memory since its marker was set"},
+		{"without the guard", nil, "node abstains: node lost its memory since its marker was set"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -239,6 +239,7 @@ func TestBootstrapKeepsLossOfReloadedNode(t *testing.T) {
 			err := c.locker(t, tt.opts...).Bootstrap(t.Context())
 			var qe *redlock.QuorumError
 			if !errors.Is(err, redlock.ErrNoQuorum) || !errors.As(err, &qe) || qe.Nodes[0].Outcome != redlock.OutcomeError ||
+				!errors.Is(qe.Nodes[0].Err, redlock.ErrAbstained) ||
 				!strings.Contains(qe.Nodes[0].Err.Error(), tt.want) || qe.Nodes[1].Outcome != redlock.OutcomeOK {
 				t.Fatalf("Bootstrap after node 0 reloaded its snapshot: %v, want node 0 reported (%q)", err, tt.want)
 			}
