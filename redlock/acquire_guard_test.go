@@ -221,7 +221,7 @@ func TestBootstrapKeepsLossOfReloadedNode(t *testing.T) {
 		want string
 	}{
 		{"with the guard", guardOpts, "abstains for"},
-		{"without the guard", nil, "ABSTAIN node lost its memory since its marker was set"},
+		{"without the guard", nil, "node abstains: node lost its memory since its marker was set"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -239,6 +239,7 @@ func TestBootstrapKeepsLossOfReloadedNode(t *testing.T) {
 			err := c.locker(t, tt.opts...).Bootstrap(t.Context())
 			var qe *redlock.QuorumError
 			if !errors.Is(err, redlock.ErrNoQuorum) || !errors.As(err, &qe) || qe.Nodes[0].Outcome != redlock.OutcomeError ||
+				!errors.Is(qe.Nodes[0].Err, redlock.ErrAbstained) ||
 				!strings.Contains(qe.Nodes[0].Err.Error(), tt.want) || qe.Nodes[1].Outcome != redlock.OutcomeOK {
 				t.Fatalf("Bootstrap after node 0 reloaded its snapshot: %v, want node 0 reported (%q)", err, tt.want)
 			}
@@ -478,5 +479,41 @@ func TestRestartGuardClearQuarantine(t *testing.T) {
 	// Plain Bootstrap finds every marker in place.
 	if err := guarded.Bootstrap(t.Context()); err != nil {
 		t.Fatalf("Bootstrap after clearing: %v", err)
+	}
+}
+
+// A node that abstains says so as a type, not as text: its error matches
+// ErrAbstained, in the QuorumError's nodes and to an Observer, and its
+// words carry no script reply code.
+func TestAbstentionIsTyped(t *testing.T) {
+	c := newCluster(t, 3)
+	events := make(chan redlock.NodeEvent, 100)
+	l := c.locker(t, redlock.WithRestartGuard(time.Minute), redlock.WithObserver(nodeAnswers{ch: events}))
+	_, err := l.TryObtain(t.Context(), "k") // never bootstrapped: every node abstains
+	var qe *redlock.QuorumError
+	if !errors.Is(err, redlock.ErrNoQuorum) || !errors.As(err, &qe) {
+		t.Fatalf("fresh guarded nodes: %v, want ErrNoQuorum with each node's outcome", err)
+	}
+	abstained := 0
+	for _, n := range qe.Nodes {
+		switch {
+		case n.Outcome == redlock.OutcomeNoReply:
+			// Not needed: two abstentions decided the round.
+		case !errors.Is(n.Err, redlock.ErrAbstained):
+			t.Errorf("node %s: %v, want ErrAbstained", n.Addr, n.Err)
+		default:
+			abstained++
+		}
+	}
+	if abstained < 2 {
+		t.Errorf("%d nodes abstained, want at least 2", abstained)
+	}
+	if strings.Contains(err.Error(), "ABSTAIN") {
+		t.Errorf("the error shows the reply code: %v", err)
+	}
+	for range 2 {
+		if e := <-events; !e.Abstained || !errors.Is(e.Err, redlock.ErrAbstained) {
+			t.Errorf("observed %+v, want an abstention", e)
+		}
 	}
 }

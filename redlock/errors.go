@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/quorumlock/redlock/quorum"
 	"github.com/quorumlock/redlock/redlock/internal/conn"
 )
@@ -33,7 +35,31 @@ var (
 	ErrClosed = errors.New("redlock: locker closed")
 	// ErrMisconfigured: nodes refuse our commands for good (password, ACL).
 	ErrMisconfigured = errors.New("redlock: misconfigured: nodes refuse the library's commands")
+	// ErrAbstained matches a node's error (NodeResult.Err) when the node
+	// abstained under the restart guard: it may have forgotten locks (a
+	// restart, reload, promotion, eviction or flush) within the guard's
+	// maximum TTL, was never bootstrapped, or may evict keys.
+	ErrAbstained = errors.New("redlock: node abstains")
 )
+
+// abstention is a node's abstention under the restart guard, as its
+// script's error reply said it (ABSTAIN and the reason); its text says it
+// in words. It matches ErrAbstained, and unwraps to the reply.
+type abstention struct{ reply error }
+
+func (e *abstention) Error() string        { return replyText(e.reply.Error()) }
+func (e *abstention) Is(target error) bool { return target == ErrAbstained }
+func (e *abstention) Unwrap() error        { return e.reply }
+
+// replyError is a node's error err, with a script's abstention decoded
+// into one that matches ErrAbstained: the one place the reply code is read.
+func replyError(err error) error {
+	var re redis.Error
+	if err != nil && errors.As(err, &re) && strings.HasPrefix(re.Error(), "ABSTAIN ") {
+		return &abstention{reply: err}
+	}
+	return err
+}
 
 // notHeldError is a reason for ErrLockNotHeld; it matches ErrLockNotHeld
 // through errors.Is.

@@ -64,7 +64,7 @@ func (l *Locker) extendMany(locks []*Lock, bt *batchTrace) []error {
 			errs[i] = lost
 		default:
 			keys = append(keys, k.key)
-			args = append(args, k.holder.prefix, k.holder.hold)
+			args = append(args, k.holder.Prefix, k.holder.Hold)
 			which = append(which, i)
 		}
 	}

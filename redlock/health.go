@@ -114,7 +114,7 @@ func stateOf(err error) (s NodeState, ok bool) {
 		return 0, false
 	case errors.Is(err, conn.ErrSameServer):
 		return NodeSameServer, true
-	case strings.HasPrefix(err.Error(), "ABSTAIN") || strings.Contains(err.Error(), "node abstains"):
+	case errors.Is(err, ErrAbstained):
 		return NodeAbstaining, true
 	case strings.Contains(err.Error(), "READONLY"):
 		return NodeReplica, true

@@ -8,6 +8,7 @@ import (
 
 	"github.com/quorumlock/redlock/quorum"
 	"github.com/quorumlock/redlock/redlock/internal/scripts"
+	"github.com/quorumlock/redlock/redlock/internal/wire"
 )
 
 // lockKind is what tells a lock on one key from a lock on several, or a
@@ -130,15 +131,11 @@ func (p *acquirePlan) queueKey() string {
 // newPlan is the plan of an attempt on keys[0], the one key of the lock.
 func newPlan(keys []string, cfg *config) acquirePlan {
 	token, hold := planToken(cfg)
-	// The value starts with the prefix: one string for both.
-	value := token + "\x00" + hold + "\x00" + cfg.metadata
-	h := holder{prefix: value[:len(token)+1], hold: hold}
+	value, h := wire.Value(token, hold, cfg.metadata)
 	if !cfg.fencing && cfg.guard <= 0 {
 		// The usual case: the acquisition's key slice, and the arguments
 		// in one allocation.
-		b := new([3]any)
-		*b = [3]any{value, serverMillis(cfg.serverTTL()), h.prefix}
-		return acquirePlan{token: token, holder: h, keys: keys[:1], lockKeys: keys[:1], args: b[:]}
+		return acquirePlan{token: token, holder: h, keys: keys[:1], lockKeys: keys[:1], args: wire.AcquireArgs(value, serverMillis(cfg.serverTTL()), h)}
 	}
 	key := keys[0]
 	all := []string{key, fenceKey(key), guardMarker, guardQuarantine}
@@ -162,7 +159,7 @@ func planToken(cfg *config) (token, hold string) {
 // then more (the arguments of a script that pastes acquire.lua in).
 func acquireArgs(value string, h holder, cfg *config, more ...any) []any {
 	fenced, start := fenceStart(cfg)
-	return append([]any{value, serverMillis(cfg.serverTTL()), h.prefix, fenced, serverMillis(cfg.guard), serverMillis(cfg.fenceLifetime()), start}, more...)
+	return wire.AcquireFullArgs(value, serverMillis(cfg.serverTTL()), h, fenced, serverMillis(cfg.guard), serverMillis(cfg.fenceLifetime()), start, more...)
 }
 
 // fenceStart is acquire.lua's fencing flag and the start it offers every
@@ -178,16 +175,16 @@ func acquireArgs(value string, h holder, cfg *config, more ...any) []any {
 // (INCR) between starts: a new start costs each node a write of the
 // counter with its expiry, which at 10 ms steps most grants of a busy key
 // paid.
-func fenceStart(cfg *config) (fenced string, start int64) {
+func fenceStart(cfg *config) (fenced bool, start int64) {
 	if !cfg.fencing {
-		return "0", 0
+		return false, 0
 	}
 	us := cfg.clock.Now().Add(-fenceStartLag).UnixMicro()
-	return "1", us - us%fenceStartStep
+	return true, us - us%fenceStartStep
 }
 
 // acquireStartArg is the index of the counter's start in acquireArgs.
-const acquireStartArg = 6
+const acquireStartArg = wire.AcquireStartArg
 
 // fenceStartLag and fenceStartStep (µs) shape fenceStart's start.
 const (

@@ -42,15 +42,35 @@ type Locker struct {
 
 // New returns a Locker over clients, one *redis.Client per independent
 // Redis master (a lock needs len/2+1; one client is single-node mode), with
-// opts as every call's defaults. It does no I/O: the Locker opens its own
-// connections from the clients' options (docs/internals.md#node-calls). It
-// fails with ErrInvalid for no clients, a nil client, a Sentinel failover
-// client (redis.NewFailoverClient: unsafe after a failover), a client or
-// address given twice, or a bad option; nodes found to reach one server fail their
-// calls with ErrInvalid (docs/safety.md#one-server-one-vote).
+// opts as every call's defaults: NewNodes with each client a Server. It
+// does no I/O: the Locker opens its own connections from the clients'
+// options (docs/internals.md#node-calls). It fails with ErrInvalid for no
+// clients, a nil client, a Sentinel failover client (redis.NewFailoverClient:
+// unsafe after a failover), a client or address given twice, or a bad
+// option; nodes found to reach one server fail their calls with ErrInvalid
+// (docs/safety.md#one-server-one-vote).
 func New(clients []*redis.Client, opts ...Option) (*Locker, error) {
 	if len(clients) == 0 {
 		return nil, invalid("no clients")
+	}
+	nodes := make([]Node, len(clients))
+	for i, c := range clients {
+		if c == nil {
+			return nil, invalid("client %d is nil", i)
+		}
+		nodes[i] = Server(c)
+	}
+	return NewNodes(nodes, opts...)
+}
+
+// NewNodes returns a Locker over nodes, each one vote of an independent
+// Redis deployment (a lock needs len/2+1; one node is single-node mode),
+// with opts as every call's defaults. It does no I/O. It fails with
+// ErrInvalid for no nodes, a nil node, a node that Server refuses, one
+// server given twice, or a bad option.
+func NewNodes(nodes []Node, opts ...Option) (*Locker, error) {
+	if len(nodes) == 0 {
+		return nil, invalid("no nodes")
 	}
 	cfg := defaultConfig()
 	applyAll(&cfg, opts)
@@ -63,22 +83,25 @@ func New(clients []*redis.Client, opts ...Option) (*Locker, error) {
 	if cfg.tokenSet {
 		return nil, invalid("WithToken names one lock's owner: give it to Obtain, TryObtain or Do, not New")
 	}
-	l := &Locker{nodes: make([]node, len(clients)), need: quorum.Majority(len(clients)), cfg: cfg}
+	clients := make([]*redis.Client, len(nodes))
+	for i, n := range nodes {
+		if n == nil {
+			return nil, invalid("node %d is nil", i)
+		}
+		c, err := n.server(i)
+		if err != nil {
+			return nil, err
+		}
+		clients[i] = c
+	}
+	l := &Locker{nodes: make([]node, len(nodes)), need: quorum.Majority(len(nodes)), cfg: cfg}
 	l.unguard = l.mu.RUnlock
 	l.ext = extender{l: l, warn: keeperHeap{h: heapWarn}}
 	seen := make(map[string]int, len(clients))
 	for i, c := range clients {
-		if c == nil {
-			return nil, invalid("client %d is nil", i)
-		}
-		if conn.IsFailoverClient(c.Options()) {
-			// Its connections keep voting on a demoted master after a
-			// failover, for as long as they stay open: two holders.
-			return nil, invalid("client %d is a Sentinel failover client: a master that Sentinel demotes keeps its votes on open connections, so it is not a safe node", i)
-		}
 		id, addr := identify(c, i)
 		if j, dup := seen[id]; dup {
-			return nil, invalid("clients %d and %d are the same node (%s): it would vote twice", j, i, addr)
+			return nil, invalid("nodes %d and %d are the same node (%s): it would vote twice", j, i, addr)
 		}
 		seen[id] = i
 		l.nodes[i] = node{addr: addr, note: func(err error) { l.noteNode(i, err) }}

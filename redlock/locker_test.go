@@ -125,7 +125,57 @@ func TestNewRefusesFailoverClient(t *testing.T) {
 			}
 		})
 	}
-	if !errors.Is(err, redlock.ErrInvalid) || !strings.Contains(err.Error(), "client 1 is a Sentinel failover client") {
+	if !errors.Is(err, redlock.ErrInvalid) || !strings.Contains(err.Error(), "node 1 is a Sentinel failover client") {
 		t.Fatalf("New with a failover client: %v; want ErrInvalid naming it", err)
+	}
+}
+
+// NewNodes takes Servers as New takes clients, and refuses what New
+// refuses, a nil Node too.
+func TestNewNodes(t *testing.T) {
+	c := newCluster(t, 3)
+	l, err := redlock.NewNodes([]redlock.Node{redlock.Server(c.clients[0]), redlock.Server(c.clients[1]), redlock.Server(c.clients[2])}, testOpts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := l.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	if l.Quorum() != 2 || len(l.Nodes()) != 3 {
+		t.Fatalf("quorum %d of %q, want 2 of 3", l.Quorum(), l.Nodes())
+	}
+	lock := mustObtain(t, l, "k")
+	if err := lock.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	fc := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: "m", SentinelAddrs: []string{"127.0.0.1:1"}})
+	t.Cleanup(func() {
+		if err := fc.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	a := redlock.Server(c.clients[0])
+	for _, tt := range []struct {
+		name  string
+		nodes []redlock.Node
+		want  string
+	}{
+		{"no nodes", nil, "no nodes"},
+		{"nil node", []redlock.Node{a, nil}, "node 1 is nil"},
+		{"server of nil", []redlock.Node{a, redlock.Server(nil)}, "node 1 is a Server of a nil client"},
+		{"failover client", []redlock.Node{a, redlock.Server(fc)}, "node 1 is a Sentinel failover client"},
+		{"same server twice", []redlock.Node{a, redlock.Server(c.clients[1]), a}, "nodes 0 and 2 are the same node"},
+	} {
+		l, err := redlock.NewNodes(tt.nodes)
+		if l != nil {
+			if err := l.Close(); err != nil {
+				t.Error(err)
+			}
+		}
+		if !errors.Is(err, redlock.ErrInvalid) || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: %v; want ErrInvalid saying %q", tt.name, err, tt.want)
+		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/quorumlock/redlock/redlock/internal/scripts"
+	"github.com/quorumlock/redlock/redlock/internal/wire"
 )
 
 // Multi-key locks: several keys taken as one lock. On each node the keys are
@@ -51,7 +52,7 @@ var manyKeys = lockKind{
 		if announce {
 			prefix = releasePrefix
 		}
-		return scriptCall{script: scripts.Multi, keys: keys, args: []any{"release", h.prefix, prefix, cooldownMs, h.hold, "", 0}, queue: slices.Min(keys)}
+		return scriptCall{script: scripts.Multi, keys: keys, args: []any{"release", h.Prefix, prefix, cooldownMs, h.Hold, "", 0}, queue: slices.Min(keys)}
 	},
 	extend: func(keys []string, h holder, ttlMs int64, timeout time.Duration) scriptCall {
 		return scriptCall{script: scripts.Multi, keys: keys, args: append([]any{"extend"}, extendArgs(h, ttlMs, timeout)...), queue: slices.Min(keys)}
@@ -151,13 +152,12 @@ func (l *Locker) listenAll(ctx context.Context, keys []string, timeout time.Dura
 // newMultiPlan is newPlan for several keys: acquire_multi.lua's keys and
 // arguments, with a fresh token.
 func newMultiPlan(keys []string, cfg *config) acquirePlan {
-	prefix := uuid.NewString() + "\x00"
-	value := prefix + "1\x00" + cfg.metadata
+	value, h := wire.Value(uuid.NewString(), "1", cfg.metadata)
 	all := slices.Clone(keys)
-	args := []any{len(keys), value, serverMillis(cfg.serverTTL()), prefix}
+	args := append([]any{len(keys)}, wire.AcquireArgs(value, serverMillis(cfg.serverTTL()), h)...)
 	if cfg.guard > 0 {
 		all = append(all, guardMarker, guardQuarantine)
 		args = append(args, "0", serverMillis(cfg.guard), serverMillis(cfg.fenceLifetime()))
 	}
-	return acquirePlan{token: strings.TrimSuffix(prefix, "\x00"), holder: holder{prefix: prefix, hold: "1"}, keys: all, lockKeys: all[:len(keys)], args: args, queue: slices.Min(keys)}
+	return acquirePlan{token: h.Token(), holder: h, keys: all, lockKeys: all[:len(keys)], args: args, queue: slices.Min(keys)}
 }

@@ -78,7 +78,7 @@ func (sc nodeCall) send(n *node, i int, reply func(int, quorum.Vote, int64, erro
 // vote on.
 func (o *voteOp) Reply(cmd *redis.Cmd) {
 	r, err := cmd.Int64()
-	v, val, err := o.decode(r, err)
+	v, val, err := o.decode(r, replyError(err))
 	reply, node, n := o.reply, o.node, o.n
 	*o = voteOp{}
 	votePool.Put(o)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/quorumlock/redlock/clock"
 	"github.com/quorumlock/redlock/redlock/internal/conn"
+	"github.com/quorumlock/redlock/redlock/internal/settings"
 )
 
 // Defaults of the options.
@@ -243,13 +244,10 @@ func applyAll[O Option](c *config, opts []O) {
 }
 
 func (c *config) validate() error {
+	if err := settings.Timing(c.ttl, c.driftFactor, c.nodeTimeout, c.guard); err != nil {
+		return invalid("%v", err)
+	}
 	switch {
-	case c.ttl <= 0:
-		return invalid("TTL %v must be positive", c.ttl)
-	case math.IsNaN(c.driftFactor) || c.driftFactor < 0 || c.driftFactor >= 1:
-		return invalid("drift factor %v must be in [0, 1)", c.driftFactor)
-	case c.nodeTimeout <= 0:
-		return invalid("node timeout %v must be positive", c.nodeTimeout)
 	case c.clock == nil:
 		return invalid("nil clock")
 	case c.obs.invalid():
@@ -264,10 +262,6 @@ func (c *config) validate() error {
 		return invalid("token contains a NUL byte")
 	case len(c.metadata) > MaxMetadataLen:
 		return invalid("metadata of %d bytes is longer than %d", len(c.metadata), MaxMetadataLen)
-	case c.guard < 0:
-		return invalid("restart guard maximum TTL must be positive")
-	case c.guard > 0 && c.ttl > c.guard:
-		return invalid("TTL %v is above the restart guard's maximum TTL %v", c.ttl, c.guard)
 	case c.fenceLife < minFenceLifetime && !c.fenceLifeAnyway:
 		return invalid("fence lifetime %v is below %v: fences could go back across an expiry", c.fenceLife, minFenceLifetime)
 	case c.fenceLife > math.MaxInt64-c.ttl:
@@ -278,11 +272,6 @@ func (c *config) validate() error {
 		return invalid("TTL %v plus lock-delay %v is out of range", c.ttl, c.lockDelay)
 	case c.guard > 0 && c.serverTTL() > c.guard:
 		return invalid("TTL %v plus lock-delay %v is above the restart guard's maximum TTL %v", c.ttl, c.lockDelay, c.guard)
-	}
-	if drift := clock.Drift(c.ttl, c.driftFactor); c.ttl <= drift {
-		return invalid("TTL %v is not above the clock drift %v", c.ttl, drift)
-	} else if c.nodeTimeout >= c.ttl-drift {
-		return invalid("node timeout %v leaves no validity within TTL %v (drift %v)", c.nodeTimeout, c.ttl, drift)
 	}
 	return validateStrategy(c.retry)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/quorumlock/redlock/quorum"
+	"github.com/quorumlock/redlock/redlock/internal/wire"
 )
 
 // The scripts' arguments, and their replies turned into votes and node
@@ -46,34 +47,25 @@ func acquireOutcome(r quorum.Reply[int64]) NodeResult {
 	return NodeResult{Outcome: OutcomeNoReply}
 }
 
-// holder is what the scripts know a hold by: the owner's token as the
-// value's prefix (token + "\x00"), and the handle's hold id (see
-// holds.lua). A Lock, an acquisition's undo and its fence write-back each
-// carry the holder of their hold, and touch no other.
-type holder struct {
-	prefix string
-	hold   string
-}
+// holder is what the scripts know a hold by (wire.Holder).
+type holder = wire.Holder
 
-// releaseArgs are the release script's arguments: the owner's prefix, the
-// channel that announces the release ("" for none), the cooldown in
-// milliseconds (0: delete the key), and the hold id.
+// releaseArgs are the release script's arguments (wire.ReleaseArgs).
 func releaseArgs(h holder, channel string, cooldownMs int64) []any {
-	return []any{h.prefix, channel, cooldownMs, h.hold}
+	return wire.ReleaseArgs(h, channel, cooldownMs)
 }
 
-// extendArgs are the extend script's arguments: the owner's prefix, the
-// TTL in milliseconds, the hold id, and the call's nonce (callNonce).
+// extendArgs are the extend script's arguments, with a fresh call nonce
+// (callNonce).
 func extendArgs(h holder, ttlMs int64, timeout time.Duration) []any {
 	nonce, keep := callNonce(timeout)
-	return []any{h.prefix, ttlMs, h.hold, nonce, keep}
+	return wire.ExtendArgs(h, ttlMs, nonce, keep)
 }
 
-// pttlArgs are the pttl script's arguments: the owner's prefix, the hold
-// id, and the call's nonce (callNonce).
+// pttlArgs are the pttl script's arguments, with a fresh call nonce.
 func pttlArgs(h holder, timeout time.Duration) []any {
 	nonce, keep := callNonce(timeout)
-	return []any{h.prefix, h.hold, nonce, keep}
+	return wire.PTTLArgs(h, nonce, keep)
 }
 
 // callNonce returns a fresh nonce for one call to every node of a round
@@ -152,12 +144,9 @@ func decodePTTL(r int64, err error) (quorum.Vote, int64, error) {
 	return quorum.Failed, 0, errors.New("redlock: unexpected PTTL reply")
 }
 
-// fenceArgs are the fence script's arguments: the fence, the counter's
-// lifetime in milliseconds, the holder's prefix and hold id, and the
-// call's nonce ("" for a write-back that no round counts) and how long to
-// keep it.
+// fenceArgs are the fence script's arguments (wire.FenceArgs).
 func fenceArgs(fence, lifetimeMs int64, h holder, nonce string, keepMs int64) []any {
-	return []any{fence, lifetimeMs, h.prefix, h.hold, nonce, keepMs}
+	return wire.FenceArgs(fence, lifetimeMs, h, nonce, keepMs)
 }
 
 // decodeAny counts any answer, even an error, as done.
@@ -182,7 +171,7 @@ func decodeBootstrap(n int64, err error) (quorum.Vote, int64, error) {
 	case err != nil:
 		return quorum.Failed, 0, err
 	case n < 0:
-		return quorum.Failed, 0, fmt.Errorf("redlock: node abstains for %v more: it lost its memory (flush, restart, reload, promotion or eviction)", time.Duration(-n)*time.Millisecond)
+		return quorum.Failed, 0, fmt.Errorf("%w for %v more: it lost its memory (flush, restart, reload, promotion or eviction)", ErrAbstained, time.Duration(-n)*time.Millisecond)
 	}
 	return quorum.Yes, n, nil
 }
@@ -222,14 +211,12 @@ func inspectReply(addr string, cmd *redis.Cmd) (ns NodeStatus, leases []string) 
 	}
 	// The value is token \0 holds \0 metadata; anything else was not written
 	// by this library and is shown whole as the token.
-	parts := strings.SplitN(v, "\x00", 3)
-	ns.Token = parts[0]
-	if len(parts) == 3 {
-		ns.Metadata = parts[2]
-		if parts[1] != "" { // none: a cooldown
-			holds := strings.Split(parts[1], " ")
-			ns.Holds = len(holds)
-			if _, f, ok := strings.Cut(holds[0], ":"); ok && len(holds) == 1 {
+	token, holds, meta, ok := wire.ParseValue(v)
+	ns.Token = token
+	if ok {
+		ns.Metadata, ns.Holds = meta, len(holds) // no holds: a cooldown
+		if len(holds) == 1 {
+			if _, f, ok := strings.Cut(holds[0], ":"); ok {
 				ns.confirmed, _ = strconv.ParseUint(f, 10, 64)
 			}
 		}

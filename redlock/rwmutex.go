@@ -146,8 +146,7 @@ func newWritePlan(name string, mark bool, cfg *config) acquirePlan {
 // fullPlan is a plan's token, holder and arguments: acquire.lua's seven for
 // token and hold, then more; the caller adds the keys.
 func fullPlan(token, hold string, cfg *config, more ...any) acquirePlan {
-	value := token + "\x00" + hold + "\x00" + cfg.metadata
-	h := holder{prefix: value[:len(token)+1], hold: hold}
+	value, h := wire.Value(token, hold, cfg.metadata)
 	return acquirePlan{token: token, holder: h, args: acquireArgs(value, h, cfg, more...)}
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"math/rand/v2"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -158,7 +157,7 @@ var permitKind = lockKind{
 // in the same state grant the same slot while concurrent attempts usually
 // start on different ones.
 func newSlotPlan(name string, size int, cfg *config) acquirePlan {
-	prefix := uuid.NewString() + "\x00"
+	value, h := wire.Value(uuid.NewString(), "1", cfg.metadata)
 	keys := make([]string, 3, 3+2*size)
 	keys[0], keys[1], keys[2] = wire.SemSize(name), guardMarker, guardQuarantine
 	first := rand.IntN(size)
@@ -170,9 +169,8 @@ func newSlotPlan(name string, size int, cfg *config) acquirePlan {
 			keys = append(keys, fenceKey(keys[3+j]))
 		}
 	}
-	h := holder{prefix: prefix, hold: "1"}
-	args := append([]any{size, quoteKey(name)}, acquireArgs(prefix+"1\x00"+cfg.metadata, h, cfg)...)
-	return acquirePlan{token: strings.TrimSuffix(prefix, "\x00"), holder: h, keys: keys, lockKeys: keys[3 : 3+size], args: args}
+	args := append([]any{size, quoteKey(name)}, acquireArgs(value, h, cfg)...)
+	return acquirePlan{token: h.Token(), holder: h, keys: keys, lockKeys: keys[3 : 3+size], args: args}
 }
 
 // exclusive reports whether a lock got from the waiter's line keeps the rest

@@ -3,7 +3,6 @@ package redlock
 import (
 	"context"
 	"errors"
-	"strings"
 	"time"
 
 	"github.com/quorumlock/redlock/quorum"
@@ -181,7 +180,7 @@ func (l *Locker) nodeDone(ctx context.Context, op Op, key string, i int, began t
 		Node:      i,
 		Addr:      l.nodes[i].addr,
 		Outcome:   nr.Outcome,
-		Abstained: nr.Err != nil && strings.HasPrefix(nr.Err.Error(), "ABSTAIN"),
+		Abstained: errors.Is(nr.Err, ErrAbstained),
 		Latency:   time.Since(began),
 		Err:       nr.Err,
 	})

@@ -366,7 +366,7 @@ func (a *app) bootstrap(fs *flagSet, n *nodeFlags, args []string, clear *bool) i
 		for _, n := range qe.Nodes {
 			switch {
 			case n.Err == nil:
-			case strings.Contains(n.Err.Error(), "ABSTAIN") || strings.Contains(n.Err.Error(), "abstains"):
+			case errors.Is(n.Err, redlock.ErrAbstained):
 				abstain++
 			default:
 				unreachable++

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"strings"
 	"time"
 
 	"github.com/quorumlock/redlock/redlock"
@@ -288,7 +287,7 @@ func abstaining(err error) bool {
 		return false
 	}
 	for _, n := range qe.Nodes {
-		if n.Err != nil && strings.Contains(n.Err.Error(), "ABSTAIN") {
+		if errors.Is(n.Err, redlock.ErrAbstained) {
 			return true
 		}
 	}

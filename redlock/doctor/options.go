@@ -2,11 +2,10 @@ package doctor
 
 import (
 	"fmt"
-	"math"
 	"time"
 
-	"github.com/quorumlock/redlock/clock"
 	"github.com/quorumlock/redlock/redlock"
+	"github.com/quorumlock/redlock/redlock/internal/settings"
 )
 
 // DefaultClockWindow is how long Check measures the servers' clock rates
@@ -70,26 +69,14 @@ func WithRestartGuard(maxTTL time.Duration) Option { return func(c *config) { c.
 // only; it must not be negative. Default DefaultClockWindow.
 func WithClockWindow(d time.Duration) Option { return func(c *config) { c.window = d } }
 
-// validate checks the settings as redlock.New checks the same ones.
+// validate checks the settings with the lock core's own rules, and the
+// clock window.
 func (c *config) validate() error {
-	switch {
-	case c.ttl <= 0:
-		return invalid("TTL %v must be positive", c.ttl)
-	case math.IsNaN(c.driftFactor) || c.driftFactor < 0 || c.driftFactor >= 1:
-		return invalid("drift factor %v must be in [0, 1)", c.driftFactor)
-	case c.nodeTimeout <= 0:
-		return invalid("node timeout %v must be positive", c.nodeTimeout)
-	case c.guard < 0:
-		return invalid("restart guard maximum TTL %v must not be negative", c.guard)
-	case c.guard > 0 && c.ttl > c.guard:
-		return invalid("TTL %v is above the restart guard's maximum TTL %v", c.ttl, c.guard)
-	case c.window < 0:
-		return invalid("clock window %v must not be negative", c.window)
+	if err := settings.Timing(c.ttl, c.driftFactor, c.nodeTimeout, c.guard); err != nil {
+		return invalid("%v", err)
 	}
-	if drift := clock.Drift(c.ttl, c.driftFactor); c.ttl <= drift {
-		return invalid("TTL %v is not above the clock drift %v", c.ttl, drift)
-	} else if c.nodeTimeout >= c.ttl-drift {
-		return invalid("node timeout %v leaves no validity within TTL %v (drift %v)", c.nodeTimeout, c.ttl, drift)
+	if c.window < 0 {
+		return invalid("clock window %v must not be negative", c.window)
 	}
 	return nil
 }

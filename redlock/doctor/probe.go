@@ -200,7 +200,7 @@ func (p *nodeProbe) readConfig(cfg []*redis.MapStringStringCmd, info map[string]
 // a master, acquire and release. The error names the step.
 func (p *nodeProbe) runScripts(ctx context.Context, c *redis.Client, timeout time.Duration) error {
 	key := wire.CheckPrefix + uuid.NewString()
-	token := "check-" + uuid.NewString()
+	value, h := wire.Value("check-"+uuid.NewString(), "1", "")
 	type step struct {
 		name string
 		run  func(ctx context.Context) error
@@ -212,10 +212,10 @@ func (p *nodeProbe) runScripts(ctx context.Context, c *redis.Client, timeout tim
 	if p.rep.Role != "slave" {
 		steps = append(steps,
 			step{"acquire script", func(ctx context.Context) error {
-				return scripts.Acquire.Run(ctx, c, []string{key}, token+"\x001\x00", 1000, token+"\x00").Err()
+				return scripts.Acquire.Run(ctx, c, []string{key}, wire.AcquireArgs(value, 1000, h)...).Err()
 			}},
 			step{"release script", func(ctx context.Context) error {
-				return scripts.Release.Run(ctx, c, []string{key}, token+"\x00", "", 0, "1").Err()
+				return scripts.Release.Run(ctx, c, []string{key}, wire.ReleaseArgs(h, "", 0)...).Err()
 			}},
 		)
 	}

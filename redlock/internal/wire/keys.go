@@ -84,19 +84,25 @@ func RWMark(name string) string { return RWPrefix + name + rwMark }
 // RWOfLease is the read-write lock's name (its writer key) of lease key
 // lease.
 func RWOfLease(lease string) string {
+	_, lease = untag(lease)
 	return lease[len(RWPrefix):strings.LastIndex(lease, rwLease)]
 }
 
-// IndexOfLease is the index of leases that lists lease key lease.
-func IndexOfLease(lease string) string { return RWIndex(RWOfLease(lease)) }
+// IndexOfLease is the index of leases that lists lease key lease, in the
+// lease's layout.
+func IndexOfLease(lease string) string {
+	tag, _ := untag(lease)
+	return retag(tag, RWIndex(RWOfLease(lease)))
+}
 
 // CounterOf is the fencing counter of lock key key: a reader's lease
 // counts on its writer key's, so that fences order readers and writers.
 func CounterOf(key string) string {
+	tag, _ := untag(key)
 	if KindOf(key) == Lease {
-		return FenceKey(RWOfLease(key))
+		return retag(tag, FenceKey(RWOfLease(key)))
 	}
-	return FenceKey(key)
+	return retag(tag, FenceKey(key))
 }
 
 // CallKey is the key of a call nonce.
@@ -166,6 +172,7 @@ func (k Kind) Holds() bool { return k == Lock || k == Permit || k == Lease }
 // KindOf is the kind of key key by its name alone: Lock for any key
 // outside Reserved (whose value then tells whether it is a lock).
 func KindOf(key string) Kind {
+	_, key = untag(key)
 	switch {
 	case !strings.HasPrefix(key, Reserved):
 		return Lock
@@ -242,6 +249,7 @@ func digits(s string) bool {
 // lease, an index, a mark or a counter of one of those; "" for the
 // library's bookkeeping (guard keys, nonces, probes).
 func Name(key string) string {
+	_, key = untag(key)
 	switch KindOf(key) {
 	case Lock:
 		return key

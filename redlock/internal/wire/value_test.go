@@ -1,0 +1,38 @@
+package wire_test
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/quorumlock/redlock/redlock/internal/wire"
+)
+
+// A value made by Value is read back by ParseValue, its Holder names its
+// prefix and hold, and values the scripts did not write are told apart.
+func TestValue(t *testing.T) {
+	v, h := wire.Value("tok", "1", "job 7")
+	if v != "tok\x001\x00job 7" || h != (wire.Holder{Prefix: "tok\x00", Hold: "1"}) || h.Token() != "tok" {
+		t.Fatalf("Value: %q, %+v", v, h)
+	}
+	for _, tc := range []struct {
+		v      string
+		token  string
+		holds  []string
+		meta   string
+		parsed bool
+	}{
+		{v, "tok", []string{"1"}, "job 7", true},
+		{"tok\x001:42 x9\x00m\x00n", "tok", []string{"1:42", "x9"}, "m\x00n", true},
+		{"tok\x00\x00", "tok", nil, "", true}, // a cooldown
+		{"plain", "plain", nil, "", false},
+		{"tok\x001", "tok", nil, "", false},
+	} {
+		token, holds, meta, ok := wire.ParseValue(tc.v)
+		if token != tc.token || !slices.Equal(holds, tc.holds) || meta != tc.meta || ok != tc.parsed {
+			t.Errorf("ParseValue(%q) = %q, %q, %q, %v", tc.v, token, holds, meta, ok)
+		}
+	}
+	if got := wire.AcquireFullArgs(v, 10, h, true, 60000, 300000, 7); got[wire.AcquireStartArg] != int64(7) || got[3] != "1" || len(got) != 7 {
+		t.Errorf("AcquireFullArgs: %v", got)
+	}
+}
