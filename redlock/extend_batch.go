@@ -80,7 +80,6 @@ func (l *Locker) extendMany(locks []*Lock, bt *batchTrace) []error {
 		}
 		return errs
 	}
-	defer release()
 	nonce, keep := callNonce(cfg.nodeTimeout)
 	args = append(args, nonce, keep)
 	cmd := conn.EvalSha(scripts.ExtendMany, keys, args)
@@ -119,6 +118,9 @@ func (l *Locker) extendMany(locks []*Lock, bt *batchTrace) []error {
 			})
 		},
 	})
+	// Released before the failures are told: telling one may ask the
+	// nodes again (see Lock.notHeld), under a guard of its own.
+	release()
 	for j, i := range which {
 		k := locks[i]
 		if v := l.validity(&res, j, &cfg); v > 0 {
@@ -138,7 +140,9 @@ func (l *Locker) extendMany(locks []*Lock, bt *batchTrace) []error {
 			}
 			kr.Add(rep)
 		}
-		err := error(k.notHeld("extend", &kr)) // a ForceRelease is no expiry
+		// A ForceRelease is no expiry. No caller's context ends the
+		// question: the round serves many.
+		err := error(k.notHeld(context.Background(), "extend", &kr))
 		if errors.Is(err, ErrLockNotHeld) {
 			k.markLost(err)
 		}
