@@ -24,13 +24,16 @@ import (
 // reply that holds a newline), names a key by a bounded, quoted form, and
 // says what actually went wrong on a node when that is known.
 
-// nodeErrText is a node's error as QuorumError shows it: one line, with
-// a refused password named first: go-redis's own text for it names only
-// the command that met it (CLIENT INFO, the first one we send); and a
-// replica named as one, with what to do.
+// nodeErrText is a node's error as QuorumError shows it: one line,
+// without the library's prefix, with a refused password named first:
+// go-redis's own text for it names only the command that met it (CLIENT
+// INFO, the first one we send); and a replica named as one, with what to
+// do.
 // Refused dials, DNS lookups and TLS handshakes say what they are already.
 func nodeErrText(err error) string {
-	msg := replyText(conn.SingleLine(err.Error()))
+	// Without the library's prefix, which the QuorumError's own text has
+	// (a node's error may carry it: "redlock: same server twice: ...").
+	msg := replyText(strings.ReplaceAll(conn.SingleLine(err.Error()), "redlock: ", ""))
 	switch {
 	case strings.Contains(msg, "NOAUTH"):
 		return "authentication required (no password given for this node): " + msg
@@ -110,8 +113,8 @@ func (e *goneError) Unwrap() error { return e.base }
 // calls fail with ErrReleased without asking the servers, and a call
 // already queued reaches every node before the release does.)
 var (
-	errGoneForced error = &goneError{msg: "redlock: lock not held: force-released (ForceRelease, or the CLI's release --force)", base: ErrLockExpired}
-	errLostForced error = &goneError{msg: "redlock: lock lost: force-released (ForceRelease, or the CLI's release --force), then taken by another owner", base: ErrLockLost}
+	errGoneForced error = &goneError{msg: "redlock: lock not held: force-released (ForceRelease or redlock release --force)", base: ErrLockExpired}
+	errLostForced error = &goneError{msg: "redlock: lock lost: force-released (ForceRelease or redlock release --force), then taken by another owner", base: ErrLockLost}
 )
 
 // forcedGrace is how long a note of force.lua outlives the TTL that the
