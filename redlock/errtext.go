@@ -174,8 +174,29 @@ func (f *forceLog) since(keys []string, born uint64) bool {
 // same Locker, else from the notes force.lua leaves, which it reads on the
 // nodes that found k's keys gone or another's (one more round, within the
 // node timeout; skipped when ctx has ended or the Locker is closed, and
-// the note is gone a minute after the hold's TTL would have ended).
+// the note is gone a minute after the hold's TTL would have ended). The
+// caller holds no guard of the Locker's; notHeldGuarded is for one that
+// does.
 func (k *Lock) notHeld(ctx context.Context, op string, res *quorum.Result[int64]) *QuorumError {
+	release, err := k.locker.guard()
+	if err != nil {
+		// Closed: no round, the reason as the nodes gave it.
+		return k.notHeldGuarded(endedCtx, op, res)
+	}
+	defer release()
+	return k.notHeldGuarded(ctx, op, res)
+}
+
+// endedCtx is a context that has ended: notHeldGuarded makes no round
+// with it.
+var endedCtx = func() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}()
+
+// notHeldGuarded is notHeld for a caller that holds the Locker's guard.
+func (k *Lock) notHeldGuarded(ctx context.Context, op string, res *quorum.Result[int64]) *QuorumError {
 	e := k.locker.notHeld(op, k.key, res)
 	switch {
 	case e.reason == ErrLockExpired && k.locker.forced.since(k.keys, k.forceBorn):
@@ -194,17 +215,13 @@ func (k *Lock) notHeld(ctx context.Context, op string, res *quorum.Result[int64]
 // forcedOnNodes reports whether a node that said k's keys are not k's in
 // res holds a note of force.lua that names k's hold: a ForceRelease, from
 // any process, removed it there. It asks only those nodes, each within
-// the node timeout.
+// the node timeout; none when ctx has ended. The caller holds the
+// Locker's guard.
 func (k *Lock) forcedOnNodes(ctx context.Context, res *quorum.Result[int64]) bool {
 	l := k.locker
 	if ctx.Err() != nil {
 		return false
 	}
-	release, err := l.guard()
-	if err != nil {
-		return false
-	}
-	defer release()
 	notes := make([]string, len(k.keys))
 	for i, key := range k.keys {
 		notes[i] = wire.ForcedKey(key)

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -80,6 +81,7 @@ func (l *Locker) extendMany(locks []*Lock, bt *batchTrace) []error {
 		}
 		return errs
 	}
+	defer release()
 	nonce, keep := callNonce(cfg.nodeTimeout)
 	args = append(args, nonce, keep)
 	cmd := conn.EvalSha(scripts.ExtendMany, keys, args)
@@ -118,9 +120,7 @@ func (l *Locker) extendMany(locks []*Lock, bt *batchTrace) []error {
 			})
 		},
 	})
-	// Released before the failures are told: telling one may ask the
-	// nodes again (see Lock.notHeld), under a guard of its own.
-	release()
+	var failed sync.WaitGroup
 	for j, i := range which {
 		k := locks[i]
 		if v := l.validity(&res, j, &cfg); v > 0 {
@@ -140,14 +140,19 @@ func (l *Locker) extendMany(locks []*Lock, bt *batchTrace) []error {
 			}
 			kr.Add(rep)
 		}
-		// A ForceRelease is no expiry. No caller's context ends the
-		// question: the round serves many.
-		err := error(k.notHeld(context.Background(), "extend", &kr))
-		if errors.Is(err, ErrLockNotHeld) {
-			k.markLost(err)
-		}
-		errs[i] = err
+		// Told side by side, once every extended lock's Until has moved:
+		// telling one may take a round (a ForceRelease is no expiry), and
+		// many locks lost at once must not wait for each other's. No
+		// caller's context ends the question: the round serves many.
+		failed.Go(func() {
+			err := error(k.notHeldGuarded(context.Background(), "extend", &kr))
+			if errors.Is(err, ErrLockNotHeld) {
+				k.markLost(err)
+			}
+			errs[i] = err
+		})
 	}
+	failed.Wait()
 	return errs
 }
 
