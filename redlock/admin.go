@@ -136,7 +136,9 @@ func (l *Locker) inspect(ctx context.Context, key, index string) (*Status, []str
 
 // ForceRelease deletes key's lock on every node, whoever holds it, and
 // wakes its waiters; an owner still alive finds its lock lost at its next
-// extension. It fails with ErrNoQuorum when fewer than a majority could be
+// extension, with an error that says force-released (a note left on each
+// node tells owners in other processes, for the TTL the hold had left and
+// a minute). It fails with ErrNoQuorum when fewer than a majority could be
 // reached, and with ErrInvalid, asking no node, for a key Obtain rejects.
 func (l *Locker) ForceRelease(ctx context.Context, key string) (err error) {
 	if err := checkKey(key); err != nil {
@@ -185,7 +187,8 @@ func (l *Locker) forceRelease(ctx context.Context, name string, keys []string, i
 	for _, k := range keys {
 		l.forced.note(k)
 	}
-	args := []any{releaseChannel(name)}
+	// Each removed hold leaves a note for its holder (see Lock.notHeld).
+	args := []any{releaseChannel(name), wire.ForcedPrefix, forcedGrace.Milliseconds()}
 	if index > 0 {
 		args = append(args, index)
 	}

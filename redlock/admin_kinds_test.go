@@ -162,24 +162,25 @@ func TestClearQuarantineSeesEveryHold(t *testing.T) {
 // ForceRelease and Inspect of each kind see its hold: Inspect names the
 // holder, ForceRelease removes every key of the lock from every node (its
 // size key, index of leases and mark too), and the holder's next Release
-// says it was force-released.
+// says it was force-released, though the ForceRelease went through another
+// Locker (another process, as the CLI's release --force is).
 func TestForceReleaseAndInspectSeeEveryHold(t *testing.T) {
 	for _, hk := range holdKinds() {
 		t.Run(hk.kind.String(), func(t *testing.T) {
 			c := newCluster(t, 3)
-			l := c.locker(t)
+			l, admin := c.locker(t), c.locker(t)
 			lock := hk.take(t, l)
 			holder, err := hk.inspect(t.Context(), l)
 			if err != nil || holder != lock.Token() {
 				t.Fatalf("Inspect: holder %q, %v; want %q", holder, err, lock.Token())
 			}
-			if err := hk.force(t.Context(), l); err != nil {
+			if err := hk.force(t.Context(), admin); err != nil {
 				t.Fatal(err)
 			}
 			if keys := c.keysOf(t, hk.kind); len(keys) > 0 {
 				t.Fatalf("ForceRelease left %q", keys)
 			}
-			if err := lock.Release(t.Context()); !errors.Is(err, redlock.ErrLockNotHeld) || !strings.Contains(err.Error(), "ForceRelease") {
+			if err := lock.Release(t.Context()); !errors.Is(err, redlock.ErrLockExpired) || !strings.Contains(err.Error(), "force-released") {
 				t.Fatalf("Release after ForceRelease: %v; want ErrLockNotHeld saying it was force-released", err)
 			}
 			if holder, err := hk.inspect(t.Context(), l); err != nil || holder != "" {
@@ -190,7 +191,8 @@ func TestForceReleaseAndInspectSeeEveryHold(t *testing.T) {
 }
 
 // keysOf lists the keys on every node that belong to the lock a hold of
-// kind makes (all but fencing counters and the guard's and nonces' keys).
+// kind makes (all but fencing counters, force-release notes and the
+// guard's and nonces' keys).
 func (c *cluster) keysOf(t *testing.T, kind proto.Kind) []string {
 	t.Helper()
 	var out []string
@@ -201,7 +203,7 @@ func (c *cluster) keysOf(t *testing.T, kind proto.Kind) []string {
 		}
 		for _, k := range keys {
 			switch proto.KindOf(k) {
-			case proto.Fence, proto.Nonce, proto.Marker, proto.Quarantine, proto.Passed:
+			case proto.Fence, proto.Forced, proto.Nonce, proto.Marker, proto.Quarantine, proto.Passed:
 				continue
 			}
 			out = append(out, strings.Join([]string{kind.String(), string(rune('0' + i)), k}, ":"))
@@ -224,6 +226,7 @@ func TestClearQuarantineIgnoresBookkeeping(t *testing.T) {
 		proto.Passed:     {proto.GuardPassed, "0123abc 0"},
 		proto.Nonce:      {proto.CallKey("n"), ""},
 		proto.Probe:      {proto.CheckPrefix + "x", "tok\x001\x00"},
+		proto.Forced:     {proto.ForcedKey("k"), "tok\x001\x00"}, // the removed hold's value
 	}
 	c := newCluster(t, 3)
 	l := c.locker(t)

@@ -35,6 +35,8 @@
 //   - The extender: one goroutine keeps all of the Locker's KeepAlive locks
 //     and ends by itself when none is left; it sends each round in a
 //     goroutine of its own holding the Locker's guard, which Close waits for.
+//     A round that finds locks lost tells each in a goroutine of its own
+//     (one more round may say why), and waits for them.
 //   - Observe runs one goroutine per call, which ends with its ctx or at its
 //     first look after Close.
 //   - Inspect of a Semaphore or RWMutex: one per key, 16 at once, waited for.

@@ -41,6 +41,7 @@ func TestDocGoroutines(t *testing.T) {
 		"(*Locker).listenAll":  "ObtainMulti",
 		"(*extender).kick":     "The extender",
 		"(*extender).run":      "each round in a goroutine of its own",
+		"(*Locker).extendMany": "tells each in a goroutine of its own",
 		"(*Locker).Observe":    "Observe runs one goroutine per call",
 		"(*Locker).inspectAll": "Inspect of a Semaphore or RWMutex",
 	}

@@ -24,13 +24,16 @@ import (
 // reply that holds a newline), names a key by a bounded, quoted form, and
 // says what actually went wrong on a node when that is known.
 
-// nodeErrText is a node's error as QuorumError shows it: one line, with
-// a refused password named first: go-redis's own text for it names only
-// the command that met it (CLIENT INFO, the first one we send); and a
-// replica named as one, with what to do.
+// nodeErrText is a node's error as QuorumError shows it: one line,
+// without the library's prefix, with a refused password named first:
+// go-redis's own text for it names only the command that met it (CLIENT
+// INFO, the first one we send); and a replica named as one, with what to
+// do.
 // Refused dials, DNS lookups and TLS handshakes say what they are already.
 func nodeErrText(err error) string {
-	msg := replyText(conn.SingleLine(err.Error()))
+	// Without the library's prefix, which the QuorumError's own text has
+	// (a node's error may carry it: "redlock: same server twice: ...").
+	msg := replyText(strings.ReplaceAll(conn.SingleLine(err.Error()), "redlock: ", ""))
 	switch {
 	case strings.Contains(msg, "NOAUTH"):
 		return "authentication required (no password given for this node): " + msg
@@ -93,27 +96,38 @@ func userKey(key string) string {
 // bounded like a key.
 func holderText(meta string) string { return quoteKey(meta) }
 
-// goneError is a reason for ErrLockExpired that says who removed the keys
-// when it was not their TTL: a ForceRelease through the same Locker. It
-// matches ErrLockExpired (and so ErrLockNotHeld): the keys are gone and
-// nobody else took them.
-type goneError struct{ msg string }
+// goneError is a reason for ErrLockExpired or ErrLockLost that says who
+// removed the keys when it was not their TTL: a ForceRelease. It matches
+// its base (and so ErrLockNotHeld).
+type goneError struct {
+	msg  string
+	base error
+}
 
 func (e *goneError) Error() string { return e.msg }
-func (e *goneError) Unwrap() error { return ErrLockExpired }
+func (e *goneError) Unwrap() error { return e.base }
 
-// errGoneForced: a ForceRelease through the same Locker removed the keys
-// after the lock was obtained. (This Lock's own Release needs no such
-// reason: later calls fail with ErrReleased without asking the servers,
-// and a call already queued reaches every node before the release does.)
-var errGoneForced error = &goneError{msg: "redlock: lock not held: released by ForceRelease"}
+// errGoneForced: a ForceRelease removed the keys after the lock was
+// obtained, and nobody took them since; errLostForced: and another owner
+// took them since. (This Lock's own Release needs no such reason: later
+// calls fail with ErrReleased without asking the servers, and a call
+// already queued reaches every node before the release does.)
+var (
+	errGoneForced error = &goneError{msg: "redlock: lock not held: force-released (ForceRelease or redlock release --force)", base: ErrLockExpired}
+	errLostForced error = &goneError{msg: "redlock: lock lost: force-released (ForceRelease or redlock release --force), then taken by another owner", base: ErrLockLost}
+)
+
+// forcedGrace is how long a note of force.lua outlives the TTL that the
+// hold it removed had left: a holder whose rounds are late (a paused
+// process, a slow KeepAlive) is still told why its keys are gone.
+const forcedGrace = time.Minute
 
 // forceLog remembers the ForceRelease calls of a Locker, so that a Lock
 // that finds its keys gone can say that they were removed rather than
-// expired. A Lock keeps the log's count at its creation (born); a key
-// force-released later carries a higher number. Only this Locker's own
-// ForceRelease calls are known: another process's (the CLI's) look like
-// an expiry.
+// expired, without asking the nodes. A Lock keeps the log's count at its
+// creation (born); a key force-released later carries a higher number.
+// Another process's ForceRelease (the CLI's) is read from the notes it
+// left on the nodes instead (see Lock.notHeld).
 type forceLog struct {
 	seq  atomic.Uint64
 	mu   sync.Mutex
@@ -155,14 +169,83 @@ func (f *forceLog) since(keys []string, born uint64) bool {
 }
 
 // notHeld is the error of k's failed release, extend or TTL round, as the
-// Locker's notHeld tells it, except that keys that a ForceRelease through
-// the same Locker removed are said to be released, not expired.
-func (k *Lock) notHeld(op string, res *quorum.Result[int64]) *QuorumError {
+// Locker's notHeld tells it, except that keys that a ForceRelease removed
+// are said to be force-released: known at once when it went through the
+// same Locker, else from the notes force.lua leaves, which it reads on the
+// nodes that found k's keys gone or another's (one more round, within the
+// node timeout; skipped when ctx has ended or the Locker is closed, and
+// the note is gone a minute after the hold's TTL would have ended). The
+// caller holds no guard of the Locker's; notHeldGuarded is for one that
+// does.
+func (k *Lock) notHeld(ctx context.Context, op string, res *quorum.Result[int64]) *QuorumError {
+	release, err := k.locker.guard()
+	if err != nil {
+		// Closed: no round, the reason as the nodes gave it.
+		return k.notHeldGuarded(endedCtx, op, res)
+	}
+	defer release()
+	return k.notHeldGuarded(ctx, op, res)
+}
+
+// endedCtx is a context that has ended: notHeldGuarded makes no round
+// with it.
+var endedCtx = func() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}()
+
+// notHeldGuarded is notHeld for a caller that holds the Locker's guard.
+func (k *Lock) notHeldGuarded(ctx context.Context, op string, res *quorum.Result[int64]) *QuorumError {
 	e := k.locker.notHeld(op, k.key, res)
-	if e.reason == ErrLockExpired && k.locker.forced.since(k.keys, k.forceBorn) {
+	switch {
+	case e.reason == ErrLockExpired && k.locker.forced.since(k.keys, k.forceBorn):
 		e.reason = errGoneForced
+	case e.reason != ErrLockExpired && e.reason != ErrLockLost:
+	case k.forcedOnNodes(ctx, res):
+		if e.reason == ErrLockExpired {
+			e.reason = errGoneForced
+		} else {
+			e.reason = errLostForced
+		}
 	}
 	return e
+}
+
+// forcedOnNodes reports whether a node that said k's keys are not k's in
+// res holds a note of force.lua that names k's hold: a ForceRelease, from
+// any process, removed it there. It asks only those nodes, each within
+// the node timeout; none when ctx has ended. The caller holds the
+// Locker's guard.
+func (k *Lock) forcedOnNodes(ctx context.Context, res *quorum.Result[int64]) bool {
+	l := k.locker
+	if ctx.Err() != nil {
+		return false
+	}
+	notes := make([]string, len(k.keys))
+	for i, key := range k.keys {
+		notes[i] = wire.ForcedKey(key)
+	}
+	cmd := conn.EvalSha(scripts.Forced, notes, []any{k.holder.Prefix, k.holder.Hold})
+	var found atomic.Bool
+	timeout := k.cfg.nodeTimeout
+	runRound(ctx, l, round[int64]{
+		need:    len(l.nodes),
+		timeout: timeout,
+		start: func(_ context.Context, i int, reply func(int, quorum.Vote, int64, error)) {
+			if i >= len(res.Replies) || res.Replies[i].Vote != quorum.No {
+				reply(i, quorum.Yes, 0, nil)
+				return
+			}
+			l.nodes[i].sendRaw(timeout, scripts.Forced, notes, cmd, func(got *redis.Cmd) {
+				if v, err := got.Int64(); err == nil && v == 1 {
+					found.Store(true)
+				}
+				reply(i, quorum.Yes, 0, nil)
+			})
+		},
+	})
+	return found.Load()
 }
 
 // withHolders adds the holder's metadata to the nodes held by another in

@@ -112,6 +112,7 @@ func TestErrorsPrintOneLine(t *testing.T) {
 		"ErrInvalid":     ErrInvalid,
 		"ErrClosed":      ErrClosed,
 		"forced":         errGoneForced,
+		"forced, taken":  errLostForced,
 		"invalid key":    checkKey(ReservedPrefix + hostile),
 		"notTried":       notTried(ctx, hostile),
 		"releasedErr":    k.releasedErr("extend"),

@@ -286,7 +286,7 @@ func TestErrorForceReleasedNotExpired(t *testing.T) {
 			t.Fatalf("%s: got %v, want ErrLockExpired", op.name, err)
 		}
 		requireOneLine(t, err.Error())
-		if !strings.Contains(err.Error(), "released by ForceRelease") {
+		if !strings.Contains(err.Error(), "force-released") {
 			t.Fatalf("%s: error %q should say a ForceRelease removed the keys", op.name, err)
 		}
 	}

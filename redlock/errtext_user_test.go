@@ -85,6 +85,32 @@ func TestUserErrorTexts(t *testing.T) {
 		}
 		return lock.Release(ctx)
 	}
+	// A release of a lock that another Locker force-released, and that
+	// a third owner took since.
+	admin := c.locker(t)
+	texts["force-released"] = func() error {
+		lock, err := l.TryObtain(ctx, "forced")
+		if err != nil {
+			return err
+		}
+		if err := admin.ForceRelease(ctx, "forced"); err != nil {
+			return err
+		}
+		return lock.Release(ctx)
+	}
+	texts["force-released, taken"] = func() error {
+		lock, err := l.TryObtain(ctx, "forced-taken")
+		if err != nil {
+			return err
+		}
+		if err := admin.ForceRelease(ctx, "forced-taken"); err != nil {
+			return err
+		}
+		if _, err := admin.TryObtain(ctx, "forced-taken"); err != nil {
+			return err
+		}
+		return lock.Release(ctx)
+	}
 	texts["bad URL"] = func() error { _, err := redlock.NewFromURLs([]string{"redis://h:1/x"}); return err }
 
 	for name, f := range texts {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -117,6 +118,7 @@ func (l *Locker) extendMany(locks []*Lock, bt *batchTrace) []error {
 			})
 		},
 	})
+	var failed sync.WaitGroup
 	for j, i := range which {
 		k := locks[i]
 		if v := l.validity(&res, j, &cfg); v > 0 {
@@ -136,12 +138,19 @@ func (l *Locker) extendMany(locks []*Lock, bt *batchTrace) []error {
 			}
 			kr.Add(rep)
 		}
-		err := error(k.notHeld("extend", &kr)) // a ForceRelease is no expiry
-		if errors.Is(err, ErrLockNotHeld) {
-			k.markLost(err)
-		}
-		errs[i] = err
+		// Told side by side, once every extended lock's Until has moved:
+		// telling one may take a round (a ForceRelease is no expiry), and
+		// many locks lost at once must not wait for each other's. No
+		// caller's context ends the question: the round serves many.
+		failed.Go(func() {
+			err := error(k.notHeldGuarded(context.Background(), "extend", &kr))
+			if errors.Is(err, ErrLockNotHeld) {
+				k.markLost(err)
+			}
+			errs[i] = err
+		})
 	}
+	failed.Wait()
 	return errs
 }
 

@@ -143,7 +143,7 @@ func (k *Lock) release(ctx context.Context, op string, cooldownMs int64) (err er
 	if res.OK {
 		return nil
 	}
-	return withContext(ctx, k.notHeld(op, &res))
+	return withContext(ctx, k.notHeld(ctx, op, &res))
 }
 
 // releaseLinger is how much longer than the node timeout a release waits
@@ -211,7 +211,7 @@ func (k *Lock) Extend(ctx context.Context, ttl time.Duration) (err error) {
 	}
 	// A majority that was too slow to leave any validity is an outage
 	// (ErrNoQuorum), as notHeld tells it.
-	err = withContext(ctx, k.notHeld("extend", &res))
+	err = withContext(ctx, k.notHeld(ctx, "extend", &res))
 	if errors.Is(err, ErrLockNotHeld) {
 		k.markLost(err)
 	}
@@ -239,7 +239,7 @@ func (k *Lock) TTL(ctx context.Context) (time.Duration, error) {
 		return 0, err
 	}
 	if !res.OK {
-		return 0, withContext(ctx, k.notHeld("ttl", &res))
+		return 0, withContext(ctx, k.notHeld(ctx, "ttl", &res))
 	}
 	ttls := make([]int64, 0, res.Yes)
 	for _, r := range res.Replies {

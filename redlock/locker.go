@@ -44,11 +44,12 @@ type Locker struct {
 // Redis master (a lock needs len/2+1; one client is single-node mode), with
 // opts as every call's defaults: NewNodes with each client a Server. It
 // does no I/O: the Locker opens its own connections from the clients'
-// options (docs/internals.md#node-calls). It fails with ErrInvalid for no
-// clients, a nil client, a Sentinel failover client (redis.NewFailoverClient:
-// unsafe after a failover), a client or address given twice, or a bad
-// option; nodes found to reach one server fail their calls with ErrInvalid
-// (docs/safety.md#one-server-one-vote).
+// options (docs/internals.md#node-calls), and every command it sends passes
+// through the go-redis hooks each client has now. It fails with ErrInvalid
+// for no clients, a nil client, a Sentinel failover client
+// (redis.NewFailoverClient: unsafe after a failover), a client or address
+// given twice, or a bad option; nodes found to reach one server fail their
+// calls with ErrInvalid (docs/safety.md#one-server-one-vote).
 func New(clients []*redis.Client, opts ...Option) (*Locker, error) {
 	if len(clients) == 0 {
 		return nil, invalid("no clients")

@@ -102,10 +102,11 @@ func TestForceRelease(t *testing.T) {
 	assertFree(t, sharedNodes, key)
 
 	// The holder's command still ends with its own code; its release
-	// finds the lock gone and says so.
+	// finds the lock gone and says that it was force-released.
 	holder.release()
 	holder.expect(0)
 	holder.stderr.await(t, "warning: releasing")
+	holder.stderr.await(t, "force-released")
 }
 
 func TestReleaseNodesUnreachable(t *testing.T) {

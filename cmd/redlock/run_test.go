@@ -224,6 +224,8 @@ func TestRunForceReleaseStopsHolder(t *testing.T) {
 	thief.stdout.await(t, "ready")
 	p.expect(exitLost)
 	p.stderr.await(t, "lost while the command ran")
+	// Another process forced it: the holder says so, not "expired".
+	p.stderr.await(t, "force-released")
 	thief.release()
 	thief.expect(0)
 }

@@ -73,7 +73,9 @@ func (h *warnHandler) Handle(_ context.Context, r slog.Record) error {
 		// "node down", "node back", "node replica", ...: name the node.
 		line = strings.Replace(msg, "node ", "node "+a["node"]+" ", 1)
 		if a["err"] != "" {
-			line += ": " + a["err"]
+			// The node's error, without the library's prefix: the
+			// line has the command's.
+			line += ": " + strings.TrimPrefix(a["err"], "redlock: ")
 		}
 		switch spare := a["spare"]; {
 		case spare == "0":
@@ -82,7 +84,7 @@ func (h *warnHandler) Handle(_ context.Context, r slog.Record) error {
 			line += " (a majority of nodes is out: no lock can be taken)"
 		}
 	case a["key"] != "":
-		line = fmt.Sprintf("%s for %s %s: %s", msg, a["key"], a["waited"], a["err"])
+		line = fmt.Sprintf("%s for %s %s: %s", msg, a["key"], a["waited"], strings.TrimPrefix(a["err"], "redlock: "))
 	default:
 		line = msg
 	}

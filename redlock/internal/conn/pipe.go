@@ -196,9 +196,10 @@ type Pipe struct {
 func (p *Pipe) UseFunctions() { p.functions.Store(true) }
 
 // NewPipe starts the pipe of the node that c names, with clients of its
-// own made from c's options (c itself is never used); timeout is the
+// own made from c's options (c itself sends nothing); timeout is the
 // Locker's node timeout, route where go-redis's lines about its connections
-// go, and ident (nil: none) tells its server apart from other nodes'.
+// go, and ident (nil: none) tells its server apart from other nodes'. c's
+// go-redis hooks see every command the pipe sends (see hooks.go).
 func NewPipe(c *redis.Client, timeout time.Duration, route *Route, ident *Identity) *Pipe {
 	// Clients of our own: their connections never mix with the caller's,
 	// nothing we do changes the caller's client, and none of its settings
@@ -212,6 +213,10 @@ func NewPipe(c *redis.Client, timeout time.Duration, route *Route, ident *Identi
 	// The subscription's set-up (its HELLO) may take as long as its dial.
 	sub.ReadTimeout = p.setup
 	p.own, p.sub = redis.NewClient(cmd), redis.NewClient(sub)
+	// Before any connection is made: each takes its client's hooks.
+	hooks := newBridge(c)
+	p.own.AddHook(hooks)
+	p.sub.AddHook(hooks)
 	p.wg.Add(WorkersPerNode)
 	for i := range p.queues {
 		q := &p.queues[i]

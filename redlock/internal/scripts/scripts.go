@@ -151,10 +151,17 @@ var (
 	inspectSrc string
 	Inspect    = newScript(onceSrc + inspectSrc)
 
-	// force.lua deletes the key whoever holds it, and announces it.
+	// force.lua deletes the key whoever holds it, announces it, and
+	// leaves a note for the holder.
 	//go:embed force.lua
 	forceSrc string
 	Force    = newScript(forceSrc)
+
+	// forced.lua reads the notes force.lua leaves: whether a
+	// ForceRelease removed a hold.
+	//go:embed forced.lua
+	forcedSrc string
+	Forced    = newScript(forcedSrc)
 
 	// bootstrap.lua seeds the restart guard's memory marker.
 	//go:embed bootstrap.lua

@@ -32,6 +32,9 @@ const (
 	CallPrefix = Reserved + "call:"
 	// CheckPrefix starts the deployment checker's own probe keys.
 	CheckPrefix = Reserved + "check:"
+	// ForcedPrefix starts the note that a ForceRelease removed a hold
+	// (ForcedKey); force.lua writes it, forced.lua reads it.
+	ForcedPrefix = Reserved + "forced:"
 	// GuardMarker and GuardQuarantine are the restart guard's memory
 	// marker (no expiry) and quarantine, one of each per node.
 	// GuardPassed is the guard's function's note of the run it last saw.
@@ -108,6 +111,12 @@ func CounterOf(key string) string {
 // CallKey is the key of a call nonce.
 func CallKey(nonce string) string { return CallPrefix + nonce }
 
+// ForcedKey is the note that a ForceRelease removed hold key key (a lock
+// key, a permit, a lease): the removed value, kept for the hold's
+// remaining TTL and a grace, so that its holder can be told why its key
+// is gone.
+func ForcedKey(key string) string { return ForcedPrefix + key }
+
 // Kind is what a key on a node holds.
 type Kind int
 
@@ -139,6 +148,8 @@ const (
 	Nonce
 	// Probe is a deployment check's own key.
 	Probe
+	// Forced notes that a ForceRelease removed a hold (ForcedKey).
+	Forced
 	kinds
 )
 
@@ -153,7 +164,7 @@ func Kinds() []Kind {
 
 var kindNames = [kinds]string{"lock", "permit", "semaphore size", "reader's lease", "index of leases",
 	"waiting writer's mark", "fencing counter", "guard marker", "guard quarantine", "guard note",
-	"call nonce", "check key"}
+	"call nonce", "check key", "force-release note"}
 
 // String names the kind in words.
 func (k Kind) String() string {
@@ -188,6 +199,8 @@ func KindOf(key string) Kind {
 		return Nonce
 	case strings.HasPrefix(key, CheckPrefix):
 		return Probe
+	case strings.HasPrefix(key, ForcedPrefix):
+		return Forced
 	case strings.HasPrefix(key, SemPrefix):
 		if strings.HasSuffix(key, semSize) {
 			return SemSizeKey
@@ -246,7 +259,8 @@ func digits(s string) bool {
 
 // Name is the user's name of the lock that key belongs to: a lock key
 // itself, the semaphore of a permit or size key, the read-write lock of a
-// lease, an index, a mark or a counter of one of those; "" for the
+// lease, an index, a mark, a counter or a force-release note of one of
+// those; "" for the
 // library's bookkeeping (guard keys, nonces, probes).
 func Name(key string) string {
 	_, key = untag(key)
@@ -265,6 +279,8 @@ func Name(key string) string {
 		return strings.TrimSuffix(key, rwMark)[len(RWPrefix):]
 	case Fence:
 		return Name(key[len(FencePrefix):])
+	case Forced:
+		return Name(key[len(ForcedPrefix):])
 	}
 	return ""
 }

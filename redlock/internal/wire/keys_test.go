@@ -31,6 +31,9 @@ func TestKindOfNames(t *testing.T) {
 			{wire.RWMark(name), wire.WriterMark},
 			{wire.FenceKey(name), wire.Fence},
 			{wire.FenceKey(wire.SemSlot(name, 3)), wire.Fence},
+			{wire.ForcedKey(name), wire.Forced},
+			{wire.ForcedKey(wire.SemSlot(name, 3)), wire.Forced},
+			{wire.ForcedKey(wire.RWLease(name, lease)), wire.Forced},
 		}
 		for _, c := range cases {
 			if got := wire.KindOf(c.key); got != c.kind {
