@@ -8,8 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/quorumlock/redlock/quorum"
 	"github.com/quorumlock/redlock/redlock/internal/conn"
 )
@@ -42,34 +40,6 @@ var (
 	ErrAbstained = errors.New("redlock: node abstains")
 )
 
-// abstention is a node's abstention under the restart guard, as its
-// script's error reply said it (ABSTAIN and the reason); its text says it
-// in words. It matches ErrAbstained, and unwraps to the reply.
-type abstention struct{ reply error }
-
-func (e *abstention) Error() string        { return replyText(e.reply.Error()) }
-func (e *abstention) Is(target error) bool { return target == ErrAbstained }
-func (e *abstention) Unwrap() error        { return e.reply }
-
-// replyError is a node's error err, with a script's abstention decoded
-// into one that matches ErrAbstained: the one place the reply code is read.
-func replyError(err error) error {
-	var re redis.Error
-	if err != nil && errors.As(err, &re) && strings.HasPrefix(re.Error(), "ABSTAIN ") {
-		return &abstention{reply: err}
-	}
-	return err
-}
-
-// notHeldError is a reason for ErrLockNotHeld; it matches ErrLockNotHeld
-// through errors.Is.
-type notHeldError struct{ msg string }
-
-func (e *notHeldError) Error() string { return e.msg }
-func (e *notHeldError) Unwrap() error { return ErrLockNotHeld }
-
-// invalidNode reports whether a node's error says that the Locker's
-// configuration is wrong: ErrInvalid, or a node that reached a server
 // another node reaches too.
 func invalidNode(err error) bool {
 	return errors.Is(err, ErrInvalid) || errors.Is(err, conn.ErrSameServer)

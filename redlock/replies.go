@@ -286,3 +286,32 @@ func otherSize(err error) (int, bool) {
 	n, err := strconv.Atoi(size)
 	return n, err == nil
 }
+
+// abstention is a node's abstention under the restart guard, as its
+// script's error reply said it (ABSTAIN and the reason); its text says it
+// in words. It matches ErrAbstained, and unwraps to the reply.
+type abstention struct{ reply error }
+
+func (e *abstention) Error() string        { return replyText(e.reply.Error()) }
+func (e *abstention) Is(target error) bool { return target == ErrAbstained }
+func (e *abstention) Unwrap() error        { return e.reply }
+
+// replyError is a node's error err, with a script's abstention decoded
+// into one that matches ErrAbstained: the one place the reply code is read.
+func replyError(err error) error {
+	var re redis.Error
+	if err != nil && errors.As(err, &re) && strings.HasPrefix(re.Error(), "ABSTAIN ") {
+		return &abstention{reply: err}
+	}
+	return err
+}
+
+// notHeldError is a reason for ErrLockNotHeld; it matches ErrLockNotHeld
+// through errors.Is.
+type notHeldError struct{ msg string }
+
+func (e *notHeldError) Error() string { return e.msg }
+func (e *notHeldError) Unwrap() error { return ErrLockNotHeld }
+
+// invalidNode reports whether a node's error says that the Locker's
+// configuration is wrong: ErrInvalid, or a node that reached a server

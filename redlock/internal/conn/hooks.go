@@ -3,6 +3,7 @@ package conn
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -120,3 +121,32 @@ var (
 	_ redis.Hook = bridge{}
 	_ redis.Hook = callerTail{}
 )
+
+// deadlineCtx is a worker's reusable context: it carries only a deadline,
+// which go-redis turns into socket deadlines (the clients are expected to
+// have ContextTimeoutEnabled), and the route of go-redis's log lines, and
+// is never cancelled. Reusing it saves a context and a timer per call on
+// the hot path. It also carries the rest of the worker's hook chain past
+// the caller's hooks (see hooks.go), set by each call before it enters
+// them: a worker makes one call at a time.
+type deadlineCtx struct {
+	deadline time.Time
+	route    *Route
+	process  redis.ProcessHook
+	pipeline redis.ProcessPipelineHook
+}
+
+func (c *deadlineCtx) Deadline() (time.Time, bool) { return c.deadline, true }
+func (c *deadlineCtx) Done() <-chan struct{}       { return nil }
+func (c *deadlineCtx) Err() error                  { return nil }
+func (c *deadlineCtx) Value(key any) any {
+	switch key.(type) {
+	case routeKey:
+		return c.route
+	case processKey:
+		return c.process
+	case pipelineKey:
+		return c.pipeline
+	}
+	return nil
+}
