@@ -261,14 +261,7 @@ func (fs *flagSet) printSummary(w io.Writer) {
 			return
 		}
 		kind, usage := flagKind(f)
-		name := "    --" + f.Name
-		if short := fs.short[f.Name]; short != "" {
-			name = "-" + short + ", --" + f.Name
-		}
-		if kind != "" {
-			name += " " + kind
-		}
-		fmt.Fprintf(w, "  %-29s %s\n", name, clip(usage, 80-32))
+		fmt.Fprintf(w, "  %-29s %s\n", fs.label(f, kind, "    "), clip(usage, 80-32))
 	})
 	var codes []string
 	for _, e := range fs.cmd.exits {
@@ -317,6 +310,19 @@ func wrap(s string, width int, indent string) string {
 	return b.String()
 }
 
+// label is how help shows flag f taking a value of kind ("" for none):
+// its short name and its long one, or unshort and its long one.
+func (fs *flagSet) label(f *flag.Flag, kind, unshort string) string {
+	label := unshort + "--" + f.Name
+	if short := fs.short[f.Name]; short != "" {
+		label = "-" + short + ", --" + f.Name
+	}
+	if kind != "" {
+		label += " " + kind
+	}
+	return label
+}
+
 // printFlags prints each flag with its usage and default.
 func (fs *flagSet) printFlags(w io.Writer) {
 	fs.VisitAll(func(f *flag.Flag) {
@@ -324,13 +330,7 @@ func (fs *flagSet) printFlags(w io.Writer) {
 			return
 		}
 		kind, usage := flagKind(f)
-		line := "  --" + f.Name
-		if short := fs.short[f.Name]; short != "" {
-			line = "  -" + short + ", --" + f.Name
-		}
-		if kind != "" {
-			line += " " + kind
-		}
+		line := "  " + fs.label(f, kind, "")
 		fmt.Fprintln(w, line)
 		fmt.Fprintf(w, "        %s", strings.ReplaceAll(usage, "\n", "\n        "))
 		if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" && f.DefValue != "0s" {
