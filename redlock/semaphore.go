@@ -173,11 +173,6 @@ func newSlotPlan(name string, size int, cfg *config) acquirePlan {
 	return acquirePlan{token: h.Token(), holder: h, keys: keys, lockKeys: keys[3 : 3+size], args: args}
 }
 
-// exclusive reports whether a lock got from the waiter's line keeps the rest
-// of the line waiting (heldHere): not a shared kind's (a permit, a lease),
-// as others may be free.
-func (w *waiter) exclusive() bool { return w.inLine() && !w.a.kind.shared }
-
 // slotOf splits a granting reply's value into the position of its slot in
 // the plan's rotation and its fence.
 func slotOf(v int64, fenced bool) (pos int, fence int64) {

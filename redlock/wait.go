@@ -339,3 +339,8 @@ wait:
 	}
 	return nil, nil
 }
+
+// exclusive reports whether a lock got from the waiter's line keeps the rest
+// of the line waiting (heldHere): not a shared kind's (a permit, a lease),
+// as others may be free.
+func (w *waiter) exclusive() bool { return w.inLine() && !w.a.kind.shared }

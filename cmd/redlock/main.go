@@ -365,7 +365,7 @@ func (a *app) fail(c *command, what string, err error) int {
 	msg := errMsg(err)
 	var qe *redlock.QuorumError
 	if size, asked, ok := semaphoreSize(err); ok {
-		a.errorf(c, "%s: the semaphore has %d permits on the nodes, not %d (--slots): give --slots %d, as its other users do", what, size, asked, size)
+		a.errorf(c, "%s: the semaphore has %s on the nodes, not %d (--slots): give --slots %d, as its other users do", what, plural(size, "permit"), asked, size)
 		return exitSize
 	}
 	switch {
