@@ -275,12 +275,8 @@ func decodeHandoff(c *redis.Cmd) (quorum.Vote, handoffReply, error) {
 // when err is acquire_slot.lua's SIZE error: the node keeps permits of
 // that size.
 func otherSize(err error) (int, bool) {
-	var re redis.Error
-	if err == nil || !errors.As(err, &re) {
-		return 0, false
-	}
-	size, ok := strings.CutPrefix(re.Error(), "SIZE ")
-	if !ok {
+	code, size, ok := wire.ErrorReply(err)
+	if !ok || code != wire.CodeSize {
 		return 0, false
 	}
 	n, err := strconv.Atoi(size)
@@ -299,8 +295,7 @@ func (e *abstention) Unwrap() error        { return e.reply }
 // replyError is a node's error err, with a script's abstention decoded
 // into one that matches ErrAbstained: the one place the reply code is read.
 func replyError(err error) error {
-	var re redis.Error
-	if err != nil && errors.As(err, &re) && strings.HasPrefix(re.Error(), "ABSTAIN ") {
+	if code, _, ok := wire.ErrorReply(err); ok && code == wire.CodeAbstain {
 		return &abstention{reply: err}
 	}
 	return err

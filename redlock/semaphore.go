@@ -109,14 +109,27 @@ func undoSlots(keys []string, h holder, _ bool, cooldownMs int64) scriptCall {
 // grant of that slot alone) with its semaphore's slots all, announcing on
 // channel unless it is "".
 func semRelease(slot string, all []string, h holder, channel string, cooldownMs int64) scriptCall {
+	keys, m := releasedFirst(all, func(k string) bool { return k == slot })
+	return semCall(keys, m, h, channel, cooldownMs)
+}
+
+// releasedFirst orders a semaphore's slots all for semCall: those that
+// released says to take the hold off first, then the others (read for the
+// size key's life only), and says how many come first.
+func releasedFirst(all []string, released func(string) bool) ([]string, int) {
 	keys := make([]string, 0, len(all))
-	keys = append(keys, slot)
 	for _, k := range all {
-		if k != slot {
+		if released(k) {
 			keys = append(keys, k)
 		}
 	}
-	return semCall(keys, 1, h, channel, cooldownMs)
+	m := len(keys)
+	for _, k := range all {
+		if !released(k) {
+			keys = append(keys, k)
+		}
+	}
+	return keys, m
 }
 
 // semCall is sem_release.lua's call: hold h taken off slots[:m], and the
@@ -251,14 +264,8 @@ func decideSlot(a *acquisition, p *acquirePlan, g *granting) {
 
 // undoOthers takes hold h off every slot of all but won.
 func undoOthers(all []string, won string, h holder) scriptCall {
-	keys := make([]string, 0, len(all))
-	for _, k := range all {
-		if k != won {
-			keys = append(keys, k)
-		}
-	}
-	keys = append(keys, won) // read for the size key's life, not released
-	return semCall(keys, len(keys)-1, h, "", 0)
+	keys, m := releasedFirst(all, func(k string) bool { return k != won })
+	return semCall(keys, m, h, "", 0)
 }
 
 // straySlot is what a straggler of a won slot round needs (one that

@@ -1,5 +1,12 @@
 package wire
 
+import (
+	"errors"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
 // Each script's arguments, in the order its ARGV takes them (the .lua
 // files' headers say what each is).
 
@@ -79,3 +86,14 @@ const (
 	// node address.
 	CodeDuplicate = "DUPLICATE"
 )
+
+// ErrorReply splits err, when it is a script's error reply, into its code
+// and what follows it; ok is false for any other error.
+func ErrorReply(err error) (code, rest string, ok bool) {
+	var re redis.Error
+	if err == nil || !errors.As(err, &re) {
+		return "", "", false
+	}
+	code, rest, _ = strings.Cut(re.Error(), " ")
+	return code, rest, true
+}

@@ -1,8 +1,12 @@
 package wire_test
 
 import (
+	"errors"
+	"fmt"
 	"slices"
 	"testing"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/quorumlock/redlock/redlock/internal/wire"
 )
@@ -34,5 +38,34 @@ func TestValue(t *testing.T) {
 	}
 	if got := wire.AcquireFullArgs(v, 10, h, true, 60000, 300000, 7); got[wire.AcquireStartArg] != int64(7) || got[3] != "1" || len(got) != 7 {
 		t.Errorf("AcquireFullArgs: %v", got)
+	}
+}
+
+// reply is a server's error reply, as go-redis gives it.
+type reply string
+
+func (r reply) Error() string { return string(r) }
+func (reply) RedisError()     {}
+
+var _ redis.Error = reply("")
+
+// A script's error reply is split into its code and the rest; any other
+// error is no reply.
+func TestErrorReply(t *testing.T) {
+	for _, tc := range []struct {
+		err        error
+		code, rest string
+		ok         bool
+	}{
+		{reply("SIZE 3"), wire.CodeSize, "3", true},
+		{reply("ABSTAIN node lost its memory"), wire.CodeAbstain, "node lost its memory", true},
+		{fmt.Errorf("round: %w", reply("DUPLICATE this server")), wire.CodeDuplicate, "this server", true},
+		{errors.New("SIZE 3"), "", "", false},
+		{nil, "", "", false},
+	} {
+		code, rest, ok := wire.ErrorReply(tc.err)
+		if code != tc.code || rest != tc.rest || ok != tc.ok {
+			t.Errorf("ErrorReply(%v) = %q, %q, %v", tc.err, code, rest, ok)
+		}
 	}
 }
