@@ -224,8 +224,12 @@ func TestCheckGuard(t *testing.T) {
 		t.Errorf("restarted node: %+v", g)
 	}
 	finding(t, rep, doctor.Guard, servers[1].Addr, "marker stale")
-	if _, err := l.TryObtain(t.Context(), "guarded"); err != nil {
-		t.Fatal(err)
+	// A locker of the restarted node alone: its attempt returns only once
+	// that node has answered (a majority of three may not wait for it).
+	one := newLocker(t, clients[1:2], redlock.WithRestartGuard(time.Minute))
+	_, err := one.TryObtain(t.Context(), "guarded")
+	if qe := (*redlock.QuorumError)(nil); !errors.As(err, &qe) || !errors.Is(qe.Nodes[0].Err, redlock.ErrAbstained) {
+		t.Fatalf("the restarted node's first guarded acquisition: %v, want it to abstain", err)
 	}
 	rep = checkGuard()
 	// The quarantine lasts the guard's maximum TTL and two fence windows
