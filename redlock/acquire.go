@@ -223,7 +223,7 @@ func (a *acquisition) writeBackFence(ctx context.Context, p *acquirePlan, g *gra
 			agree++
 		}
 	}
-	fw := &fenceWrite{key: p.lockKeys[0], holder: p.holder, fence: fence, lifetimeMs: serverMillis(cfg.fenceLifetime()), queue: p.queueKey()}
+	fw := &fenceWrite{key: p.lockKeys[0], counter: cfg.layout.CounterOf(p.lockKeys[0]), holder: p.holder, fence: fence, lifetimeMs: serverMillis(cfg.fenceLifetime()), queue: p.queueKey()}
 	if agree >= l.need && !cfg.confirmFence {
 		// The rest get the fence in the background (it helps a node that
 		// later rejoins a majority, and gives a node that grants after the
@@ -239,7 +239,7 @@ func (a *acquisition) writeBackFence(ctx context.Context, p *acquirePlan, g *gra
 		}
 		return uint64(fence), clock.Validity(cfg.ttl, cfg.clock.Since(g.start), cfg.driftFactor), fw, nil
 	}
-	c := fw.call(callNonce(cfg.nodeTimeout))
+	c := fw.call(callNonce(fw.key, cfg.nodeTimeout))
 	cmd := conn.EvalSha(c.script, c.keys, c.args)
 	res := runRound(ctx, l, round[int64]{
 		timeout: cfg.nodeTimeout,

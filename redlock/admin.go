@@ -61,7 +61,7 @@ func (l *Locker) inspect(ctx context.Context, key, index string) (*Status, []str
 	}
 	defer release()
 	st := &Status{Key: key, Nodes: make([]NodeStatus, len(l.nodes))}
-	keys := []string{key, counterOf(key)}
+	keys := []string{key, l.cfg.layout.CounterOf(key)}
 	if index != "" {
 		keys = append(keys, index)
 	}
@@ -73,7 +73,7 @@ func (l *Locker) inspect(ctx context.Context, key, index string) (*Status, []str
 	timeout := l.cfg.nodeTimeout
 	// One answer per server (callNonce): a server reached through two node
 	// addresses must not show a holder twice.
-	nonce, keep := callNonce(timeout)
+	nonce, keep := callNonce(key, timeout)
 	args := []any{nonce, keep}
 	cmd := conn.EvalSha(scripts.Inspect, keys, args)
 	runRound(ctx, l, round[int64]{
@@ -154,7 +154,7 @@ func (s *Semaphore) ForceRelease(ctx context.Context) error {
 	if err := s.kind.check(&s.l.cfg); err != nil {
 		return s.l.forceFailed(ctx, wire.Sem(s.name), err)
 	}
-	return s.l.forceRelease(ctx, wire.Sem(s.name), append([]string{wire.SemSize(s.name)}, s.slots()...), 0)
+	return s.l.forceRelease(ctx, wire.Sem(s.name), append([]string{s.l.cfg.layout.SemSize(s.name)}, s.slots()...), 0)
 }
 
 // ForceRelease deletes the read-write lock's writer key and every
@@ -165,7 +165,7 @@ func (m *RWMutex) ForceRelease(ctx context.Context) error {
 	if err := checkKey(m.name); err != nil {
 		return m.l.forceFailed(ctx, m.name, err)
 	}
-	return m.l.forceRelease(ctx, m.name, []string{m.name, wire.RWMark(m.name), wire.RWIndex(m.name)}, 3)
+	return m.l.forceRelease(ctx, m.name, []string{m.name, m.l.cfg.layout.RWMark(m.name), m.l.cfg.layout.RWIndex(m.name)}, 3)
 }
 
 // forceFailed is the error of a ForceRelease of name that asked no node,
@@ -188,7 +188,7 @@ func (l *Locker) forceRelease(ctx context.Context, name string, keys []string, i
 		l.forced.note(k)
 	}
 	// Each removed hold leaves a note for its holder (see Lock.notHeld).
-	args := []any{releaseChannel(name), wire.ForcedPrefix, forcedGrace.Milliseconds()}
+	args := []any{releaseChannel(name), l.cfg.layout.ForcedPrefix(keys[0]), forcedGrace.Milliseconds()}
 	if index > 0 {
 		args = append(args, index)
 	}
@@ -220,7 +220,6 @@ func (l *Locker) Bootstrap(ctx context.Context, opts ...BootstrapOption) error {
 		}
 		o(&bc)
 	}
-	keys := []string{guardMarker, guardQuarantine}
 	args := []any{max(l.cfg.guard, 0).Milliseconds()}
 	if bc.clear {
 		if err := l.noLockKeys(ctx); err != nil {
@@ -228,6 +227,53 @@ func (l *Locker) Bootstrap(ctx context.Context, opts ...BootstrapOption) error {
 		}
 		args = append(args, "1")
 	}
+	if !l.cfg.layout.Clustered() {
+		return l.bootstrapSlot(ctx, "", args)
+	}
+	return l.bootstrapSlots(ctx, args)
+}
+
+// bootstrapSlots seeds the marker of every slot (a cluster keeps one per
+// slot, see wire.Layout), a bounded number of slots at a time, and
+// returns the first slot's failure.
+func (l *Locker) bootstrapSlots(ctx context.Context, args []any) error {
+	const parallel = 256
+	slots := make(chan int)
+	errs := make(chan error, parallel)
+	var wg sync.WaitGroup
+	for range parallel {
+		wg.Go(func() {
+			for s := range slots {
+				if err := l.bootstrapSlot(ctx, wire.SlotTag(s), args); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	var err error
+feed:
+	for s := range wire.Slots {
+		select {
+		case slots <- s:
+		case err = <-errs:
+			break feed
+		}
+	}
+	close(slots)
+	wg.Wait()
+	close(errs)
+	if err != nil {
+		return err
+	}
+	return <-errs // nil when the channel is empty
+}
+
+// bootstrapSlot seeds the marker that calls on key read (any key of its
+// slot on a cluster) on every node.
+func (l *Locker) bootstrapSlot(ctx context.Context, key string, args []any) error {
+	marker, quarantine := l.cfg.guardKeys(key)
+	keys := []string{marker, quarantine}
 	timeout := l.cfg.nodeTimeout
 	res, err := l.call(ctx, round[int64]{
 		need:    len(l.nodes),
@@ -283,20 +329,27 @@ func (l *Locker) noLockKeys(ctx context.Context) error {
 	return nil
 }
 
-// lockKeyOn returns a key of node i that holds a lock, "" when none does.
+// lockKeyOn returns a key of node i (any master of a cluster) that holds
+// a lock, "" when none does.
 func (l *Locker) lockKeyOn(ctx context.Context, i int) (string, error) {
-	c := l.nodes[i].pipe.Client()
-	var cursor uint64
-	for {
-		found, next, err := l.scanLockKeys(ctx, c, cursor)
-		if err != nil || found != "" {
-			return found, err
-		}
-		if next == 0 {
-			return "", nil
-		}
-		cursor = next
+	masters, err := l.nodes[i].pipe.Masters(ctx)
+	if err != nil {
+		return "", err
 	}
+	for _, c := range masters {
+		var cursor uint64
+		for {
+			found, next, err := l.scanLockKeys(ctx, c, cursor)
+			if err != nil || found != "" {
+				return found, err
+			}
+			if next == 0 {
+				break
+			}
+			cursor = next
+		}
+	}
+	return "", nil
 }
 
 // scanLockKeys runs one SCAN step from cursor and reads the string keys it

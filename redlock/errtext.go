@@ -224,7 +224,7 @@ func (k *Lock) forcedOnNodes(ctx context.Context, res *quorum.Result[int64]) boo
 	}
 	notes := make([]string, len(k.keys))
 	for i, key := range k.keys {
-		notes[i] = wire.ForcedKey(key)
+		notes[i] = l.cfg.layout.ForcedKey(key)
 	}
 	cmd := conn.EvalSha(scripts.Forced, notes, []any{k.holder.Prefix, k.holder.Hold})
 	var found atomic.Bool
@@ -268,7 +268,7 @@ func (l *Locker) withHolders(ctx context.Context, key string, err error) error {
 		return err
 	}
 	defer release()
-	keys := []string{key, fenceKey(key)}
+	keys := []string{key, l.cfg.layout.FenceKey(key)}
 	cmd := conn.EvalSha(scripts.Inspect, keys, nil)
 	meta := make([]string, len(l.nodes))
 	var mu sync.Mutex

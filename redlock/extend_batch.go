@@ -80,7 +80,7 @@ func (l *Locker) extendMany(locks []*Lock, bt *batchTrace) []error {
 		return errs
 	}
 	defer release()
-	nonce, keep := callNonce(cfg.nodeTimeout)
+	nonce, keep := callNonce(keys[0], cfg.nodeTimeout)
 	args = append(args, nonce, keep)
 	cmd := conn.EvalSha(scripts.ExtendMany, keys, args)
 	timeout := cfg.nodeTimeout

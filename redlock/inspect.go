@@ -4,8 +4,6 @@ import (
 	"context"
 	"slices"
 	"sync"
-
-	"github.com/quorumlock/redlock/redlock/internal/wire"
 )
 
 // A semaphore's permits and a read-write lock's readers are lock keys of
@@ -30,7 +28,7 @@ func (m *RWMutex) Inspect(ctx context.Context) (writer *Status, readers []*Statu
 	if err := checkKey(m.name); err != nil {
 		return nil, nil, err
 	}
-	writer, leases, err := m.l.inspect(ctx, m.name, wire.RWIndex(m.name))
+	writer, leases, err := m.l.inspect(ctx, m.name, m.l.cfg.layout.RWIndex(m.name))
 	if writer == nil {
 		return nil, nil, err
 	}

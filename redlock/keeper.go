@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock/clock"
+	"github.com/quorumlock/redlock/redlock/internal/wire"
 )
 
 // The heaps a keeper is in, indexes of its at and idx.
@@ -38,11 +39,13 @@ type keeper struct {
 
 // extendGroup is what the locks extended in one round must share. The
 // clock is compared by its identity (config.clockID), so that a clock of
-// any type, comparable or not, can key a group.
+// any type, comparable or not, can key a group. On cluster nodes the keys
+// of one call must share a slot (-1: any slot will do).
 type extendGroup struct {
 	ttl, timeout, lockDelay time.Duration
 	drift                   float64
 	clock                   *clock.Clock
+	slot                    int
 }
 
 func newKeeper(k *Lock, ctx context.Context, lose context.CancelCauseFunc) *keeper {
@@ -50,7 +53,10 @@ func newKeeper(k *Lock, ctx context.Context, lose context.CancelCauseFunc) *keep
 	kp := &keeper{k: k, ctx: ctx, lose: lose, idx: [2]int{-1, -1}}
 	kp.solo = k.multi() || k.kind.alone
 	if !kp.solo {
-		kp.group = extendGroup{ttl: c.ttl, timeout: c.nodeTimeout, lockDelay: c.lockDelay, drift: c.driftFactor, clock: c.clockID}
+		kp.group = extendGroup{ttl: c.ttl, timeout: c.nodeTimeout, lockDelay: c.lockDelay, drift: c.driftFactor, clock: c.clockID, slot: -1}
+		if c.layout.Clustered() {
+			kp.group.slot = wire.Slot(k.key)
+		}
 	}
 	return kp
 }

@@ -20,11 +20,7 @@ const ReservedPrefix = wire.Reserved
 // lock named like one of them could otherwise delete the restart guard's
 // marker (a cluster-wide outage, as every guarded node then abstains),
 // reset another key's fencing counter, or fake a release announcement.
-const (
-	releasePrefix   = wire.ReleasePrefix
-	guardMarker     = wire.GuardMarker
-	guardQuarantine = wire.GuardQuarantine
-)
+const releasePrefix = wire.ReleasePrefix
 
 // ACLRule is the least a Redis user needs for everything the library does
 // (ACL SETUSER name on >password ACLRule), doctor.Check included: any key, and the release
@@ -72,11 +68,28 @@ func checkKeys(keys []string) error {
 	return nil
 }
 
+// checkKeys is checkKeys with the nodes' rule: on a Locker with a cluster
+// node, a multi-key lock's keys must share a slot, as a script's keys must.
+func (l *Locker) checkKeys(keys []string) error {
+	if err := checkKeys(keys); err != nil || !l.cfg.layout.Clustered() {
+		return err
+	}
+	for _, key := range keys[1:] {
+		if wire.Slot(key) != wire.Slot(keys[0]) {
+			return keyError("keys %s and %s are in different slots of a Redis Cluster: give them a common hash tag ({order}:a, {order}:b)", quoteKey(keys[0]), quoteKey(key))
+		}
+	}
+	return nil
+}
+
 // releaseChannel is where the release script announces that key is free.
 func releaseChannel(key string) string { return wire.ReleaseChannel(key) }
 
-// fenceKey is the key of the fencing counter of a lock key.
-func fenceKey(key string) string { return wire.FenceKey(key) }
+// guardKeys are the restart guard's marker and quarantine that a call on
+// key reads, in the nodes' layout.
+func (c *config) guardKeys(key string) (marker, quarantine string) {
+	return c.layout.GuardMarker(key), c.layout.GuardQuarantine(key)
+}
 
 // keyError is a bad key's error, matching ErrInvalid: the key's rules and
 // their messages in one place.

@@ -95,10 +95,10 @@ var oneKey = lockKind{
 		return scriptCall{script: scripts.Release, keys: keys, args: releaseArgs(h, channel, cooldownMs)}
 	},
 	extend: func(keys []string, h holder, ttlMs int64, timeout time.Duration) scriptCall {
-		return scriptCall{script: scripts.Extend, keys: keys, args: extendArgs(h, ttlMs, timeout)}
+		return scriptCall{script: scripts.Extend, keys: keys, args: extendArgs(keys[0], h, ttlMs, timeout)}
 	},
 	pttl: func(keys []string, h holder, timeout time.Duration) scriptCall {
-		return scriptCall{script: scripts.PTTL, keys: keys, args: pttlArgs(h, timeout)}
+		return scriptCall{script: scripts.PTTL, keys: keys, args: pttlArgs(keys[0], h, timeout)}
 	},
 	handoff: true,
 	holders: true,
@@ -138,7 +138,8 @@ func newPlan(keys []string, cfg *config) acquirePlan {
 		return acquirePlan{token: token, holder: h, keys: keys[:1], lockKeys: keys[:1], args: wire.AcquireArgs(value, serverMillis(cfg.serverTTL()), h)}
 	}
 	key := keys[0]
-	all := []string{key, fenceKey(key), guardMarker, guardQuarantine}
+	marker, quarantine := cfg.guardKeys(key)
+	all := []string{key, cfg.layout.FenceKey(key), marker, quarantine}
 	return acquirePlan{token: token, holder: h, keys: all, lockKeys: all[:1], args: acquireArgs(value, h, cfg)}
 }
 

@@ -55,10 +55,10 @@ var manyKeys = lockKind{
 		return scriptCall{script: scripts.Multi, keys: keys, args: []any{"release", h.Prefix, prefix, cooldownMs, h.Hold, "", 0}, queue: slices.Min(keys)}
 	},
 	extend: func(keys []string, h holder, ttlMs int64, timeout time.Duration) scriptCall {
-		return scriptCall{script: scripts.Multi, keys: keys, args: append([]any{"extend"}, extendArgs(h, ttlMs, timeout)...), queue: slices.Min(keys)}
+		return scriptCall{script: scripts.Multi, keys: keys, args: append([]any{"extend"}, extendArgs(keys[0], h, ttlMs, timeout)...), queue: slices.Min(keys)}
 	},
 	pttl: func(keys []string, h holder, timeout time.Duration) scriptCall {
-		return scriptCall{script: scripts.Multi, keys: keys, args: append([]any{"pttl"}, pttlArgs(h, timeout)...), queue: slices.Min(keys)}
+		return scriptCall{script: scripts.Multi, keys: keys, args: append([]any{"pttl"}, pttlArgs(keys[0], h, timeout)...), queue: slices.Min(keys)}
 	},
 	line:  multiLine,
 	check: multiOptions,
@@ -156,7 +156,8 @@ func newMultiPlan(keys []string, cfg *config) acquirePlan {
 	all := slices.Clone(keys)
 	args := append([]any{len(keys)}, wire.AcquireArgs(value, serverMillis(cfg.serverTTL()), h)...)
 	if cfg.guard > 0 {
-		all = append(all, guardMarker, guardQuarantine)
+		marker, quarantine := cfg.guardKeys(keys[0])
+		all = append(all, marker, quarantine)
 		args = append(args, "0", serverMillis(cfg.guard), serverMillis(cfg.fenceLifetime()))
 	}
 	return acquirePlan{token: h.Token(), holder: h, keys: all, lockKeys: all[:len(keys)], args: args, queue: slices.Min(keys)}

@@ -33,7 +33,7 @@ func (l *Locker) TryObtain(ctx context.Context, key string, opts ...LockOption) 
 // caller no longer changes), with retries or exactly one attempt (once).
 func (l *Locker) acquire(ctx context.Context, keys []string, opts []LockOption, once bool) (lock *Lock, err error) {
 	a := l.newAcquisition(keys)
-	return a.perform(ctx, checkKeys(keys), opts, once)
+	return a.perform(ctx, l.checkKeys(keys), opts, once)
 }
 
 // acquireKind is the acquisition of a lock of kind kd whose keys its plan

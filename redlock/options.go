@@ -9,6 +9,7 @@ import (
 	"github.com/quorumlock/redlock/clock"
 	"github.com/quorumlock/redlock/redlock/internal/conn"
 	"github.com/quorumlock/redlock/redlock/internal/settings"
+	"github.com/quorumlock/redlock/redlock/internal/wire"
 )
 
 // Defaults of the options.
@@ -50,6 +51,10 @@ func (o lockOption) apply(c *config) { o(c) }
 func (lockOption) lockOption()       {}
 
 type config struct {
+	// layout is how the nodes name the library's own keys: a cluster's
+	// in each lock's slot, once any node is a cluster (set by NewNodes,
+	// no option).
+	layout      wire.Layout
 	ttl         time.Duration
 	driftFactor float64
 	nodeTimeout time.Duration

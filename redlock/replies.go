@@ -57,14 +57,14 @@ func releaseArgs(h holder, channel string, cooldownMs int64) []any {
 
 // extendArgs are the extend script's arguments, with a fresh call nonce
 // (callNonce).
-func extendArgs(h holder, ttlMs int64, timeout time.Duration) []any {
-	nonce, keep := callNonce(timeout)
+func extendArgs(key string, h holder, ttlMs int64, timeout time.Duration) []any {
+	nonce, keep := callNonce(key, timeout)
 	return wire.ExtendArgs(h, ttlMs, nonce, keep)
 }
 
 // pttlArgs are the pttl script's arguments, with a fresh call nonce.
-func pttlArgs(h holder, timeout time.Duration) []any {
-	nonce, keep := callNonce(timeout)
+func pttlArgs(key string, h holder, timeout time.Duration) []any {
+	nonce, keep := callNonce(key, timeout)
 	return wire.PTTLArgs(h, nonce, keep)
 }
 
@@ -73,9 +73,11 @@ func pttlArgs(h holder, timeout time.Duration) []any {
 // (once.lua): a server reached twice in the round, through two node
 // addresses, answers the second copy DUPLICATE. Both copies run within the
 // round (a copy that runs later is not counted), so twice the timeout, with
-// 100 ms for the servers' clocks, is enough.
-func callNonce(timeout time.Duration) (string, int64) {
-	return strconv.FormatUint(rand.Uint64(), 36), serverMillis(2*timeout + 100*time.Millisecond)
+// 100 ms for the servers' clocks, is enough. The nonce starts with the
+// hash tag of key's slot (wire.CallNonce), so that its key lives in the slot of
+// the call's keys on a cluster, as a script's keys must.
+func callNonce(key string, timeout time.Duration) (string, int64) {
+	return wire.CallNonce(key, rand.Uint64()), serverMillis(2*timeout + 100*time.Millisecond)
 }
 
 // newHoldID returns a hold id for an acquisition with the caller's own

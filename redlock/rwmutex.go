@@ -99,7 +99,7 @@ var readLease = lockKind{
 		return scriptCall{script: scripts.RWRelease, keys: []string{keys[0], rwIndex(keys[0])}, args: releaseArgs(h, channel, cooldownMs), queue: rwName(keys[0])}
 	},
 	extend: func(keys []string, h holder, ttlMs int64, timeout time.Duration) scriptCall {
-		return scriptCall{script: scripts.ExtendSlot, keys: []string{keys[0], rwIndex(keys[0])}, args: extendArgs(h, ttlMs, timeout), queue: rwName(keys[0])}
+		return scriptCall{script: scripts.ExtendSlot, keys: []string{keys[0], rwIndex(keys[0])}, args: extendArgs(keys[0], h, ttlMs, timeout), queue: rwName(keys[0])}
 	},
 	pttl: func(keys []string, h holder, timeout time.Duration) scriptCall {
 		c := oneKey.pttl(keys, h, timeout)
@@ -115,7 +115,9 @@ var readLease = lockKind{
 // which names the lease.
 func newReadPlan(name string, cfg *config) acquirePlan {
 	p := fullPlan(uuid.NewString(), "1", cfg)
-	p.keys = []string{wire.RWLease(name, p.token), fenceKey(name), guardMarker, guardQuarantine, name, wire.RWMark(name), wire.RWIndex(name)}
+	ly := cfg.layout
+	marker, quarantine := cfg.guardKeys(name)
+	p.keys = []string{ly.RWLease(name, p.token), ly.FenceKey(name), marker, quarantine, name, ly.RWMark(name), ly.RWIndex(name)}
 	p.lockKeys = p.keys[:1]
 	// On the writer's queue, as all of the lock's calls: a reader's
 	// release, or an attempt's undo, is not overtaken by the writer's
@@ -138,7 +140,9 @@ func newWritePlan(name string, mark bool, cfg *config) acquirePlan {
 		margin = markMargin + 2*cfg.nodeTimeout
 	}
 	p := fullPlan(token, hold, cfg, serverMillis(margin))
-	p.keys = []string{name, fenceKey(name), guardMarker, guardQuarantine, wire.RWIndex(name), wire.RWMark(name)}
+	ly := cfg.layout
+	marker, quarantine := cfg.guardKeys(name)
+	p.keys = []string{name, ly.FenceKey(name), marker, quarantine, ly.RWIndex(name), ly.RWMark(name)}
 	p.lockKeys = p.keys[:1]
 	return p
 }
@@ -155,7 +159,3 @@ func fullPlan(token, hold string, cfg *config, more ...any) acquirePlan {
 func rwName(lease string) string { return wire.RWOfLease(lease) }
 
 func rwIndex(lease string) string { return wire.IndexOfLease(lease) }
-
-// counterOf is the fencing counter of lock key: a reader's lease counts on
-// its writer key's, so that fences order readers and writers.
-func counterOf(key string) string { return wire.CounterOf(key) }

@@ -94,7 +94,7 @@ var slotKind = lockKind{
 func (s *Semaphore) slots() []string {
 	keys := make([]string, s.size)
 	for j := range keys {
-		keys[j] = wire.SemSlot(s.name, j)
+		keys[j] = s.l.cfg.layout.SemSlot(s.name, j)
 	}
 	return keys
 }
@@ -158,7 +158,7 @@ func onSemQueue(c scriptCall, slot string) scriptCall {
 // needs all of its slots.
 var permitKind = lockKind{
 	extend: func(keys []string, h holder, ttlMs int64, timeout time.Duration) scriptCall {
-		return onSemQueue(scriptCall{script: scripts.ExtendSlot, keys: []string{keys[0], wire.SizeOfSlot(keys[0])}, args: extendArgs(h, ttlMs, timeout)}, keys[0])
+		return onSemQueue(scriptCall{script: scripts.ExtendSlot, keys: []string{keys[0], wire.SizeOfSlot(keys[0])}, args: extendArgs(keys[0], h, ttlMs, timeout)}, keys[0])
 	},
 	pttl:  oneKey.pttl,
 	line:  func(keys []string) string { return wire.SemOfSlot(keys[0]) },
@@ -172,14 +172,15 @@ var permitKind = lockKind{
 func newSlotPlan(name string, size int, cfg *config) acquirePlan {
 	value, h := wire.Value(uuid.NewString(), "1", cfg.metadata)
 	keys := make([]string, 3, 3+2*size)
-	keys[0], keys[1], keys[2] = wire.SemSize(name), guardMarker, guardQuarantine
+	keys[0] = cfg.layout.SemSize(name)
+	keys[1], keys[2] = cfg.guardKeys(name)
 	first := rand.IntN(size)
 	for j := range size {
-		keys = append(keys, wire.SemSlot(name, (first+j)%size))
+		keys = append(keys, cfg.layout.SemSlot(name, (first+j)%size))
 	}
 	if cfg.fencing {
 		for j := range size {
-			keys = append(keys, fenceKey(keys[3+j]))
+			keys = append(keys, cfg.layout.FenceKey(keys[3+j]))
 		}
 	}
 	args := append([]any{size, quoteKey(name)}, acquireArgs(value, h, cfg)...)

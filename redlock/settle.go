@@ -57,7 +57,7 @@ type settle struct {
 
 // fenceWrite is a fence write-back of the hold of holder on key.
 type fenceWrite struct {
-	key               string
+	key, counter      string // the lock key and its fencing counter
 	holder            holder
 	fence, lifetimeMs int64
 	// queue is the key of the nodes' queue the acquisition went on: the
@@ -68,7 +68,7 @@ type fenceWrite struct {
 // call is the write-back's script call, for a round that counts its
 // answers with nonce (callNonce; "" for none) kept keepMs.
 func (fw *fenceWrite) call(nonce string, keepMs int64) scriptCall {
-	keys := []string{fw.key, counterOf(fw.key)}
+	keys := []string{fw.key, fw.counter}
 	return scriptCall{script: scripts.Fence, keys: keys, args: fenceArgs(fw.fence, fw.lifetimeMs, fw.holder, nonce, keepMs), queue: fw.queue}
 }
 

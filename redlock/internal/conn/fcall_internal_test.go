@@ -11,12 +11,13 @@ import (
 
 	"github.com/quorumlock/redlock/internal/redistest"
 	"github.com/quorumlock/redlock/redlock/internal/scripts"
+	"github.com/quorumlock/redlock/redlock/internal/wire"
 )
 
 // guardedAcquire is a guarded acquisition of key (scripts.Acquire's
 // guarded variant) whose reply goes to got; maxTTL 0 runs it unguarded.
 func guardedAcquire(key string, maxTTL int, got chan<- *redis.Cmd) *Call {
-	keys := []string{key, "fence:" + key, "guard:marker", "guard:quarantine"}
+	keys := []string{key, "fence:" + key, scripts.GuardMarker, scripts.GuardQuarantine}
 	prefix := "owner\x00"
 	args := []any{prefix + "1\x00", 10000, prefix, "0", maxTTL, 60000, 0}
 	s := scripts.Acquire.Guarded(true)
@@ -141,6 +142,15 @@ func TestFCALLLine(t *testing.T) {
 	c.Cmd = slices.Clip(slices.Clone(c.Cmd))
 	if fc := w.line(c); !slices.Equal(fc, lean) {
 		t.Fatalf("FCALL line of a line without room %v, want %v", fc, lean)
+	}
+
+	// The guard's keys of a cluster (in the lock's slot): the full form,
+	// which sends them.
+	clustered := slices.Clone(c.Keys)
+	clustered[2], clustered[3] = wire.Clustered.GuardMarker("k"), wire.Clustered.GuardQuarantine("k")
+	cc := EvalSha(c.Script, clustered, c.Cmd[3+4:])
+	if fc := w.line(&Call{Script: c.Script, Keys: clustered, Cmd: cc}); !slices.Equal(fc, append([]any{"fcall", c.Script.Fn}, cc[2:]...)) {
+		t.Fatalf("FCALL line of an acquisition with a cluster's guard keys: %v, want the full form", fc)
 	}
 
 	// Fenced: the full form.

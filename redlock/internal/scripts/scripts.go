@@ -56,7 +56,7 @@ func (s *Script) AppendFCall(dst, line []any) []any {
 	if s.Fn == "" {
 		return dst
 	}
-	if k, ok := line[2].(int); ok && s.isLean(k, line[3+k:]) {
+	if k, ok := line[2].(int); ok && k == 4 && s.isLean(line[5], line[3+k:]) {
 		args := line[3+k:]
 		return append(dst, "fcall", s.lean, 1, line[3], args[0], args[1], args[2], args[4])
 	}
@@ -69,17 +69,19 @@ func (s *Script) FCallLen(keys []string, args []any) int {
 	switch {
 	case s.Fn == "":
 		return 0
-	case s.isLean(len(keys), args):
+	case len(keys) == 4 && s.isLean(keys[2], args):
 		return 8
 	}
 	return 3 + len(keys) + len(args)
 }
 
-// isLean reports whether a call of s with k keys and args goes in the
-// lean form: acquire.lua's four keys and seven arguments, ARGV[4]
-// (fenced) "0".
-func (s *Script) isLean(k int, args []any) bool {
-	return s.lean != nil && k == 4 && len(args) == 7 && args[3] == "0"
+// isLean reports whether a call of s with four keys, whose third is
+// marker, and args goes in the lean form: acquire.lua's keys and seven
+// arguments, ARGV[4] (fenced) "0", and the guard's keys by their
+// standalone names, which acquire_lean reads without their being sent (a
+// cluster's, which carry the lock's slot, must be sent).
+func (s *Script) isLean(marker any, args []any) bool {
+	return s.lean != nil && len(args) == 7 && args[3] == "0" && marker == GuardMarker
 }
 
 // newScript pastes holds.lua where src asks for it and drops the comment

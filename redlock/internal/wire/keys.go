@@ -111,6 +111,14 @@ func CounterOf(key string) string {
 // CallKey is the key of a call nonce.
 func CallKey(nonce string) string { return CallPrefix + nonce }
 
+// CallNonce is the nonce of a call on key, made of the random number r: the
+// hash tag of key's slot, then r, so that its key (CallKey, which once.lua
+// writes) lives in key's slot on a cluster, in either layout. The nonce's
+// key is kept for a moment only, so standalone servers need no other name.
+func CallNonce(key string, r uint64) string {
+	return SlotTag(Slot(key)) + strconv.FormatUint(r, 36)
+}
+
 // ForcedKey is the note that a ForceRelease removed hold key key (a lock
 // key, a permit, a lease): the removed value, kept for the hold's
 // remaining TTL and a grace, so that its holder can be told why its key

@@ -52,9 +52,6 @@ func (ly Layout) RWIndex(name string) string { return ly.tagged(name, RWIndex(na
 // RWMark is the mark of a writer of name that waits for its readers.
 func (ly Layout) RWMark(name string) string { return ly.tagged(name, RWMark(name)) }
 
-// CallKey is the key of a call nonce for a call on key key.
-func (ly Layout) CallKey(key, nonce string) string { return ly.tagged(key, CallKey(nonce)) }
-
 // GuardMarker and GuardQuarantine are the restart guard's keys that a call
 // on key key reads: the node's own on a standalone server, its slot's on a
 // cluster (a cluster's shards each keep theirs, per slot, and a slot's
@@ -87,6 +84,9 @@ func retag(tag, key string) string {
 	return Reserved + tag + ":" + key[len(Reserved):]
 }
 
+// Clustered reports whether the layout is a cluster's.
+func (ly Layout) Clustered() bool { return ly.clustered }
+
 // String names the layout.
 func (ly Layout) String() string {
 	if ly.clustered {
@@ -94,3 +94,21 @@ func (ly Layout) String() string {
 	}
 	return "standalone"
 }
+
+// CounterOf is the fencing counter of lock key key (CounterOf) in this
+// layout: a lock key of the caller's, which carries no tag of ours, gets
+// its slot's on a cluster.
+func (ly Layout) CounterOf(key string) string {
+	if tag, _ := untag(key); tag != "" || !ly.clustered {
+		return CounterOf(key)
+	}
+	return ly.FenceKey(key)
+}
+
+// ForcedPrefix is the prefix of the notes that a ForceRelease leaves for
+// hold keys in key's slot (force.lua appends the hold key).
+func (ly Layout) ForcedPrefix(key string) string { return ly.tagged(key, ForcedPrefix) }
+
+// ForcedKey is the note that a ForceRelease removed hold key key (see
+// ForcedKey), where force.lua writes it in this layout.
+func (ly Layout) ForcedKey(key string) string { return ly.ForcedPrefix(key) + key }

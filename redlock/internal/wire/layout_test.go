@@ -26,7 +26,9 @@ func TestLayouts(t *testing.T) {
 				{ly.FenceKey(ly.SemSlot(name, 3)), wire.Fence},
 				{ly.GuardMarker(name), wire.Marker},
 				{ly.GuardQuarantine(name), wire.Quarantine},
-				{ly.CallKey(name, "n1"), wire.Nonce},
+				{wire.CallKey(wire.CallNonce(name, 1)), wire.Nonce},
+				{ly.ForcedKey(name), wire.Forced},
+				{ly.CounterOf(name), wire.Fence},
 			}
 			for _, c := range cases {
 				if got := wire.KindOf(c.key); got != c.kind {
@@ -44,6 +46,9 @@ func TestLayouts(t *testing.T) {
 			l := ly.RWLease(name, lease)
 			if got := wire.IndexOfLease(l); got != ly.RWIndex(name) {
 				t.Errorf("IndexOfLease(%q) = %q, want %q", l, got, ly.RWIndex(name))
+			}
+			if got := ly.CounterOf(name); got != ly.FenceKey(name) {
+				t.Errorf("%v: CounterOf(%q) = %q, want %q", ly, name, got, ly.FenceKey(name))
 			}
 			if got := wire.CounterOf(l); got != ly.FenceKey(name) {
 				t.Errorf("CounterOf(%q) = %q, want %q", l, got, ly.FenceKey(name))
