@@ -26,7 +26,10 @@
 // list and the code in step; docs/internals.md#goroutines tells more):
 //
 //   - Node workers: New starts two per node, each with a connection of the
-//     Locker's own (a timer notes a slow set-up); Close waits for them.
+//     Locker's own (a timer notes a slow set-up); Close waits for them. A
+//     cluster node has two per master, and one goroutine that reads the
+//     cluster's slot map (when told of a redirect, and every 5 s), which
+//     Close ends.
 //   - Release listeners: one per node for the whole Locker, made by a timer
 //     after a wait (a failed one is closed apart), one per node for each
 //     subscribe or unsubscribe call; Close ends them and waits.
@@ -40,6 +43,8 @@
 //   - Observe runs one goroutine per call, which ends with its ctx or at its
 //     first look after Close.
 //   - Inspect of a Semaphore or RWMutex: one per key, 16 at once, waited for.
+//   - Bootstrap on a Locker with a cluster node seeds each slot's marker,
+//     256 slots at once, and waits for them.
 //
 // Rounds start none: node calls go through the workers, and work that
 // outlives a call (stragglers' replies, undos, handoffs) is counted on the

@@ -9,6 +9,7 @@ import (
 
 	"github.com/quorumlock/redlock/quorum"
 	"github.com/quorumlock/redlock/redlock/internal/conn"
+	"github.com/quorumlock/redlock/redlock/internal/wire"
 )
 
 // Locker hands out locks over a fixed set of independent Redis nodes. It is
@@ -84,32 +85,38 @@ func NewNodes(nodes []Node, opts ...Option) (*Locker, error) {
 	if cfg.tokenSet {
 		return nil, invalid("WithToken names one lock's owner: give it to Obtain, TryObtain or Do, not New")
 	}
-	clients := make([]*redis.Client, len(nodes))
+	specs := make([]nodeSpec, len(nodes))
+	seen := make(map[string]int, len(nodes))
 	for i, n := range nodes {
 		if n == nil {
 			return nil, invalid("node %d is nil", i)
 		}
-		c, err := n.server(i)
+		s, err := n.spec(i)
 		if err != nil {
 			return nil, err
 		}
-		clients[i] = c
+		for _, id := range s.ids {
+			if j, dup := seen[id]; dup && j != i {
+				return nil, invalid("nodes %d and %d are the same node (%s): it would vote twice", j, i, s.addr)
+			}
+			seen[id] = i
+		}
+		// One layout for every node: a lock's calls are built once for
+		// all of them.
+		if s.clustered {
+			cfg.layout = wire.Clustered
+		}
+		specs[i] = s
 	}
 	l := &Locker{nodes: make([]node, len(nodes)), need: quorum.Majority(len(nodes)), cfg: cfg}
 	l.unguard = l.mu.RUnlock
 	l.ext = extender{l: l, warn: keeperHeap{h: heapWarn}}
-	seen := make(map[string]int, len(clients))
-	for i, c := range clients {
-		id, addr := identify(c, i)
-		if j, dup := seen[id]; dup {
-			return nil, invalid("nodes %d and %d are the same node (%s): it would vote twice", j, i, addr)
-		}
-		seen[id] = i
-		l.nodes[i] = node{addr: addr, note: func(err error) { l.noteNode(i, err) }}
+	for i, s := range specs {
+		l.nodes[i] = node{addr: s.addr, note: func(err error) { l.noteNode(i, err) }}
 	}
 	reg := conn.NewServers(l.Nodes())
-	for i := range l.nodes {
-		l.nodes[i].pipe = conn.NewPipe(clients[i], cfg.nodeTimeout, cfg.route(), reg.Node(i))
+	for i, s := range specs {
+		l.nodes[i].pipe = s.open(linkEnv{cfg: &l.cfg, ident: reg.Node(i)})
 		if cfg.guard > 0 {
 			l.nodes[i].pipe.UseFunctions()
 		}

@@ -15,7 +15,7 @@ import (
 // never through the caller's.
 type node struct {
 	addr string // for messages; credentials removed
-	pipe *conn.Pipe
+	pipe conn.Link
 	// note records each answer of the node's for its state (see Health);
 	// made once per node, so that a call costs no closure for it.
 	note func(err error)

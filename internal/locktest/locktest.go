@@ -31,6 +31,22 @@ func NewT(t testing.TB, clients []*redis.Client, opts ...redlock.Option) *redloc
 	return l
 }
 
+// NodesT returns a Locker over nodes with opts (NewNodes), closed at the
+// test's cleanup; an error from NewNodes or Close fails the test.
+func NodesT(t testing.TB, nodes []redlock.Node, opts ...redlock.Option) *redlock.Locker {
+	t.Helper()
+	l, err := redlock.NewNodes(nodes, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := l.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return l
+}
+
 // FencedT returns a fencing Locker over three fresh redis-servers, with a
 // node timeout of 200ms and a retry every 20ms, closed at the test's
 // cleanup, as are the servers.

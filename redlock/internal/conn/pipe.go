@@ -186,6 +186,10 @@ type Pipe struct {
 	// setups are those under way, which Close ends.
 	setup  time.Duration
 	setups setups
+	// redirected, when set (a cluster's master, see Cluster), is told of
+	// every reply that says the slot map changed (see Redirected). Set
+	// before the first call.
+	redirected func()
 }
 
 // UseFunctions makes every connection opened from now on load the restart

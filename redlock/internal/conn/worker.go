@@ -177,8 +177,20 @@ func answered(cmds []*redis.Cmd) bool {
 	return false
 }
 
-// deliver hands each call of a batch its reply.
+// deliver hands each call of a batch its reply, and tells a cluster's
+// link of a redirect among them.
 func (w *worker) deliver(batch []*Call, cmds []*redis.Cmd) {
+	if w.p.redirected != nil {
+		for _, cmd := range cmds {
+			// A redirect, or a master that stopped answering (it may
+			// have failed over).
+			var re redis.Error
+			if err := cmd.Err(); Redirected(err) || err != nil && !errors.As(err, &re) && !errors.Is(err, ErrShed) {
+				w.p.redirected()
+				break
+			}
+		}
+	}
 	for i, c := range batch {
 		c.Reply.Reply(cmds[i])
 	}

@@ -1,0 +1,330 @@
+package conn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/quorumlock/redlock/redlock/internal/wire"
+)
+
+// A Redis Cluster as one node: each call goes to the master that owns its
+// keys' slot (all of a call's keys share one, see wire.Layout), through a
+// Pipe of that master's, so a cluster's calls are batched, identified and
+// guarded exactly as a standalone master's. The slot map is read with
+// CLUSTER SLOTS on the link's own connections. A call is sent once, to the
+// master the map names: a redirect (MOVED, ASK, TRYAGAIN, CLUSTERDOWN) is
+// the node's failed vote for that call, and makes the link read the map
+// again, for later calls. Never following a redirect keeps one vote per
+// node: a call cannot run on two masters.
+const (
+	// refreshGap is the least time between two readings of the slot map:
+	// a burst of redirects reads it once.
+	refreshGap = 50 * time.Millisecond
+	// refreshEvery reads the map even with no redirect seen, to notice
+	// new masters (a failover whose old master stays silent).
+	refreshEvery = 5 * time.Second
+)
+
+// Cluster is the link of a Redis Cluster node.
+type Cluster struct {
+	opts    *redis.ClusterOptions
+	timeout time.Duration
+	route   *Route
+	ident   *Identity
+	setup   time.Duration
+
+	fn    atomic.Bool
+	table atomic.Pointer[slotTable]
+	// sub is the release subscription's client: a classic PUBLISH reaches
+	// the subscribers of every node of a cluster, so one master will do.
+	sub *redis.Client
+
+	mu sync.Mutex
+	// pipes are the masters' pipes by address, kept until Close (a call
+	// may still be on its way to one the map no longer names); carriers
+	// hold each master's options (NewPipe makes its clients from them).
+	pipes    map[string]*Pipe
+	carriers []*redis.Client
+	// pending are the calls made before the first map was read.
+	pending []*Call
+	kick    chan struct{}
+	done    chan struct{}
+	wg      sync.WaitGroup
+}
+
+// slotTable is a reading of the slot map: each slot's master, nil where
+// none serves it.
+type slotTable [wire.Slots]*Pipe
+
+// NewCluster returns the link of the cluster that opts reach (their Addrs
+// are where the map is read first), with the Locker's node timeout, the
+// route of go-redis's lines and the node's identity handle, which every
+// master's pipe shares: a master reached by two nodes fails the second
+// one's calls. It does no I/O; the map is read at the first call.
+func NewCluster(opts *redis.ClusterOptions, timeout time.Duration, route *Route, ident *Identity) *Cluster {
+	cl := &Cluster{
+		opts: opts, timeout: timeout, route: route, ident: ident,
+		setup: max(opts.DialTimeout, timeout),
+		pipes: map[string]*Pipe{},
+		kick:  make(chan struct{}, 1),
+		done:  make(chan struct{}),
+	}
+	_, sub := ClientOptions(MasterOptions(opts, opts.Addrs[0]), timeout)
+	sub.ReadTimeout = cl.setup
+	cl.sub = redis.NewClient(sub)
+	cl.wg.Add(1)
+	go cl.refresher()
+	return cl
+}
+
+// MasterOptions are the options of a client of the cluster master at addr:
+// the cluster's credentials, TLS, dialer and timeouts.
+func MasterOptions(o *redis.ClusterOptions, addr string) *redis.Options {
+	return &redis.Options{
+		Network: "tcp", Addr: addr, ClientName: o.ClientName, Dialer: o.Dialer, OnConnect: o.OnConnect,
+		Protocol: o.Protocol, Username: o.Username, Password: o.Password,
+		CredentialsProvider: o.CredentialsProvider, CredentialsProviderContext: o.CredentialsProviderContext,
+		StreamingCredentialsProvider: o.StreamingCredentialsProvider,
+		DialTimeout:                  o.DialTimeout, ReadTimeout: o.ReadTimeout, WriteTimeout: o.WriteTimeout,
+		TLSConfig: o.TLSConfig, DisableIdentity: o.DisableIdentity, IdentitySuffix: o.IdentitySuffix,
+		UnstableResp3: o.UnstableResp3,
+	}
+}
+
+// Start sends c to the master of its keys' slot in the last map read; a
+// call made before any map was read waits for the first.
+func (cl *Cluster) Start(c *Call, inline bool) {
+	t := cl.table.Load()
+	if t == nil {
+		cl.mu.Lock()
+		if t = cl.table.Load(); t == nil {
+			cl.pending = append(cl.pending, c)
+			cl.mu.Unlock()
+			cl.refresh()
+			return
+		}
+		cl.mu.Unlock()
+	}
+	p := t[wire.Slot(c.Keys[0])]
+	if p == nil {
+		cl.refresh()
+		c.fail(errNoSlotOwner)
+		return
+	}
+	p.Start(c, inline)
+}
+
+// refresh asks for a new reading of the map, without waiting for it.
+func (cl *Cluster) refresh() {
+	select {
+	case cl.kick <- struct{}{}:
+	default:
+	}
+}
+
+// refresher reads the map when asked (at most once per refreshGap) and
+// every refreshEvery, until Close.
+func (cl *Cluster) refresher() {
+	defer cl.wg.Done()
+	every := time.NewTicker(refreshEvery)
+	defer every.Stop()
+	gap := time.NewTimer(0)
+	defer gap.Stop()
+	for {
+		select {
+		case <-cl.done:
+			cl.flush(nil, ErrShed)
+			return
+		case <-cl.kick:
+		case <-every.C:
+		}
+		t, err := cl.read()
+		cl.flush(t, err)
+		gap.Reset(refreshGap)
+		select {
+		case <-cl.done:
+		case <-gap.C:
+		}
+	}
+}
+
+// flush stores t (when err is nil) and sends the calls waiting for a map,
+// or fails them with err.
+func (cl *Cluster) flush(t *slotTable, err error) {
+	cl.mu.Lock()
+	if err == nil {
+		cl.table.Store(t)
+	}
+	pending := cl.pending
+	cl.pending = nil
+	cl.mu.Unlock()
+	for _, c := range pending {
+		if err != nil {
+			c.fail(err)
+			continue
+		}
+		cl.Start(c, false)
+	}
+}
+
+// read reads the slot map from the masters known (the seeds first time),
+// each within the set-up time, and returns it with a pipe per master.
+func (cl *Cluster) read() (*slotTable, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), cl.setup)
+	defer cancel()
+	var slots []redis.ClusterSlot
+	var err error
+	if cl.opts.ClusterSlots != nil {
+		slots, err = cl.opts.ClusterSlots(ctx)
+	} else {
+		slots, err = cl.ask(ctx)
+	}
+	if err != nil {
+		return nil, err
+	}
+	t := new(slotTable)
+	for _, s := range slots {
+		if len(s.Nodes) == 0 || s.Start < 0 || s.End >= wire.Slots || s.Start > s.End {
+			continue
+		}
+		p := cl.pipe(s.Nodes[0].Addr)
+		for i := s.Start; i <= s.End; i++ {
+			t[i] = p
+		}
+	}
+	return t, nil
+}
+
+// ask runs CLUSTER SLOTS on the masters known, then on the seeds, until
+// one answers.
+func (cl *Cluster) ask(ctx context.Context) ([]redis.ClusterSlot, error) {
+	cl.mu.Lock()
+	var clients []*redis.Client
+	for _, p := range cl.pipes {
+		clients = append(clients, p.own)
+	}
+	cl.mu.Unlock()
+	var errs []error
+	for _, c := range clients {
+		s, err := c.ClusterSlots(ctx).Result()
+		if err == nil && len(s) > 0 {
+			return s, nil
+		}
+		errs = append(errs, err)
+	}
+	for _, addr := range cl.opts.Addrs {
+		_, o := ClientOptions(MasterOptions(cl.opts, addr), cl.timeout)
+		o.ReadTimeout, o.WriteTimeout = cl.setup, cl.setup
+		c := redis.NewClient(o)
+		s, err := c.ClusterSlots(ctx).Result()
+		_ = c.Close() // a client of this reading alone
+		if err == nil && len(s) > 0 {
+			return s, nil
+		}
+		errs = append(errs, err)
+	}
+	return nil, fmt.Errorf("redlock: cannot read the cluster's slot map (CLUSTER SLOTS): %w", errors.Join(errs...))
+}
+
+// pipe returns the pipe of the master at addr, made when first named.
+func (cl *Cluster) pipe(addr string) *Pipe {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	if p, ok := cl.pipes[addr]; ok {
+		return p
+	}
+	carrier := redis.NewClient(MasterOptions(cl.opts, addr))
+	cl.carriers = append(cl.carriers, carrier)
+	p := NewPipe(carrier, cl.timeout, cl.route, cl.ident)
+	p.redirected = cl.refresh
+	if cl.fn.Load() {
+		p.UseFunctions()
+	}
+	cl.pipes[addr] = p
+	return p
+}
+
+// each calls f on every master's pipe made so far.
+func (cl *Cluster) each(f func(*Pipe)) {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	for _, p := range cl.pipes {
+		f(p)
+	}
+}
+
+// UseFunctions makes every master's new connections load the guard's
+// function library (see Pipe.UseFunctions).
+func (cl *Cluster) UseFunctions() {
+	cl.fn.Store(true)
+	cl.each((*Pipe).UseFunctions)
+}
+
+// EndSetUps ends the masters' set-ups under way.
+func (cl *Cluster) EndSetUps() { cl.each((*Pipe).EndSetUps) }
+
+// Close stops reading the map, fails the calls still waiting for one, and
+// closes every master's pipe once drained. No call may start after it.
+func (cl *Cluster) Close() {
+	close(cl.done)
+	cl.wg.Wait()
+	cl.each((*Pipe).Close)
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	for _, c := range cl.carriers {
+		_ = c.Close() // never connected: they carry options only
+	}
+	_ = cl.sub.Close() // ours alone
+}
+
+// WithCause returns err: a cluster's connection failures are told per
+// master in the calls' own errors.
+func (cl *Cluster) WithCause(err error) error { return err }
+
+// Replica reports false: the map names masters only.
+func (cl *Cluster) Replica() bool { return false }
+
+// Sub is the client of the node's release subscription.
+func (cl *Cluster) Sub() *redis.Client { return cl.sub }
+
+// SetUp is how long a new connection may take to come up.
+func (cl *Cluster) SetUp() time.Duration { return cl.setup }
+
+// Masters returns each master's own client, reading the map first if none
+// was read yet.
+func (cl *Cluster) Masters(ctx context.Context) ([]*redis.Client, error) {
+	t := cl.table.Load()
+	if t == nil {
+		var err error
+		if t, err = cl.read(); err != nil {
+			return nil, err
+		}
+	}
+	seen := map[*Pipe]bool{}
+	var out []*redis.Client
+	for _, p := range t {
+		if p != nil && !seen[p] {
+			seen[p] = true
+			out = append(out, p.own)
+		}
+	}
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	return out, nil
+}
+
+// Hold stops the worker of key's queue on the master of key's slot (for
+// tests); it does nothing before a map was read.
+func (cl *Cluster) Hold(key string) (letGo func()) {
+	if t := cl.table.Load(); t != nil && t[wire.Slot(key)] != nil {
+		return t[wire.Slot(key)].Hold(key)
+	}
+	return func() {}
+}
