@@ -93,7 +93,6 @@ func MasterOptions(o *redis.ClusterOptions, addr string) *redis.Options {
 		StreamingCredentialsProvider: o.StreamingCredentialsProvider,
 		DialTimeout:                  o.DialTimeout, ReadTimeout: o.ReadTimeout, WriteTimeout: o.WriteTimeout,
 		TLSConfig: o.TLSConfig, DisableIdentity: o.DisableIdentity, IdentitySuffix: o.IdentitySuffix,
-		UnstableResp3: o.UnstableResp3,
 	}
 }
 
@@ -202,7 +201,9 @@ func (cl *Cluster) read() (*slotTable, error) {
 }
 
 // ask runs CLUSTER SLOTS on the masters known, then on the seeds, until
-// one answers.
+// one answers. CLUSTER SLOTS, which go-redis marks deprecated for CLUSTER
+// SHARDS, is answered by every Redis version and managed service; SHARDS
+// needs 7.0.
 func (cl *Cluster) ask(ctx context.Context) ([]redis.ClusterSlot, error) {
 	cl.mu.Lock()
 	var clients []*redis.Client
@@ -212,7 +213,7 @@ func (cl *Cluster) ask(ctx context.Context) ([]redis.ClusterSlot, error) {
 	cl.mu.Unlock()
 	var errs []error
 	for _, c := range clients {
-		s, err := c.ClusterSlots(ctx).Result()
+		s, err := c.ClusterSlots(ctx).Result() //lint:ignore SA1019 see above
 		if err == nil && len(s) > 0 {
 			return s, nil
 		}
@@ -222,8 +223,8 @@ func (cl *Cluster) ask(ctx context.Context) ([]redis.ClusterSlot, error) {
 		_, o := ClientOptions(MasterOptions(cl.opts, addr), cl.timeout)
 		o.ReadTimeout, o.WriteTimeout = cl.setup, cl.setup
 		c := redis.NewClient(o)
-		s, err := c.ClusterSlots(ctx).Result()
-		_ = c.Close() // a client of this reading alone
+		s, err := c.ClusterSlots(ctx).Result() //lint:ignore SA1019 see above
+		_ = c.Close()                          // a client of this reading alone
 		if err == nil && len(s) > 0 {
 			return s, nil
 		}
