@@ -300,3 +300,54 @@ func (f *clusterFaults) failover(key string) {
 		t.Fatalf("failover of %q's master: %v", key, err)
 	}
 }
+
+// The release subscription of a cluster node is made on any node that
+// answers: with the first seed down, a waiter on a key of another shard
+// is still woken by its release.
+func TestClusterReleaseWakesWaiterWithFirstSeedDown(t *testing.T) {
+	t.Parallel()
+	// A long node timeout: the cluster keeps serving the other shards'
+	// slots while the first master is down.
+	c := redistest.StartClusterT(t, redistest.ClusterOptions{NodeTimeout: time.Minute})
+	nodes := []redlock.Node{redlock.Cluster(c.ClusterClientT(t))}
+	holder := locktest.NodesT(t, nodes, redlock.WithTTL(10*time.Second))
+	l := locktest.NodesT(t, nodes, clusterOpts...)
+	ctx := t.Context()
+	key := ""
+	for i := 0; key == ""; i++ {
+		k := fmt.Sprintf("wake-%d", i)
+		owner, err := c.KeyOwner(ctx, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if owner.ID != c.Nodes[0].ID {
+			key = k
+		}
+	}
+	if err := c.Nodes[0].Kill(); err != nil {
+		t.Fatal(err)
+	}
+	held, err := holder.TryObtain(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := waiter(t, l, key)
+	channel := redlock.ReservedPrefix + "released:" + key
+	if !poll(t, 10*time.Second, func() bool {
+		for _, n := range c.Nodes[1:] {
+			cl := n.NewClient()
+			subs, err := cl.PubSubNumSub(ctx, channel).Result()
+			_ = cl.Close()
+			if err == nil && subs[channel] == 1 {
+				return true
+			}
+		}
+		return false
+	}) {
+		t.Fatal("the waiter never subscribed on a node that runs")
+	}
+	if err := held.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wokenSoon(t, got, time.Now())
+}

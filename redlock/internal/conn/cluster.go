@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -77,10 +78,39 @@ func NewCluster(opts *redis.ClusterOptions, timeout time.Duration, route *Route,
 	}
 	_, sub := ClientOptions(MasterOptions(opts, opts.Addrs[0]), timeout)
 	sub.ReadTimeout = cl.setup
+	sub.Dialer = cl.anyMaster(routeDial(sub.Dialer, route))
 	cl.sub = redis.NewClient(sub)
 	cl.wg.Add(1)
 	go cl.refresher()
 	return cl
+}
+
+// anyMaster returns a dialer of the first node that answers among the
+// masters the map named and the seeds: the release subscription's. A
+// classic PUBLISH reaches the subscribers of every node of a cluster, so
+// any node will do, and one that is down is passed over.
+func (cl *Cluster) anyMaster(dial dialFunc) dialFunc {
+	return func(ctx context.Context, network, _ string) (net.Conn, error) {
+		cl.mu.Lock()
+		addrs := make([]string, 0, len(cl.pipes)+len(cl.opts.Addrs))
+		for a := range cl.pipes {
+			addrs = append(addrs, a)
+		}
+		cl.mu.Unlock()
+		addrs = append(addrs, cl.opts.Addrs...)
+		var errs []error
+		for _, a := range addrs {
+			c, err := dial(ctx, network, a)
+			if err == nil {
+				return c, nil
+			}
+			errs = append(errs, err)
+			if ctx.Err() != nil {
+				break
+			}
+		}
+		return nil, errors.Join(errs...)
+	}
 }
 
 // MasterOptions are the options of a client of the cluster master at addr:
