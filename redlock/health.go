@@ -112,6 +112,9 @@ func stateOf(err error) (s NodeState, ok bool) {
 		return NodeUp, true
 	case errors.Is(err, conn.ErrShed) && !errors.Is(err, conn.ErrSilent):
 		return 0, false
+	case conn.SlotMoving(err):
+		// One slot of a cluster moved or is moving: the node answers.
+		return 0, false
 	case errors.Is(err, conn.ErrSameServer):
 		return NodeSameServer, true
 	case errors.Is(err, ErrAbstained):

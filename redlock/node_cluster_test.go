@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -97,7 +98,8 @@ func TestClusterNodesLockOnTheSlotsMaster(t *testing.T) {
 func TestClusterRedirectIsAFailedVote(t *testing.T) {
 	t.Parallel()
 	c := redistest.StartClusterT(t, redistest.ClusterOptions{})
-	l := locktest.NodesT(t, []redlock.Node{redlock.Cluster(c.ClusterClientT(t))}, clusterOpts...)
+	logs := newLogRecords()
+	l := locktest.NodesT(t, []redlock.Node{redlock.Cluster(c.ClusterClientT(t))}, append(clusterOpts, redlock.WithLogger(slog.New(logs)))...)
 	ctx := t.Context()
 	const key = "moving"
 	k, err := l.TryObtain(ctx, key)
@@ -125,6 +127,11 @@ func TestClusterRedirectIsAFailedVote(t *testing.T) {
 		var qe *redlock.QuorumError
 		if !errors.As(err, &qe) || qe.Nodes[0].Err == nil || !strings.Contains(qe.Nodes[0].Err.Error(), want) {
 			t.Errorf("%s: %v, want the node's vote failed by %s", step, err, want)
+		}
+		// One slot moving says nothing of the node, which answers: no
+		// warning that the node is down.
+		if n := logs.count("redlock: node down"); n != 0 {
+			t.Errorf("%s: %d warnings that the node is down; want none", step, n)
 		}
 	}
 	err = c.MigrateSlot(ctx, slot, to, func(s redistest.MigrationStep) error {

@@ -47,21 +47,24 @@ func (p *Pipe) Masters(context.Context) ([]*redis.Client, error) {
 	return []*redis.Client{p.own}, nil
 }
 
+// SlotMoving reports whether err is a cluster's answer that the call's
+// slot is served elsewhere or is moving (MOVED, ASK, TRYAGAIN): the node
+// answers, one slot's call failed.
+func SlotMoving(err error) bool {
+	if err == nil {
+		return false
+	}
+	_, moved := redis.IsMovedError(err)
+	_, ask := redis.IsAskError(err)
+	return moved || ask || redis.IsTryAgainError(err)
+}
+
 // Redirected reports whether err is a cluster's answer that the call's
 // slot is not served where it was sent, or not right now: MOVED, ASK,
 // TRYAGAIN or CLUSTERDOWN. Such a reply is the node's failed vote; the
 // call is never sent again within its round.
 func Redirected(err error) bool {
-	if err == nil {
-		return false
-	}
-	if _, moved := redis.IsMovedError(err); moved {
-		return true
-	}
-	if _, ask := redis.IsAskError(err); ask {
-		return true
-	}
-	return redis.IsTryAgainError(err) || redis.IsClusterDownError(err)
+	return SlotMoving(err) || err != nil && redis.IsClusterDownError(err)
 }
 
 // errNoSlotOwner fails a call on a cluster whose slot no master serves in

@@ -16,21 +16,18 @@ import (
 // bad on READONLY and then refuses every later command on it, so a node
 // that was a replica for a moment would stay lost. The other replies say
 // the server is not a usable master right now (loading, cut off from its
-// master, a cluster in a changing state): a new connection, which learns
-// the server's identity again, is the cheap and safe answer to all of them.
+// master): a new connection, which learns the server's identity again, is
+// the cheap and safe answer to all of them. A cluster's redirects (MOVED,
+// ASK, TRYAGAIN, CLUSTERDOWN) are about one call's slot, not the server:
+// they keep the connection, and are never taken for a refusal of new
+// connections (which would answer the next calls, of other slots too,
+// with the same redirect unsent).
 func keepsConn(err error) bool {
 	var re redis.Error
 	if !errors.As(err, &re) {
 		return false
 	}
-	if _, moved := redis.IsMovedError(err); moved {
-		return false
-	}
-	if _, ask := redis.IsAskError(err); ask {
-		return false
-	}
 	return !redis.IsReadOnlyError(err) && !redis.IsLoadingError(err) && !redis.IsMasterDownError(err) &&
-		!redis.IsTryAgainError(err) && !redis.IsClusterDownError(err) &&
 		!strings.HasPrefix(err.Error(), "redis: Conn is in a bad state")
 }
 
