@@ -237,7 +237,7 @@ func (l *Locker) Bootstrap(ctx context.Context, opts ...BootstrapOption) error {
 // slot, see wire.Layout), a bounded number of slots at a time, and
 // returns the first slot's failure.
 func (l *Locker) bootstrapSlots(ctx context.Context, args []any) error {
-	const parallel = 256
+	const parallel = 32
 	slots := make(chan int)
 	errs := make(chan error, parallel)
 	var wg sync.WaitGroup

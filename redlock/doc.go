@@ -44,7 +44,7 @@
 //     first look after Close.
 //   - Inspect of a Semaphore or RWMutex: one per key, 16 at once, waited for.
 //   - Bootstrap on a Locker with a cluster node seeds each slot's marker,
-//     256 slots at once, and waits for them.
+//     32 slots at once, and waits for them.
 //
 // Rounds start none: node calls go through the workers, and work that
 // outlives a call (stragglers' replies, undos, handoffs) is counted on the

@@ -298,3 +298,108 @@ func TestClusterSemaphoreAndRWMutex(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// Re-entry, lock-delay, handoff between goroutines, election, Inspect of
+// a semaphore and ForceRelease of a read-write lock, on a quorum of one
+// cluster and two standalone servers, under the restart guard: what the
+// standalone tests show of each holds with a cluster node.
+func TestClusterPrimitivesOnAMixedQuorum(t *testing.T) {
+	t.Parallel()
+	_, nodes := clusterNodes(t, 1)
+	for _, c := range redistest.ClientsT(t, redistest.StartT(t, 2, redistest.Options{})) {
+		nodes = append(nodes, redlock.Server(c))
+	}
+	l := locktest.NodesT(t, nodes, append(clusterOpts, redlock.WithFencing(), redlock.WithRestartGuard(time.Minute))...)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	if err := l.Bootstrap(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	// Re-entry by token: a second Lock of the same owner, whose release
+	// leaves the first one's hold.
+	a, err := l.TryObtain(ctx, "reentry", redlock.WithToken("owner-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := l.TryObtain(ctx, "reentry", redlock.WithToken("owner-1"))
+	if err != nil {
+		t.Fatalf("re-entry: %v", err)
+	}
+	if err := b.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.TryObtain(ctx, "reentry"); !errors.Is(err, redlock.ErrNotObtained) {
+		t.Errorf("another owner while the first hold stays: %v, want ErrNotObtained", err)
+	}
+	if err := a.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	// Lock-delay: an expired lock goes to nobody for the delay.
+	if _, err := l.TryObtain(ctx, "delayed", redlock.WithTTL(1500*time.Millisecond), redlock.WithLockDelay(30*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second) // past the TTL: the delay keeps the key
+	if _, err := l.TryObtain(ctx, "delayed"); !errors.Is(err, redlock.ErrNotObtained) {
+		t.Errorf("within the lock-delay: %v, want ErrNotObtained", err)
+	}
+
+	// Election: one leader, whose term is its fence; Leader names it.
+	lead, err := l.Campaign(ctx, "election", redlock.WithMetadata("me"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := l.Leader(ctx, "election")
+	if err != nil || !info.Leading || info.Metadata != "me" || info.Term != lead.Term() {
+		t.Errorf("Leader: %+v, %v; want leading, metadata me, term %d", info, err, lead.Term())
+	}
+	if err := lead.Resign(ctx); err != nil {
+		t.Error(err)
+	}
+
+	// A waiter of the same Locker gets the key handed over on release.
+	held, err := l.TryObtain(ctx, "handoff")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := waiter(t, l, "handoff")
+	if err := held.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wokenSoon(t, got, time.Now())
+
+	// Inspect of a semaphore's permits; ForceRelease of a read-write lock.
+	sem := l.Semaphore("sem", 3)
+	p, err := sem.TryObtain(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slots, err := sem.Inspect(ctx)
+	held1 := 0
+	for _, s := range slots {
+		if s.Holder == p.Token() {
+			held1++
+		}
+	}
+	if err != nil || len(slots) != 3 || held1 != 1 {
+		t.Errorf("Inspect of a semaphore with one permit out: %d slots, %d held by it, %v", len(slots), held1, err)
+	}
+	if err := p.Release(ctx); err != nil {
+		t.Error(err)
+	}
+	rw := l.RWMutex("rw")
+	if _, err := rw.TryRLock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := rw.ForceRelease(ctx); err != nil {
+		t.Fatal(err)
+	}
+	w, err := rw.TryLock(ctx)
+	if err != nil {
+		t.Fatalf("the writer after ForceRelease of the reader: %v", err)
+	}
+	if err := w.Release(ctx); err != nil {
+		t.Error(err)
+	}
+}
