@@ -132,25 +132,7 @@ func (a *acquisition) conclude(ctx context.Context, p *acquirePlan, g *granting,
 	// majority that came too late does (ErrNoQuorum), and is undone.
 	if g.res.OK && reason == nil && cfg.clock.Now().Before(g.start.Add(validity)) {
 		g.late.succeed(rest)
-		kind, key := a.kind, a.name
-		if kind.permit != nil {
-			kind, key = kind.permit, p.lockKeys[0]
-		}
-		return &Lock{
-			locker: l,
-			kind:   kind,
-			key:    key,
-			keys:   p.lockKeys,
-			token:  p.token,
-			holder: p.holder,
-			meta:   cfg.metadata,
-			fence:  fence,
-			cfg:    *cfg,
-			until:  g.start.Add(validity),
-			since:  cfg.obs.now(),
-			// A ForceRelease after this explains a loss (see forceLog).
-			forceBorn: l.forced.born(),
-		}, nil
+		return a.newLock(p, fence, g.start.Add(validity)), nil
 	}
 
 	// Failed: release on every node that granted or may have applied the
@@ -179,6 +161,31 @@ func (a *acquisition) conclude(ctx context.Context, p *acquirePlan, g *granting,
 	qe := l.roundError("obtain", a.name, &g.res, acquireOutcome, reason)
 	qe.split = g.granted > 0
 	return nil, qe
+}
+
+// newLock is the Lock that an acquisition of plan p hands out, with its
+// fence and valid until until.
+func (a *acquisition) newLock(p *acquirePlan, fence uint64, until time.Time) *Lock {
+	cfg := &a.cfg
+	kind, key := a.kind, a.name
+	if kind.permit != nil {
+		kind, key = kind.permit, p.lockKeys[0]
+	}
+	return &Lock{
+		locker: a.l,
+		kind:   kind,
+		key:    key,
+		keys:   p.lockKeys,
+		token:  p.token,
+		holder: p.holder,
+		meta:   cfg.metadata,
+		fence:  fence,
+		cfg:    *cfg,
+		until:  until,
+		since:  cfg.obs.now(),
+		// A ForceRelease after this explains a loss (see forceLog).
+		forceBorn: a.l.forced.born(),
+	}
 }
 
 // writeBackFence takes the highest fence among the granting nodes of g

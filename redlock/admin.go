@@ -99,39 +99,7 @@ func (l *Locker) inspect(ctx context.Context, key, index string) (*Status, []str
 	final = true
 	mu.Unlock()
 	listed := slices.Sorted(maps.Keys(leases))
-	answered, votes, refused := 0, map[string]int{}, false
-	for i := range st.Nodes {
-		n := &st.Nodes[i]
-		if n.Addr == "" { // still running at the timeout
-			n.Addr, n.Err = l.nodes[i].addr, l.nodes[i].pipe.WithCause(quorum.ErrTimeout)
-		}
-		if n.Err == nil {
-			answered++
-		}
-		// A node that reaches another node's server: the cluster is
-		// miscounted, which the caller must hear of.
-		refused = refused || invalidNode(n.Err)
-		if n.Held {
-			votes[n.Token]++
-		}
-	}
-	for tok, c := range votes {
-		if c >= l.need {
-			st.Holder = tok
-		}
-	}
-	if answered < l.need || refused {
-		nodes := make([]NodeResult, 0, len(st.Nodes))
-		for _, n := range st.Nodes {
-			o := OutcomeOK
-			if n.Err != nil {
-				o = OutcomeError
-			}
-			nodes = append(nodes, NodeResult{Addr: n.Addr, Outcome: o, Err: n.Err})
-		}
-		return st, listed, withContext(ctx, newQuorumError("inspect", key, l.need, nodes, ErrNoQuorum))
-	}
-	return st, listed, nil
+	return st, listed, l.inspectVerdict(ctx, key, st)
 }
 
 // ForceRelease deletes key's lock on every node, whoever holds it, and

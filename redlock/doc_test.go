@@ -35,15 +35,15 @@ func TestDocGoroutines(t *testing.T) {
 	// Where each goroutine starts (the function around the go statement
 	// or WaitGroup.Go), and what the section calls it.
 	owners := map[string]string{
-		"NewPipe":              "Node workers",
-		"(*notifier).connect":  "Release listeners",
-		"(*notifier).settled":  "Release listeners",
-		"(*Locker).listenAll":  "ObtainMulti",
-		"(*extender).kick":     "The extender",
-		"(*extender).run":      "each round in a goroutine of its own",
-		"(*Locker).extendMany": "tells each in a goroutine of its own",
-		"(*Locker).Observe":    "Observe runs one goroutine per call",
-		"(*Locker).inspectAll": "Inspect of a Semaphore or RWMutex",
+		"NewPipe":                  "Node workers",
+		"(*notifier).connect":      "Release listeners",
+		"(*notifier).settled":      "Release listeners",
+		"(*Locker).listenAll":      "ObtainMulti",
+		"(*extender).kick":         "The extender",
+		"(*extender).run":          "each round in a goroutine of its own",
+		"(*Locker).settleExtended": "tells each in a goroutine of its own",
+		"(*Locker).Observe":        "Observe runs one goroutine per call",
+		"(*Locker).inspectAll":     "Inspect of a Semaphore or RWMutex",
 	}
 	// The package's own files and those of its internal packages (the
 	// connection layer starts the node workers).

@@ -159,7 +159,15 @@ func planToken(cfg *config) (token, hold string) {
 // then more (the arguments of a script that pastes acquire.lua in).
 func acquireArgs(value string, h holder, cfg *config, more ...any) []any {
 	fenced, start := fenceStart(cfg)
-	return wire.AcquireFullArgs(value, serverMillis(cfg.serverTTL()), h, fenced, serverMillis(cfg.guard), serverMillis(cfg.fenceLifetime()), start, more...)
+	return wire.AcquireFull{
+		Value:      value,
+		TTLMs:      serverMillis(cfg.serverTTL()),
+		Holder:     h,
+		Fenced:     fenced,
+		GuardMs:    serverMillis(cfg.guard),
+		LifetimeMs: serverMillis(cfg.fenceLifetime()),
+		Start:      start,
+	}.Args(more...)
 }
 
 // fenceStart is acquire.lua's fencing flag and the start it offers every

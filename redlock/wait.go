@@ -287,30 +287,7 @@ func (w *waiter) sleep(ctx context.Context, wait time.Duration, err error) (*Loc
 			return nil, nil
 		}
 	}
-	var (
-		handed   handoffResult
-		got, end bool
-	)
-	until := time.Now().Add(wait)
-wait:
-	for {
-		select {
-		case <-ctx.Done():
-			end = true
-		case <-w.timer.C:
-		case <-w.wake:
-		case <-o.poked():
-		case handed = <-o.outcome():
-			got = true
-		case <-w.a.lateGrant: // as after a split vote
-			if d := w.afterSplit(); time.Until(until) > d {
-				w.timer.Reset(d)
-				until = time.Now().Add(d)
-			}
-			continue
-		}
-		break wait
-	}
+	handed, got, end := w.await(ctx, o, wait)
 	if o != nil && !got && !w.a.l.gates.withdraw(w.a.line, o) {
 		// A Release claimed the offer: its round is under way.
 		handed, got = <-o.done, true
@@ -338,6 +315,33 @@ wait:
 		return nil, err
 	}
 	return nil, nil
+}
+
+// await blocks until wait passes (as w.timer, set to it, says), a release
+// is announced (w.wake), the offer o is poked or handed a result, or ctx
+// ends; a grant that came after a split vote shortens the wait (see
+// afterSplit). It returns the handoff's result with got set when o had
+// one, and end set when ctx ended.
+func (w *waiter) await(ctx context.Context, o *offer, wait time.Duration) (handed handoffResult, got, end bool) {
+	until := time.Now().Add(wait)
+	for {
+		select {
+		case <-ctx.Done():
+			return handed, false, true
+		case <-w.timer.C:
+		case <-w.wake:
+		case <-o.poked():
+		case handed = <-o.outcome():
+			return handed, true, false
+		case <-w.a.lateGrant: // as after a split vote
+			if d := w.afterSplit(); time.Until(until) > d {
+				w.timer.Reset(d)
+				until = time.Now().Add(d)
+			}
+			continue
+		}
+		return handed, false, false
+	}
 }
 
 // exclusive reports whether a lock got from the waiter's line keeps the rest
