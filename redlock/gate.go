@@ -59,10 +59,6 @@ func (g *gates) post(key string, o *offer, seen uint64) bool {
 	return true
 }
 
-// beforeOffer, when set (by tests only), runs just before the head of a
-// line posts its offer.
-var beforeOffer func(ctx context.Context)
-
 // letGo is key's count of locks let go, for post.
 func (g *gates) letGo(key string) uint64 {
 	g.mu.Lock()
@@ -135,62 +131,6 @@ func (g *gates) pokeAll() {
 	for _, ln := range g.lines {
 		ln.offer.wake()
 	}
-}
-
-// newOffer is the offer of a, the head of its line. A kind without
-// handoffs offers only to be poked: a Release by this Locker never claims
-// its line (see releaseRound), and its plan is never made.
-func newOffer(a *acquisition) *offer {
-	o := &offer{a: a, done: make(chan handoffResult, 1), poke: make(chan struct{}, 1)}
-	if a.kind.handoff {
-		o.plan = a.kind.plan(a.keys, &a.cfg)
-	}
-	return o
-}
-
-// offer is the head of a key's line, ready for a handoff.
-type offer struct {
-	a    *acquisition
-	plan acquirePlan
-	// done receives the handoff's outcome, once, from the Release that
-	// claimed the offer.
-	done chan handoffResult
-	// poke receives a value when the key was released without a handoff.
-	poke chan struct{}
-}
-
-// wake pokes the offer's owner to try at once; nothing for no offer.
-func (o *offer) wake() {
-	if o == nil {
-		return
-	}
-	select {
-	case o.poke <- struct{}{}:
-	default:
-	}
-}
-
-// poked is o.poke, or nil (never ready) for no offer.
-func (o *offer) poked() <-chan struct{} {
-	if o == nil {
-		return nil
-	}
-	return o.poke
-}
-
-// outcome is o.done, the channel of the handoff's outcome, or nil (never
-// ready) for no offer.
-func (o *offer) outcome() <-chan handoffResult {
-	if o == nil {
-		return nil
-	}
-	return o.done
-}
-
-// handoffResult is a handoff round as the acquisition sees it.
-type handoffResult struct {
-	closed bool // the Locker was closed: no round ran
-	granting
 }
 
 // busy reports whether goroutines already wait for key; a newcomer then
@@ -291,21 +231,4 @@ func (g *gates) last(key string) *QuorumError {
 	qe := *ln.last
 	qe.Nodes = slices.Clone(qe.Nodes)
 	return &qe
-}
-
-// heldHere reports for how much longer a lock that a goroutine of this
-// Locker got from this line, and has not released, is valid.
-func (w *waiter) heldHere() (time.Duration, bool) {
-	if !w.exclusive() {
-		return 0, false
-	}
-	return w.a.l.gates.heldFor(w.a.line, w.a.cfg.clock)
-}
-
-// got records in the line that this call got lock, and returns it.
-func (w *waiter) got(lock *Lock) *Lock {
-	if w.exclusive() {
-		w.a.l.gates.hold(w.a.line, lock.Until())
-	}
-	return lock
 }

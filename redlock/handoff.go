@@ -87,7 +87,7 @@ func (k *Lock) releaseRound(ctx context.Context, cooldownMs int64) (quorum.Resul
 			// notification comes back: its acquisition queues behind the
 			// release on each node's per-key queue, so it cannot run
 			// before it.
-			started = func() { k.locker.notify.wake(k.key) }
+			started = func() { k.locker.notify.Wake(k.key) }
 		}
 	}
 	// Without a handoff, the head of this Locker's line for the key, if it
