@@ -19,7 +19,7 @@ type granting struct {
 	start    time.Time
 	validity time.Duration
 	late     *settle
-	// reason, if set, fails the round whatever its votes (decide).
+	// reason, if set, fails the round whatever its votes (set by chooseSlot).
 	reason error
 	// granted is how many nodes granted within the round (a slot round's
 	// grants of any slot).
@@ -69,15 +69,15 @@ func (a *acquisition) attempt(ctx context.Context) (*Lock, error) {
 		// may have, if its reply was lost): see settle.
 		late: func(r quorum.Reply[int64], _ bool) { g.late.arrived(r) },
 	}
-	if a.kind.decide != nil {
+	if a.kind.chooseSlot != nil {
 		// Grants of different slots, and a node that may say the
 		// semaphore has another size: every answer counts (decideSlot).
 		rd.waitAll = true
 	}
 	g.res = runRound(ctx, l, rd)
 	g.granted = g.res.Yes
-	if a.kind.decide != nil {
-		a.kind.decide(a, &p, &g)
+	if a.kind.chooseSlot != nil {
+		a.kind.chooseSlot(a, &p, &g)
 	}
 	return a.conclude(ctx, &p, &g, false)
 }
@@ -168,8 +168,8 @@ func (a *acquisition) conclude(ctx context.Context, p *acquirePlan, g *granting,
 func (a *acquisition) newLock(p *acquirePlan, fence uint64, until time.Time) *Lock {
 	cfg := &a.cfg
 	kind, key := a.kind, a.name
-	if kind.permit != nil {
-		kind, key = kind.permit, p.lockKeys[0]
+	if kind.heldAs != nil {
+		kind, key = kind.heldAs, p.lockKeys[0]
 	}
 	return &Lock{
 		locker: a.l,

@@ -77,7 +77,7 @@ func (k *Lock) releaseRound(ctx context.Context, cooldownMs int64) (quorum.Resul
 	var started func()
 	line := k.kind.line(k.keys)
 	if cooldownMs == 0 && k.kind.handoff {
-		o, fair := k.locker.gates.claim(line)
+		o, fair := k.locker.gates.claimOffer(line)
 		if o != nil {
 			return k.handoff(ctx, o)
 		}

@@ -2,7 +2,9 @@ package redlock
 
 import "context"
 
-// offer is the head of a key's line, ready for a handoff.
+// offer is what the head of a key's line posts while it sleeps between
+// attempts: a Release by this Locker may claim it and hand the lock over
+// in its own round (done), or poke it to try again at once (poke).
 type offer struct {
 	a    *acquisition
 	plan acquirePlan

@@ -22,8 +22,8 @@ func (a *acquisition) retryLoop(ctx context.Context) (*Lock, error) {
 		outage outageWatch // logs a long wait on an outage
 	)
 	for {
-		if w.inLine() { // only the line's own post offers (see sleep)
-			w.seen = w.a.l.gates.letGo(w.a.line)
+		if w.inLine() { // only a waiter in the line posts an offer (see sleep)
+			w.seen = w.a.l.gates.freedCount(w.a.line)
 		}
 		w.drain()
 		var (
@@ -99,7 +99,7 @@ func (w *waiter) afterFailure(ctx context.Context, seq Sequence, err, last error
 	}
 	var qe *QuorumError
 	if w.queued && errors.As(err, &qe) {
-		w.a.l.gates.note(w.a.line, qe)
+		w.a.l.gates.recordFailure(w.a.line, qe)
 	}
 	if ctx.Err() != nil {
 		return 0, giveUp, err
@@ -164,7 +164,7 @@ func (w *waiter) outlives(ctx context.Context, d time.Duration) bool {
 // notNow is the error of giving up before asking the nodes: the line's
 // latest failed round, or else contention.
 func (w *waiter) notNow() error {
-	if qe := w.a.l.gates.last(w.a.line); qe != nil {
+	if qe := w.a.l.gates.lastFailure(w.a.line); qe != nil {
 		return qe
 	}
 	return newQuorumError("obtain", w.a.name, w.a.l.need, nil, ErrNotObtained)

@@ -11,7 +11,8 @@ import (
 // waiter is one acquisition between its attempts: it owns the wake-ups of
 // its keys' releases (listen), its place in the Locker's line (join), the
 // retry timer and the handoff offer (sleep), and decides after each failed
-// attempt what comes next (afterFailure, behindHolder); close lets go.
+// attempt what comes next (afterFailure, behindHolder, in wait.go); close
+// gives all of them up.
 type waiter struct {
 	a *acquisition
 	// wake receives a value when a release of a key is announced, once
@@ -24,10 +25,10 @@ type waiter struct {
 	// stops undoes listen and join, last first.
 	stops []func()
 	timer *time.Timer
-	// seen is the line's count of locks let go when this round of the
-	// loop began (see gates.post), read while in line: a waiter that
-	// joins during a round posts against 0, and at worst its offer is
-	// refused and it tries again at once.
+	// seen is the line's count of locks let go (gates.freedCount) when
+	// this turn of the retry loop began, read while in line; postOffer
+	// compares it. A waiter that joins the line during a turn compares 0:
+	// at worst its offer is refused and it tries again at once.
 	seen uint64
 }
 
@@ -130,8 +131,9 @@ func (w *waiter) sleep(ctx context.Context, wait time.Duration, err error) (*Loc
 		if beforeOffer != nil {
 			beforeOffer(ctx)
 		}
-		if !w.a.l.gates.post(w.a.line, o, w.seen) {
-			// Let go since we looked, and the poke found no offer.
+		if !w.a.l.gates.postOffer(w.a.line, o, w.seen) {
+			// A lock got from the line was let go since we looked, and
+			// its poke found no offer: try again at once.
 			return nil, nil
 		}
 	}
@@ -195,7 +197,7 @@ func (w *waiter) await(ctx context.Context, o *offer, wait time.Duration) (hande
 // exclusive reports whether a lock got from the waiter's line keeps the rest
 // of the line waiting (heldHere): not a shared kind's (a permit, a lease),
 // as others may be free.
-func (w *waiter) exclusive() bool { return w.inLine() && !w.a.kind.shared }
+func (w *waiter) exclusive() bool { return w.inLine() && !w.a.kind.manyHolders }
 
 // heldHere reports for how much longer a lock that a goroutine of this
 // Locker got from this line, and has not released, is valid.
@@ -209,7 +211,7 @@ func (w *waiter) heldHere() (time.Duration, bool) {
 // got records in the line that this call got lock, and returns it.
 func (w *waiter) got(lock *Lock) *Lock {
 	if w.exclusive() {
-		w.a.l.gates.hold(w.a.line, lock.Until())
+		w.a.l.gates.markHeld(w.a.line, lock.Until())
 	}
 	return lock
 }
