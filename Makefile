@@ -77,13 +77,16 @@ chaos: redis cc
 
 ## lint: gofmt; imports grouped standard library / third party / this
 ## repository (codecheck imports, then goimports -local); no test that
-## cannot fail (codecheck asserts); go vet and staticcheck in every module.
+## cannot fail (codecheck asserts); no library function (redlock/, quorum/,
+## clock/) over 60 lines or 6 parameters (codecheck funcs); go vet and
+## staticcheck in every module.
 ## `make fmt` fixes what the first two report.
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed (make fmt):"; echo "$$out"; exit 1; fi
 	@$(CODECHECK) imports $$(git ls-files '*.go') || { echo "imports out of order: make fmt"; exit 1; }
 	@out=$$($(GOIMPORTS) -l $$(git ls-files '*.go')) || exit 1; if [ -n "$$out" ]; then echo "goimports needed (make fmt):"; echo "$$out"; exit 1; fi
 	@$(CODECHECK) asserts $$(git ls-files '*_test.go')
+	@$(CODECHECK) funcs $$(git ls-files 'redlock/*.go' 'quorum/*.go' 'clock/*.go')
 	@for m in $(MODULES); do [ -f $$m/go.mod ] || continue; echo "vet+staticcheck $$m"; (cd $$m && $(GO) vet ./... && $(STATICCHECK) ./...) || exit 1; done
 
 ## fmt: gofmt, then imports regrouped and sorted (codecheck imports -w,

@@ -19,7 +19,7 @@ type granting struct {
 	start    time.Time
 	validity time.Duration
 	late     *settle
-	// reason, if set, fails the round whatever its votes (decide).
+	// reason, if set, fails the round whatever its votes (set by chooseSlot).
 	reason error
 	// granted is how many nodes granted within the round (a slot round's
 	// grants of any slot).
@@ -69,15 +69,15 @@ func (a *acquisition) attempt(ctx context.Context) (*Lock, error) {
 		// may have, if its reply was lost): see settle.
 		late: func(r quorum.Reply[int64], _ bool) { g.late.arrived(r) },
 	}
-	if a.kind.decide != nil {
+	if a.kind.chooseSlot != nil {
 		// Grants of different slots, and a node that may say the
 		// semaphore has another size: every answer counts (decideSlot).
 		rd.waitAll = true
 	}
 	g.res = runRound(ctx, l, rd)
 	g.granted = g.res.Yes
-	if a.kind.decide != nil {
-		a.kind.decide(a, &p, &g)
+	if a.kind.chooseSlot != nil {
+		a.kind.chooseSlot(a, &p, &g)
 	}
 	return a.conclude(ctx, &p, &g, false)
 }
@@ -132,25 +132,7 @@ func (a *acquisition) conclude(ctx context.Context, p *acquirePlan, g *granting,
 	// majority that came too late does (ErrNoQuorum), and is undone.
 	if g.res.OK && reason == nil && cfg.clock.Now().Before(g.start.Add(validity)) {
 		g.late.succeed(rest)
-		kind, key := a.kind, a.name
-		if kind.permit != nil {
-			kind, key = kind.permit, p.lockKeys[0]
-		}
-		return &Lock{
-			locker: l,
-			kind:   kind,
-			key:    key,
-			keys:   p.lockKeys,
-			token:  p.token,
-			holder: p.holder,
-			meta:   cfg.metadata,
-			fence:  fence,
-			cfg:    *cfg,
-			until:  g.start.Add(validity),
-			since:  cfg.obs.now(),
-			// A ForceRelease after this explains a loss (see forceLog).
-			forceBorn: l.forced.born(),
-		}, nil
+		return a.newLock(p, fence, g.start.Add(validity)), nil
 	}
 
 	// Failed: release on every node that granted or may have applied the
@@ -179,6 +161,31 @@ func (a *acquisition) conclude(ctx context.Context, p *acquirePlan, g *granting,
 	qe := l.roundError("obtain", a.name, &g.res, acquireOutcome, reason)
 	qe.split = g.granted > 0
 	return nil, qe
+}
+
+// newLock is the Lock that an acquisition of plan p hands out, with its
+// fence and valid until until.
+func (a *acquisition) newLock(p *acquirePlan, fence uint64, until time.Time) *Lock {
+	cfg := &a.cfg
+	kind, key := a.kind, a.name
+	if kind.heldAs != nil {
+		kind, key = kind.heldAs, p.lockKeys[0]
+	}
+	return &Lock{
+		locker: a.l,
+		kind:   kind,
+		key:    key,
+		keys:   p.lockKeys,
+		token:  p.token,
+		holder: p.holder,
+		meta:   cfg.metadata,
+		fence:  fence,
+		cfg:    *cfg,
+		until:  until,
+		since:  cfg.obs.now(),
+		// A ForceRelease after this explains a loss (see forceLog).
+		forceBorn: a.l.forced.born(),
+	}
 }
 
 // writeBackFence takes the highest fence among the granting nodes of g

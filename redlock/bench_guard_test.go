@@ -49,12 +49,7 @@ func BenchmarkGuardParallel(b *testing.B) {
 				var mine []time.Duration
 				for pb.Next() {
 					start := time.Now()
-					lock, err := l.TryObtain(ctx, key)
-					if err != nil {
-						b.Error(err)
-						return
-					}
-					if err := lock.Release(ctx); err != nil {
+					if err := obtainRelease(ctx, l, key); err != nil {
 						b.Error(err)
 						return
 					}

@@ -33,8 +33,9 @@
 //   - Release listeners: one per node for the whole Locker, made by a timer
 //     after a wait (a failed one is closed apart), one per node for each
 //     subscribe or unsubscribe call; Close ends them and waits.
-//   - ObtainMulti, while it waits, runs a goroutine per key that passes its
-//     release announcements on, and ends them before it returns.
+//   - ObtainMulti (and a Semaphore's Obtain, which waits on its slot keys),
+//     while it waits, runs a goroutine per key that passes its release
+//     announcements on, and ends them before it returns.
 //   - The extender: one goroutine keeps all of the Locker's KeepAlive locks
 //     and ends by itself when none is left; it sends each round in a
 //     goroutine of its own holding the Locker's guard, which Close waits for.

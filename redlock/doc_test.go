@@ -36,12 +36,12 @@ func TestDocGoroutines(t *testing.T) {
 	// or WaitGroup.Go), and what the section calls it.
 	owners := map[string]string{
 		"NewPipe":                  "Node workers",
-		"(*notifier).connect":      "Release listeners",
-		"(*notifier).settled":      "Release listeners",
-		"(*Locker).listenAll":      "ObtainMulti",
+		"(*Notifier).connect":      "Release listeners",
+		"(*Notifier).settled":      "Release listeners",
+		"(*Notifier).WaitAny":      "ObtainMulti",
 		"(*extender).kick":         "The extender",
 		"(*extender).run":          "each round in a goroutine of its own",
-		"(*Locker).extendMany":     "tells each in a goroutine of its own",
+		"(*Locker).settleExtended": "tells each in a goroutine of its own",
 		"(*Locker).Observe":        "Observe runs one goroutine per call",
 		"(*Locker).inspectAll":     "Inspect of a Semaphore or RWMutex",
 		"NewCluster":               "reads the cluster's slot map",

@@ -178,7 +178,7 @@ func (l *Locker) Observe(ctx context.Context, name string) (<-chan LeaderInfo, e
 		leave = func() {}
 	)
 	if !l.cfg.pollingOnly {
-		wake, leave = l.notify.wait(ctx, name, l.cfg.nodeTimeout)
+		wake, leave = l.notify.Wait(ctx, name, l.cfg.nodeTimeout)
 	}
 	out := make(chan LeaderInfo, 1)
 	go func() {

@@ -50,10 +50,42 @@ func manyCode(c byte) int64 {
 func (l *Locker) extendMany(locks []*Lock, bt *batchTrace) []error {
 	errs := make([]error, len(locks))
 	cfg := locks[0].cfg
-	keys := make([]string, 0, len(locks))
-	args := make([]any, 1, 2*len(locks)+3)
-	args[0] = serverMillis(cfg.serverTTL())
-	which := make([]int, 0, len(locks)) // the index in locks of each key
+	b := gatherExtendable(locks, errs, &cfg)
+	if len(b.keys) == 0 {
+		return errs
+	}
+	release, err := l.guard()
+	if err != nil {
+		for _, i := range b.which {
+			errs[i] = err
+		}
+		return errs
+	}
+	defer release()
+	res, start := l.extendManyRound(&b, &cfg, bt)
+	l.settleExtended(locks, &b, &res, &cfg, start, errs)
+	return errs
+}
+
+// manyBatch is what one extend_many.lua call carries: the keys of the
+// locks still to extend, their arguments (the TTL first, then each key's
+// holder), and for each key the index of its lock in the caller's list.
+type manyBatch struct {
+	keys  []string
+	args  []any
+	which []int
+}
+
+// gatherExtendable returns the batch of the locks that may still be
+// extended; each of the others (released, or already lost) gets its error
+// in errs.
+func gatherExtendable(locks []*Lock, errs []error, cfg *config) manyBatch {
+	b := manyBatch{
+		keys:  make([]string, 0, len(locks)),
+		args:  make([]any, 1, 2*len(locks)+3),
+		which: make([]int, 0, len(locks)),
+	}
+	b.args[0] = serverMillis(cfg.serverTTL())
 	for i, k := range locks {
 		k.mu.Lock()
 		lost, done := k.lost, k.done
@@ -64,25 +96,20 @@ func (l *Locker) extendMany(locks []*Lock, bt *batchTrace) []error {
 		case lost != nil:
 			errs[i] = lost
 		default:
-			keys = append(keys, k.key)
-			args = append(args, k.holder.Prefix, k.holder.Hold)
-			which = append(which, i)
+			b.keys = append(b.keys, k.key)
+			b.args = append(b.args, k.holder.Prefix, k.holder.Hold)
+			b.which = append(b.which, i)
 		}
 	}
-	if len(keys) == 0 {
-		return errs
-	}
-	release, err := l.guard()
-	if err != nil {
-		for _, i := range which {
-			errs[i] = err
-		}
-		return errs
-	}
-	defer release()
+	return b
+}
+
+// extendManyRound sends the batch to every node and returns the round's
+// answers, and when it started on the locks' clock.
+func (l *Locker) extendManyRound(b *manyBatch, cfg *config, bt *batchTrace) (quorum.Result[manyReply], time.Time) {
+	keys := b.keys
 	nonce, keep := callNonce(keys[0], cfg.nodeTimeout)
-	args = append(args, nonce, keep)
-	cmd := conn.EvalSha(scripts.ExtendMany, keys, args)
+	cmd := conn.EvalSha(scripts.ExtendMany, keys, append(b.args, nonce, keep))
 	timeout := cfg.nodeTimeout
 	start := cfg.clock.Now()
 	// The round serves many callers, none of whose contexts may end it;
@@ -108,7 +135,7 @@ func (l *Locker) extendMany(locks []*Lock, bt *batchTrace) []error {
 				if err == nil && len(s) != len(keys) {
 					err = fmt.Errorf("redlock: unexpected extend reply: %d results for %d keys", len(s), len(keys))
 				}
-				bt.node(i, began, keys, which, s, err)
+				bt.node(i, began, keys, b.which, s, err)
 				l.noteNode(i, err)
 				if err != nil {
 					reply(i, quorum.Failed, manyReply{}, err)
@@ -118,10 +145,17 @@ func (l *Locker) extendMany(locks []*Lock, bt *batchTrace) []error {
 			})
 		},
 	})
+	return res, start
+}
+
+// settleExtended moves the Until of each lock of the batch that the round
+// extended in time, and gives each other lock its error in errs, marking
+// lost those that the nodes say are not ours.
+func (l *Locker) settleExtended(locks []*Lock, b *manyBatch, res *quorum.Result[manyReply], cfg *config, start time.Time, errs []error) {
 	var failed sync.WaitGroup
-	for j, i := range which {
+	for j, i := range b.which {
 		k := locks[i]
-		if v := l.validity(&res, j, &cfg); v > 0 {
+		if v := l.validity(res, j, cfg); v > 0 {
 			k.mu.Lock()
 			k.until = start.Add(v)
 			k.mu.Unlock()
@@ -151,7 +185,6 @@ func (l *Locker) extendMany(locks []*Lock, bt *batchTrace) []error {
 		})
 	}
 	failed.Wait()
-	return errs
 }
 
 // manyReply is one node's answer to extend_many.lua: a character per key,

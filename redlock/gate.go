@@ -20,8 +20,14 @@ type gates struct {
 	lines map[string]*line
 }
 
+// line is the Locker's queue of goroutines that wait for one key (or one
+// set of keys), and what they share about it; under gates.mu.
 type line struct {
-	turn  chan struct{} // holds one token: whoever takes it contends
+	// turn holds one token: the goroutine that takes it is the head of
+	// the line, the only one that asks the nodes.
+	turn chan struct{}
+	// users counts the goroutines in the line, the head included; the
+	// line is deleted when the last one leaves.
 	users int
 	// offer is the head's, while it sleeps between attempts: a Release by
 	// this Locker may hand it the lock (see handoff.go).
@@ -31,44 +37,42 @@ type line struct {
 	// heldUntil, while not zero, is the validity deadline of the lock that
 	// a goroutine got from this line and has not released yet.
 	heldUntil time.Time
-	// lets counts the locks got from this line that were let go (see
-	// claim, released): a waiter that saw one held posts its offer only
-	// if none was let go since (see post).
-	lets uint64
-	// last is the outcome of the line's latest failed round: what a
+	// freed counts the locks got from this line that were let go,
+	// released or handed over (see claimOffer, released): a waiter that
+	// saw one held posts its offer only if none was let go since (see
+	// postOffer).
+	freed uint64
+	// lastFailure is the error of the line's latest failed round: what a
 	// waiter that gives up behind the others, without a round of its own,
 	// reports (an outage must not read as contention).
-	last *QuorumError
+	lastFailure *QuorumError
 }
 
-// post offers the caller, the head of key's line, for a handoff, unless a
-// lock got from the line was let go since the caller looked (seen, from
-// letGo): its poke went to no offer, and post reports false (try again at
-// once).
-func (g *gates) post(key string, o *offer, seen uint64) bool {
+// postOffer offers the caller, the head of key's line, for a handoff. It
+// reports false, posting nothing, when a lock got from the line was let go
+// since the caller looked (seen, from freedCount): that release's poke
+// found no offer, so the caller must try again at once.
+func (g *gates) postOffer(key string, o *offer, seen uint64) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	ln := g.lines[key]
 	if ln == nil {
 		return true
 	}
-	if ln.lets != seen {
+	if ln.freed != seen {
 		return false
 	}
 	ln.offer = o
 	return true
 }
 
-// beforeOffer, when set (by tests only), runs just before the head of a
-// line posts its offer.
-var beforeOffer func(ctx context.Context)
-
-// letGo is key's count of locks let go, for post.
-func (g *gates) letGo(key string) uint64 {
+// freedCount returns how many locks got from key's line have been let go
+// so far (0 without a line), for postOffer.
+func (g *gates) freedCount(key string) uint64 {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if ln := g.lines[key]; ln != nil {
-		return ln.lets
+		return ln.freed
 	}
 	return 0
 }
@@ -85,16 +89,18 @@ func (g *gates) withdraw(key string, o *offer) bool {
 	return false
 }
 
-// claim takes the offer of key's head for a handoff, unless the key has been
-// handed over maxHandoffs times in a row: then fair reports that the
-// release must be a real one, announced to every waiter at once.
-func (g *gates) claim(key string) (o *offer, fair bool) {
+// claimOffer is called by a Release of a lock on key: it counts the lock
+// as let go and takes the offer of the line's head for a handoff, if there
+// is one and its kind takes handoffs. After maxHandoffs handoffs of the key
+// in a row it takes none and reports fair: the release must be a real one,
+// announced to every waiter at once.
+func (g *gates) claimOffer(key string) (o *offer, fair bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	ln := g.lines[key]
 	if ln != nil {
 		ln.heldUntil = time.Time{} // the lock is being let go
-		ln.lets++
+		ln.freed++
 	}
 	switch {
 	case ln == nil:
@@ -124,7 +130,7 @@ func (g *gates) released(key string) {
 		return
 	}
 	ln.heldUntil = time.Time{}
-	ln.lets++
+	ln.freed++
 	ln.offer.wake()
 }
 
@@ -135,62 +141,6 @@ func (g *gates) pokeAll() {
 	for _, ln := range g.lines {
 		ln.offer.wake()
 	}
-}
-
-// newOffer is the offer of a, the head of its line. A kind without
-// handoffs offers only to be poked: a Release by this Locker never claims
-// its line (see releaseRound), and its plan is never made.
-func newOffer(a *acquisition) *offer {
-	o := &offer{a: a, done: make(chan handoffResult, 1), poke: make(chan struct{}, 1)}
-	if a.kind.handoff {
-		o.plan = a.kind.plan(a.keys, &a.cfg)
-	}
-	return o
-}
-
-// offer is the head of a key's line, ready for a handoff.
-type offer struct {
-	a    *acquisition
-	plan acquirePlan
-	// done receives the handoff's outcome, once, from the Release that
-	// claimed the offer.
-	done chan handoffResult
-	// poke receives a value when the key was released without a handoff.
-	poke chan struct{}
-}
-
-// wake pokes the offer's owner to try at once; nothing for no offer.
-func (o *offer) wake() {
-	if o == nil {
-		return
-	}
-	select {
-	case o.poke <- struct{}{}:
-	default:
-	}
-}
-
-// poked is o.poke, or nil (never ready) for no offer.
-func (o *offer) poked() <-chan struct{} {
-	if o == nil {
-		return nil
-	}
-	return o.poke
-}
-
-// outcome is o.done, the channel of the handoff's outcome, or nil (never
-// ready) for no offer.
-func (o *offer) outcome() <-chan handoffResult {
-	if o == nil {
-		return nil
-	}
-	return o.done
-}
-
-// handoffResult is a handoff round as the acquisition sees it.
-type handoffResult struct {
-	closed bool // the Locker was closed: no round ran
-	granting
 }
 
 // busy reports whether goroutines already wait for key; a newcomer then
@@ -220,7 +170,7 @@ func (g *gates) enter(ctx context.Context, key string) (leave func(), waited boo
 
 	leave = func() {
 		ln.turn <- struct{}{}
-		g.out(key, ln)
+		g.leaveLine(key, ln)
 	}
 	select {
 	case <-ln.turn:
@@ -232,12 +182,14 @@ func (g *gates) enter(ctx context.Context, key string) (leave func(), waited boo
 	case <-ln.turn:
 		return leave, true, nil
 	case <-ctx.Done():
-		g.out(key, ln)
+		g.leaveLine(key, ln)
 		return nil, true, ctx.Err()
 	}
 }
 
-func (g *gates) out(key string, ln *line) {
+// leaveLine takes a goroutine out of ln, key's line, and deletes the line
+// when it was the last.
+func (g *gates) leaveLine(key string, ln *line) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	ln.users--
@@ -246,14 +198,14 @@ func (g *gates) out(key string, ln *line) {
 	}
 }
 
-// hold records that a goroutine of the line got the lock on key, valid
+// markHeld records that a goroutine of the line got the lock on key, valid
 // until the given time (the next need not ask the nodes before).
-func (g *gates) hold(key string, until time.Time) {
+func (g *gates) markHeld(key string, until time.Time) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if ln := g.lines[key]; ln != nil {
 		ln.heldUntil = until
-		ln.last = nil // the line's latest news is a success
+		ln.lastFailure = nil // the line's latest news is a success
 	}
 }
 
@@ -270,42 +222,27 @@ func (g *gates) heldFor(key string, clk clock.Clock) (time.Duration, bool) {
 	return left, left > 0
 }
 
-// note records the failed round of a goroutine in key's line.
-func (g *gates) note(key string, qe *QuorumError) {
+// recordFailure keeps qe, the error of a failed round of a goroutine in
+// key's line, as the line's latest news (see lastFailure).
+func (g *gates) recordFailure(key string, qe *QuorumError) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if ln := g.lines[key]; ln != nil {
-		ln.last = qe
+		ln.lastFailure = qe
 	}
 }
 
-// last returns a copy of the latest failed round noted in key's line, or
-// nil.
-func (g *gates) last(key string) *QuorumError {
+// lastFailure returns a copy of the error of the latest failed round
+// recorded in key's line, or nil when there is none or a lock was got
+// since.
+func (g *gates) lastFailure(key string) *QuorumError {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	ln := g.lines[key]
-	if ln == nil || ln.last == nil {
+	if ln == nil || ln.lastFailure == nil {
 		return nil
 	}
-	qe := *ln.last
+	qe := *ln.lastFailure
 	qe.Nodes = slices.Clone(qe.Nodes)
 	return &qe
-}
-
-// heldHere reports for how much longer a lock that a goroutine of this
-// Locker got from this line, and has not released, is valid.
-func (w *waiter) heldHere() (time.Duration, bool) {
-	if !w.exclusive() {
-		return 0, false
-	}
-	return w.a.l.gates.heldFor(w.a.line, w.a.cfg.clock)
-}
-
-// got records in the line that this call got lock, and returns it.
-func (w *waiter) got(lock *Lock) *Lock {
-	if w.exclusive() {
-		w.a.l.gates.hold(w.a.line, lock.Until())
-	}
-	return lock
 }

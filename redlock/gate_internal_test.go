@@ -7,17 +7,17 @@ import "testing"
 func TestClaimLimitsHandoffStreak(t *testing.T) {
 	var g gates
 	enterT(t, &g, "k")
-	if o, fair := g.claim("k"); o != nil || fair {
+	if o, fair := g.claimOffer("k"); o != nil || fair {
 		t.Fatalf("claim with no offer = %v, %v; want nil, false", o, fair)
 	}
-	if o, fair := g.claim("other"); o != nil || fair {
+	if o, fair := g.claimOffer("other"); o != nil || fair {
 		t.Fatalf("claim on a key nobody waits for = %v, %v; want nil, false", o, fair)
 	}
 	for round := range 2 {
 		for i := range maxHandoffs {
 			o := &offer{a: &acquisition{kind: &oneKey}}
-			g.post("k", o, g.letGo("k"))
-			if got, fair := g.claim("k"); got != o || fair {
+			g.postOffer("k", o, g.freedCount("k"))
+			if got, fair := g.claimOffer("k"); got != o || fair {
 				t.Fatalf("round %d, handoff %d: claim = %v, %v; want the offer", round, i, got, fair)
 			}
 			if g.withdraw("k", o) {
@@ -25,8 +25,8 @@ func TestClaimLimitsHandoffStreak(t *testing.T) {
 			}
 		}
 		o := &offer{a: &acquisition{kind: &oneKey}}
-		g.post("k", o, g.letGo("k"))
-		if got, fair := g.claim("k"); got != nil || !fair {
+		g.postOffer("k", o, g.freedCount("k"))
+		if got, fair := g.claimOffer("k"); got != nil || !fair {
 			t.Fatalf("round %d: claim after %d handoffs = %v, %v; want nil, fair", round, maxHandoffs, got, fair)
 		}
 		if !g.withdraw("k", o) {
@@ -36,8 +36,8 @@ func TestClaimLimitsHandoffStreak(t *testing.T) {
 	// The offer of a kind without handoffs (a read-write lock's, behind a
 	// lock on its key) is never claimed: it is poked.
 	o := &offer{a: &acquisition{kind: &lockKind{}}}
-	g.post("k", o, g.letGo("k"))
-	if got, fair := g.claim("k"); got != nil || fair {
+	g.postOffer("k", o, g.freedCount("k"))
+	if got, fair := g.claimOffer("k"); got != nil || fair {
 		t.Fatalf("claim of an offer that takes no handoff = %v, %v; want nil, false", got, fair)
 	}
 }
@@ -55,14 +55,14 @@ func TestPostAfterLetGoRetries(t *testing.T) {
 		do   func()
 	}{
 		{"released", func() { g.released("k") }},
-		{"claimed", func() { g.claim("k") }},
+		{"claimed", func() { g.claimOffer("k") }},
 	} {
-		seen := g.letGo("k")
+		seen := g.freedCount("k")
 		letGo.do()
-		if g.post("k", &offer{a: &acquisition{kind: &oneKey}}, seen) {
+		if g.postOffer("k", &offer{a: &acquisition{kind: &oneKey}}, seen) {
 			t.Fatalf("%s since the waiter looked: its offer was posted, want try again", letGo.name)
 		}
-		if !g.post("k", &offer{a: &acquisition{kind: &oneKey}}, g.letGo("k")) {
+		if !g.postOffer("k", &offer{a: &acquisition{kind: &oneKey}}, g.freedCount("k")) {
 			t.Fatalf("%s before the waiter looked: its offer was refused", letGo.name)
 		}
 		g.withdraw("k", g.lines["k"].offer)

@@ -77,7 +77,7 @@ func (k *Lock) releaseRound(ctx context.Context, cooldownMs int64) (quorum.Resul
 	var started func()
 	line := k.kind.line(k.keys)
 	if cooldownMs == 0 && k.kind.handoff {
-		o, fair := k.locker.gates.claim(line)
+		o, fair := k.locker.gates.claimOffer(line)
 		if o != nil {
 			return k.handoff(ctx, o)
 		}
@@ -87,7 +87,7 @@ func (k *Lock) releaseRound(ctx context.Context, cooldownMs int64) (quorum.Resul
 			// notification comes back: its acquisition queues behind the
 			// release on each node's per-key queue, so it cannot run
 			// before it.
-			started = func() { k.locker.notify.wake(k.key) }
+			started = func() { k.locker.notify.Wake(k.key) }
 		}
 	}
 	// Without a handoff, the head of this Locker's line for the key, if it
@@ -160,12 +160,18 @@ func (k *Lock) handoff(ctx context.Context, o *offer) (quorum.Result[int64], err
 	l.bg.Add(1)
 	o.done <- handoffResult{granting: g}
 
-	// The release's outcome. The round decided on both steps together; if
-	// that left the release open (it was refused on some nodes and others
-	// are still to answer), wait for them, up to the node timeout.
-	rel := split(&res, releaseVote)
+	return l.releaseOutcome(&res, stray, timeout-time.Since(began)), nil
+}
+
+// releaseOutcome is the release's share of a handoff's round res, as a
+// round of its own (OK when a majority released). The round decided on
+// both steps together; if that left the release open (it was refused on
+// some nodes and others are still to answer), it waits for their late
+// replies on stray, for up to left.
+func (l *Locker) releaseOutcome(res *quorum.Result[handoffReply], stray <-chan quorum.Reply[handoffReply], left time.Duration) quorum.Result[int64] {
+	rel := split(res, releaseVote)
 	if rel.Yes < l.need && rel.Yes+rel.Pending() >= l.need {
-		t := time.NewTimer(timeout - time.Since(began))
+		t := time.NewTimer(left)
 		defer t.Stop()
 	wait:
 		for rel.Yes < l.need && rel.Yes+rel.Pending() >= l.need {
@@ -180,7 +186,7 @@ func (k *Lock) handoff(ctx context.Context, o *offer) (quorum.Result[int64], err
 		}
 	}
 	rel.OK = rel.Yes >= l.need
-	return rel, nil
+	return rel
 }
 
 // takeOver finishes the acquisition of a handoff, as attempt does its own:

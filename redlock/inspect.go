@@ -4,6 +4,8 @@ import (
 	"context"
 	"slices"
 	"sync"
+
+	"github.com/quorumlock/redlock/quorum"
 )
 
 // A semaphore's permits and a read-write lock's readers are lock keys of
@@ -69,4 +71,44 @@ func (l *Locker) inspectAll(ctx context.Context, keys []string) ([]*Status, erro
 		}
 	}
 	return out, nil
+}
+
+// inspectVerdict completes st once the round of inspect has ended: a node
+// still silent gets its timeout, and the holder is the token a majority
+// holds. It returns ErrNoQuorum (with ctx's error) when under a majority
+// answered or a node reaches another node's server, else nil.
+func (l *Locker) inspectVerdict(ctx context.Context, key string, st *Status) error {
+	answered, votes, refused := 0, map[string]int{}, false
+	for i := range st.Nodes {
+		n := &st.Nodes[i]
+		if n.Addr == "" { // still running at the timeout
+			n.Addr, n.Err = l.nodes[i].addr, l.nodes[i].pipe.WithCause(quorum.ErrTimeout)
+		}
+		if n.Err == nil {
+			answered++
+		}
+		// A node that reaches another node's server: the cluster is
+		// miscounted, which the caller must hear of.
+		refused = refused || invalidNode(n.Err)
+		if n.Held {
+			votes[n.Token]++
+		}
+	}
+	for tok, c := range votes {
+		if c >= l.need {
+			st.Holder = tok
+		}
+	}
+	if answered < l.need || refused {
+		nodes := make([]NodeResult, 0, len(st.Nodes))
+		for _, n := range st.Nodes {
+			o := OutcomeOK
+			if n.Err != nil {
+				o = OutcomeError
+			}
+			nodes = append(nodes, NodeResult{Addr: n.Addr, Outcome: o, Err: n.Err})
+		}
+		return withContext(ctx, newQuorumError("inspect", key, l.need, nodes, ErrNoQuorum))
+	}
+	return nil
 }

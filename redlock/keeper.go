@@ -51,7 +51,7 @@ type extendGroup struct {
 func newKeeper(k *Lock, ctx context.Context, lose context.CancelCauseFunc) *keeper {
 	c := &k.cfg
 	kp := &keeper{k: k, ctx: ctx, lose: lose, idx: [2]int{-1, -1}}
-	kp.solo = k.multi() || k.kind.alone
+	kp.solo = k.multi() || k.kind.extendAlone
 	if !kp.solo {
 		kp.group = extendGroup{ttl: c.ttl, timeout: c.nodeTimeout, lockDelay: c.lockDelay, drift: c.driftFactor, clock: c.clockID, slot: -1}
 		if c.layout.Clustered() {

@@ -28,25 +28,34 @@ type lockKind struct {
 	extend  func(keys []string, h holder, ttlMs int64, timeout time.Duration) scriptCall
 	pttl    func(keys []string, h holder, timeout time.Duration) scriptCall
 	// handoff says whether a Release may pass the lock to a waiter of the
-	// same Locker in its own round (handoff.go); holders whether a call
-	// that gives up on contention names the holders (withHolders).
-	handoff, holders bool
+	// same Locker in its own round (handoff.go).
+	handoff bool
+	// namesHolders says whether a call that gives up on contention names
+	// the holders in its error (withHolders).
+	namesHolders bool
 	// line is the id of the Locker's line for the keys (gates).
 	line func(keys []string) string
 	// check rejects a call's options that the kind cannot have (nil: none).
 	check func(cfg *config) error
-	// A semaphore's kinds (semaphore.go). decide, if set, turns the round
-	// of votes for slots into the round of one lock (its round then waits
-	// for a slot's majority); stray says what a won round's straggler
-	// needs; permit is the kind of the Lock it gives. alone makes
-	// KeepAlive extend the Lock alone, never batched.
-	decide func(a *acquisition, p *acquirePlan, g *granting)
-	stray  func(p *acquirePlan, r quorum.Reply[int64]) (scriptCall, bool)
-	permit *lockKind
-	alone  bool
-	// shared says that a lock of the kind leaves others of its line free
-	// (a permit, a reader's lease): the line does not wait for it.
-	shared bool
+	// chooseSlot, when set (a semaphore's slots, semaphore.go), picks from
+	// an attempt's votes for several slot keys the one slot the attempt
+	// takes, and rewrites the round into the votes for that slot; the
+	// round then waits for every node's answer.
+	chooseSlot func(a *acquisition, p *acquirePlan, g *granting)
+	// stragglerCall, when set, returns the call to send to a node that
+	// answered a won round late, and false when it needs none (settle).
+	stragglerCall func(p *acquirePlan, r quorum.Reply[int64]) (scriptCall, bool)
+	// heldAs, when set, is the kind of the Lock that an acquisition of
+	// this kind hands out (a semaphore's permit, a reader's lease, the
+	// writer's lock); unset, the Lock has this kind.
+	heldAs *lockKind
+	// extendAlone makes KeepAlive extend the Lock in a round of its own,
+	// never batched with other locks.
+	extendAlone bool
+	// manyHolders says that several may hold a lock of the kind at once
+	// (a semaphore's permits, a read-write lock's readers): the Locker's
+	// line for its keys does not wait while one of its goroutines holds it.
+	manyHolders bool
 }
 
 // scriptCall is one script and the keys and arguments it is called with.
@@ -100,9 +109,9 @@ var oneKey = lockKind{
 	pttl: func(keys []string, h holder, timeout time.Duration) scriptCall {
 		return scriptCall{script: scripts.PTTL, keys: keys, args: pttlArgs(keys[0], h, timeout)}
 	},
-	handoff: true,
-	holders: true,
-	line:    func(keys []string) string { return keys[0] },
+	handoff:      true,
+	namesHolders: true,
+	line:         func(keys []string) string { return keys[0] },
 }
 
 // acquirePlan is what one attempt sends: a fresh token (or the caller's),
@@ -160,7 +169,15 @@ func planToken(cfg *config) (token, hold string) {
 // then more (the arguments of a script that pastes acquire.lua in).
 func acquireArgs(value string, h holder, cfg *config, more ...any) []any {
 	fenced, start := fenceStart(cfg)
-	return wire.AcquireFullArgs(value, serverMillis(cfg.serverTTL()), h, fenced, serverMillis(cfg.guard), serverMillis(cfg.fenceLifetime()), start, more...)
+	return wire.AcquireFull{
+		Value:      value,
+		TTLMs:      serverMillis(cfg.serverTTL()),
+		Holder:     h,
+		Fenced:     fenced,
+		GuardMs:    serverMillis(cfg.guard),
+		LifetimeMs: serverMillis(cfg.fenceLifetime()),
+		Start:      start,
+	}.Args(more...)
 }
 
 // fenceStart is acquire.lua's fencing flag and the start it offers every

@@ -9,6 +9,7 @@ import (
 
 	"github.com/quorumlock/redlock/quorum"
 	"github.com/quorumlock/redlock/redlock/internal/conn"
+	"github.com/quorumlock/redlock/redlock/internal/notify"
 	"github.com/quorumlock/redlock/redlock/internal/wire"
 )
 
@@ -31,7 +32,7 @@ type Locker struct {
 	// stragglers of a decided round and their clean-up.
 	bg sync.WaitGroup
 
-	notify *notifier
+	notify *notify.Notifier
 	gates  gates
 	// ext keeps the locks given to KeepAlive extended.
 	ext extender
@@ -121,7 +122,7 @@ func NewNodes(nodes []Node, opts ...Option) (*Locker, error) {
 			l.nodes[i].pipe.UseFunctions()
 		}
 	}
-	l.notify = newNotifier(l.nodes, &l.bg, cfg.nodeTimeout)
+	l.notify = notify.New(releaseSubscribers(l.nodes), &l.bg, cfg.nodeTimeout)
 	return l, nil
 }
 
@@ -173,7 +174,7 @@ func (l *Locker) Close() error {
 		n.pipe.EndSetUps()
 	}
 	// Then the notifier: once closed it starts no more work on bg.
-	l.notify.close()
+	l.notify.Close()
 	l.bg.Wait()
 	// Every queued call has been answered (each holds a count on bg).
 	for _, n := range l.nodes {

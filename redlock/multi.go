@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -108,45 +107,6 @@ func (l *Locker) ObtainMulti(ctx context.Context, keys []string, opts ...LockOpt
 // TryObtainMulti is ObtainMulti with exactly one attempt.
 func (l *Locker) TryObtainMulti(ctx context.Context, keys []string, opts ...LockOption) (*Lock, error) {
 	return l.acquire(ctx, slices.Clone(keys), opts, true)
-}
-
-// listenAll registers for release notifications of every key; the returned
-// channel gets a value when any is released. stop ends it. One key is the
-// notifier's own wait.
-func (l *Locker) listenAll(ctx context.Context, keys []string, timeout time.Duration) (<-chan struct{}, func()) {
-	if len(keys) == 1 {
-		return l.notify.wait(ctx, keys[0], timeout)
-	}
-	out := make(chan struct{}, 1)
-	done := make(chan struct{})
-	var (
-		wg    sync.WaitGroup
-		stops []func()
-	)
-	for _, key := range keys {
-		w, stop := l.notify.wait(ctx, key, timeout)
-		stops = append(stops, stop)
-		wg.Go(func() {
-			for {
-				select {
-				case <-w:
-					select {
-					case out <- struct{}{}:
-					default:
-					}
-				case <-done:
-					return
-				}
-			}
-		})
-	}
-	return out, func() {
-		close(done)
-		wg.Wait()
-		for _, stop := range stops {
-			stop()
-		}
-	}
 }
 
 // newMultiPlan is newPlan for several keys: acquire_multi.lua's keys and

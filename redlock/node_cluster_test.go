@@ -29,9 +29,17 @@ func clusterNodes(t *testing.T, n int) ([]*redistest.Cluster, []redlock.Node) {
 	return clusters, nodes
 }
 
+// clusterCtx bounds a cluster test's waits (Obtain retries until it):
+// a minute, ended at cleanup.
+func clusterCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
 // clusterOpts are the options of the tests' Lockers over cluster nodes.
 var clusterOpts = []redlock.Option{
-	redlock.WithNodeTimeout(time.Second),
+	redlock.WithNodeTimeout(2 * time.Second),
 	redlock.WithRetry(redlock.LinearBackoff(20 * time.Millisecond)),
 }
 
@@ -43,10 +51,19 @@ func TestClusterNodesLockOnTheSlotsMaster(t *testing.T) {
 	clusters, nodes := clusterNodes(t, 3)
 	a := locktest.NodesT(t, nodes, append(clusterOpts, redlock.WithFencing())...)
 	b := locktest.NodesT(t, nodes, clusterOpts...)
-	ctx := t.Context()
+	ctx := clusterCtx(t)
 	for i := range 12 {
 		key := fmt.Sprintf("cluster-key-%d", i)
-		k, err := a.TryObtain(ctx, key)
+		// b's connections to the key's master are up before it is
+		// refused: a refusal, not a slow first contact.
+		warm, err := b.Obtain(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := warm.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		k, err := a.Obtain(ctx, key)
 		if err != nil {
 			t.Fatalf("TryObtain(%q): %v", key, err)
 		}
@@ -81,7 +98,7 @@ func TestClusterNodesLockOnTheSlotsMaster(t *testing.T) {
 		if err := k.Release(ctx); err != nil {
 			t.Errorf("Release(%q): %v", key, err)
 		}
-		k2, err := b.TryObtain(ctx, key)
+		k2, err := b.Obtain(ctx, key)
 		if err != nil {
 			t.Fatalf("%q after its release: %v", key, err)
 		}
@@ -100,9 +117,9 @@ func TestClusterRedirectIsAFailedVote(t *testing.T) {
 	c := redistest.StartClusterT(t, redistest.ClusterOptions{})
 	logs := newLogRecords()
 	l := locktest.NodesT(t, []redlock.Node{redlock.Cluster(c.ClusterClientT(t))}, append(clusterOpts, redlock.WithLogger(slog.New(logs)))...)
-	ctx := t.Context()
+	ctx := clusterCtx(t)
 	const key = "moving"
-	k, err := l.TryObtain(ctx, key)
+	k, err := l.Obtain(ctx, key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,9 +138,8 @@ func TestClusterRedirectIsAFailedVote(t *testing.T) {
 	if to.ID == from.ID {
 		to = c.Nodes[1]
 	}
-	redirected := func(step string, want string) {
+	redirected := func(step string, err error, want string) {
 		t.Helper()
-		_, err := l.TryObtain(ctx, key)
 		var qe *redlock.QuorumError
 		if !errors.As(err, &qe) || qe.Nodes[0].Err == nil || !strings.Contains(qe.Nodes[0].Err.Error(), want) {
 			t.Errorf("%s: %v, want the node's vote failed by %s", step, err, want)
@@ -135,17 +151,27 @@ func TestClusterRedirectIsAFailedVote(t *testing.T) {
 		}
 	}
 	err = c.MigrateSlot(ctx, slot, to, func(s redistest.MigrationStep) error {
-		if s.Kind == redistest.SlotMigrating {
+		switch s.Kind {
+		case redistest.SlotMigrating:
 			// The source no longer has the (free) key: it answers ASK.
-			redirected("slot migrating", "ASK")
+			_, err := l.TryObtain(ctx, key)
+			redirected("slot migrating", err, "ASK")
+		case redistest.SlotAssigned:
+			// Unless the link read the map again meanwhile (it does
+			// every 5 s), it names the old master, which answers MOVED.
+			k, err := l.TryObtain(ctx, key)
+			if err != nil {
+				redirected("slot moved", err, "MOVED")
+				return nil
+			}
+			t.Log("the link had read the new map: the new master voted")
+			return k.Release(ctx)
 		}
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The link's map still names the old master, which answers MOVED.
-	redirected("slot moved", "MOVED")
 	k, err = l.Obtain(ctx, key)
 	if err != nil {
 		t.Fatalf("after the move: %v", err)
@@ -193,7 +219,7 @@ func TestClusterGuardQuarantinesAFlushedShard(t *testing.T) {
 	t.Parallel()
 	c := redistest.StartClusterT(t, redistest.ClusterOptions{})
 	l := locktest.NodesT(t, []redlock.Node{redlock.Cluster(c.ClusterClientT(t))}, append(clusterOpts, redlock.WithRestartGuard(time.Minute))...)
-	ctx := t.Context()
+	ctx := clusterCtx(t)
 	if err := l.Bootstrap(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +231,7 @@ func TestClusterGuardQuarantinesAFlushedShard(t *testing.T) {
 			t.Fatal(err)
 		}
 		keys[key] = owner
-		k, err := l.TryObtain(ctx, key)
+		k, err := l.Obtain(ctx, key)
 		if err != nil {
 			t.Fatalf("%q on a bootstrapped cluster: %v", key, err)
 		}
@@ -237,11 +263,11 @@ func TestClusterMultiKeysShareASlot(t *testing.T) {
 	t.Parallel()
 	_, nodes := clusterNodes(t, 1)
 	l := locktest.NodesT(t, nodes, clusterOpts...)
-	ctx := t.Context()
+	ctx := clusterCtx(t)
 	if _, err := l.TryObtainMulti(ctx, []string{"order-a", "order-b"}); !errors.Is(err, redlock.ErrInvalid) || !strings.Contains(err.Error(), "hash tag") {
 		t.Errorf("keys of two slots: %v, want ErrInvalid naming hash tags", err)
 	}
-	k, err := l.TryObtainMulti(ctx, []string{"{order}:a", "{order}:b"})
+	k, err := l.ObtainMulti(ctx, []string{"{order}:a", "{order}:b"})
 	if err != nil {
 		t.Fatalf("keys of one slot: %v", err)
 	}
@@ -263,11 +289,11 @@ func TestClusterSemaphoreAndRWMutex(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	sem := l.Semaphore("pool", 2)
-	p1, err := sem.TryObtain(ctx)
+	p1, err := sem.Obtain(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p2, err := sem.TryObtain(ctx)
+	p2, err := sem.Obtain(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -318,11 +344,11 @@ func TestClusterPrimitivesOnAMixedQuorum(t *testing.T) {
 
 	// Re-entry by token: a second Lock of the same owner, whose release
 	// leaves the first one's hold.
-	a, err := l.TryObtain(ctx, "reentry", redlock.WithToken("owner-1"))
+	a, err := l.Obtain(ctx, "reentry", redlock.WithToken("owner-1"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := l.TryObtain(ctx, "reentry", redlock.WithToken("owner-1"))
+	b, err := l.Obtain(ctx, "reentry", redlock.WithToken("owner-1"))
 	if err != nil {
 		t.Fatalf("re-entry: %v", err)
 	}
@@ -337,7 +363,7 @@ func TestClusterPrimitivesOnAMixedQuorum(t *testing.T) {
 	}
 
 	// Lock-delay: an expired lock goes to nobody for the delay.
-	if _, err := l.TryObtain(ctx, "delayed", redlock.WithTTL(1500*time.Millisecond), redlock.WithLockDelay(30*time.Second)); err != nil {
+	if _, err := l.Obtain(ctx, "delayed", redlock.WithTTL(1500*time.Millisecond), redlock.WithNodeTimeout(500*time.Millisecond), redlock.WithLockDelay(30*time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(2 * time.Second) // past the TTL: the delay keeps the key
@@ -359,7 +385,7 @@ func TestClusterPrimitivesOnAMixedQuorum(t *testing.T) {
 	}
 
 	// A waiter of the same Locker gets the key handed over on release.
-	held, err := l.TryObtain(ctx, "handoff")
+	held, err := l.Obtain(ctx, "handoff")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -371,7 +397,7 @@ func TestClusterPrimitivesOnAMixedQuorum(t *testing.T) {
 
 	// Inspect of a semaphore's permits; ForceRelease of a read-write lock.
 	sem := l.Semaphore("sem", 3)
-	p, err := sem.TryObtain(ctx)
+	p, err := sem.Obtain(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

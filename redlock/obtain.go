@@ -37,8 +37,8 @@ func (l *Locker) acquire(ctx context.Context, keys []string, opts []LockOption, 
 }
 
 // acquireKind is the acquisition of a lock of kind kd whose keys its plan
-// makes (a semaphore's permit): its name, line and wake-ups are the
-// kind's line of no keys.
+// chooses (a semaphore's slot keys, a read-write lock's keys): its name,
+// its line and the key it listens on are all kd.line(nil).
 func (l *Locker) acquireKind(ctx context.Context, kd *lockKind, opts []LockOption, once bool) (*Lock, error) {
 	a := &acquisition{l: l, kind: kd}
 	a.name = kd.line(nil)
@@ -46,7 +46,11 @@ func (l *Locker) acquireKind(ctx context.Context, kd *lockKind, opts []LockOptio
 	return a.perform(ctx, nil, opts, once)
 }
 
-// perform is the acquisition a, whose keys' check gave bad.
+// perform runs the acquisition a: one attempt when once is set, else the
+// retry loop. It fails at once, asking no node, with bad (the error that
+// checking the keys returned, nil when they are good), a bad option, an
+// option the lock's kind cannot have, or (retrying) an ended ctx. The
+// observer sees the call begin and end.
 func (a *acquisition) perform(ctx context.Context, bad error, opts []LockOption, once bool) (lock *Lock, err error) {
 	l := a.l
 	ctx, a.tr = l.cfg.obs.begin(ctx, OpObtain, a.name)
@@ -120,7 +124,7 @@ func (a *acquisition) giveUp(ctx context.Context, err error) error {
 	if errors.Is(err, ErrInvalid) || errors.Is(err, ErrClosed) || errors.Is(err, ErrMisconfigured) {
 		return err
 	}
-	if a.kind.holders {
+	if a.kind.namesHolders {
 		err = a.l.withHolders(ctx, a.name, err)
 	}
 	return withContext(ctx, err)

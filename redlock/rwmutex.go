@@ -35,12 +35,12 @@ func (l *Locker) RWMutex(name string) *RWMutex {
 	line := func([]string) string { return name }
 	check := func(cfg *config) error { return checkKey(name) }
 	m.read = lockKind{
-		acquire: scripts.RWRead,
-		plan:    func(_ []string, cfg *config) acquirePlan { return newReadPlan(name, cfg) },
-		release: readLease.release,
-		line:    line,
-		permit:  &readLease,
-		shared:  true,
+		acquire:     scripts.RWRead,
+		plan:        func(_ []string, cfg *config) acquirePlan { return newReadPlan(name, cfg) },
+		release:     readLease.release,
+		line:        line,
+		heldAs:      &readLease,
+		manyHolders: true,
 		check: func(cfg *config) error {
 			if cfg.tokenSet {
 				return invalid("WithToken takes a lock key: a reader's lease is never a re-entry")
@@ -53,7 +53,7 @@ func (l *Locker) RWMutex(name string) *RWMutex {
 		plan:    func(_ []string, cfg *config) acquirePlan { return newWritePlan(name, true, cfg) },
 		release: oneKey.release,
 		line:    line,
-		permit:  &oneKey,
+		heldAs:  &oneKey,
 		check:   check,
 	}
 	m.tryWrite = m.write
@@ -106,9 +106,9 @@ var readLease = lockKind{
 		c.queue = rwName(keys[0])
 		return c
 	},
-	line:   func(keys []string) string { return rwName(keys[0]) },
-	alone:  true,
-	shared: true,
+	line:        func(keys []string) string { return rwName(keys[0]) },
+	extendAlone: true,
+	manyHolders: true,
 }
 
 // newReadPlan is an attempt at a reader's lease of name: a fresh token,

@@ -41,7 +41,7 @@ type Semaphore struct {
 func (l *Locker) Semaphore(name string, size int) *Semaphore {
 	s := &Semaphore{l: l, kind: slotKind, permit: permitKind, name: name, size: size}
 	s.kind.line = func([]string) string { return wire.Sem(name) }
-	s.kind.permit = &s.permit
+	s.kind.heldAs = &s.permit
 	s.permit.release = func(keys []string, h holder, announce bool, cooldownMs int64) scriptCall {
 		channel := ""
 		if announce {
@@ -82,12 +82,12 @@ func (s *Semaphore) TryObtain(ctx context.Context, opts ...LockOption) (*Lock, e
 // Semaphore. Its undo takes the attempt's hold off every slot (multi.lua);
 // its Locker line and wake-ups are the semaphore's, not a slot's.
 var slotKind = lockKind{
-	acquire: scripts.AcquireSlot,
-	release: undoSlots,
-	decide:  decideSlot,
-	stray:   straySlot,
-	permit:  &permitKind,
-	shared:  true,
+	acquire:       scripts.AcquireSlot,
+	release:       undoSlots,
+	chooseSlot:    decideSlot,
+	stragglerCall: straySlot,
+	heldAs:        &permitKind,
+	manyHolders:   true,
 }
 
 // slots are the semaphore's slot keys, in order.
@@ -160,9 +160,9 @@ var permitKind = lockKind{
 	extend: func(keys []string, h holder, ttlMs int64, timeout time.Duration) scriptCall {
 		return onSemQueue(scriptCall{script: scripts.ExtendSlot, keys: []string{keys[0], wire.SizeOfSlot(keys[0])}, args: extendArgs(keys[0], h, ttlMs, timeout)}, keys[0])
 	},
-	pttl:  oneKey.pttl,
-	line:  func(keys []string) string { return wire.SemOfSlot(keys[0]) },
-	alone: true,
+	pttl:        oneKey.pttl,
+	line:        func(keys []string) string { return wire.SemOfSlot(keys[0]) },
+	extendAlone: true,
 }
 
 // newSlotPlan is an attempt on semaphore name of size: a fresh token, and

@@ -26,9 +26,9 @@ type settle struct {
 	kind    *lockKind
 	plan    *acquirePlan
 	timeout time.Duration
-	// stray, if set, is what a straggler of a won round needs (a lock
-	// kind's stray).
-	stray func(quorum.Reply[int64]) (scriptCall, bool)
+	// stragglerCall, when set, returns the call to send to a node that
+	// answered a won round late (the lock kind's stragglerCall).
+	stragglerCall func(quorum.Reply[int64]) (scriptCall, bool)
 
 	// shed is set once the acquisition has failed: its calls still queued
 	// for a node are then never sent (see conn.Call.Shed). unsent says
@@ -83,8 +83,8 @@ func (l *Locker) settler(kd *lockKind, p *acquirePlan, timeout time.Duration) *s
 	}
 	s.acquires = shedding{flag: &s.shed, unsent: s.unsent, expires: true}
 	s.undos = shedding{on: s.unsent}
-	if kd.stray != nil {
-		s.stray = func(r quorum.Reply[int64]) (scriptCall, bool) { return kd.stray(p, r) }
+	if kd.stragglerCall != nil {
+		s.stragglerCall = func(r quorum.Reply[int64]) (scriptCall, bool) { return kd.stragglerCall(p, r) }
 	}
 	return s
 }
@@ -160,8 +160,8 @@ func (s *settle) act(r quorum.Reply[int64], failed bool, rest *fenceWrite) {
 			s.l.sendOn(r.Node, s.timeout, s.kind.undo(s.plan.lockKeys, s.plan.holder, false))
 		}
 		s.grantedLate(r)
-	case s.stray != nil:
-		if c, ok := s.stray(r); ok {
+	case s.stragglerCall != nil:
+		if c, ok := s.stragglerCall(r); ok {
 			s.l.sendOn(r.Node, s.timeout, c)
 		}
 	case rest != nil && !answered(r, rest.fence):

@@ -145,7 +145,7 @@ func (a *app) withLock(fs *flagSet, f *lockFlags, key string, use func(lock *red
 	signal.Notify(sigs, forwardedSignals...)
 	defer signal.Stop(sigs)
 
-	lock, code := a.obtain(ctx, waitCtx, cancel, fs.cmd, l, key, f, sigs)
+	lock, code := a.obtain(ctx, waitCtx, cancel, lockRequest{c: fs.cmd, l: l, key: key, f: f}, sigs)
 	if lock == nil {
 		return code
 	}
@@ -153,12 +153,23 @@ func (a *app) withLock(fs *flagSet, f *lockFlags, key string, use func(lock *red
 	return use(lock, sigs)
 }
 
-// obtain gets the lock, waiting until waitCtx ends (--wait), or until a
-// signal arrives; then it calls cancel, which ends ctx. It returns the lock,
-// or nil and the exit code.
-func (a *app) obtain(ctx, waitCtx context.Context, cancel context.CancelFunc, c *command, l *redlock.Locker, key string, f *lockFlags, sigs <-chan os.Signal) (*redlock.Lock, int) {
+// lockRequest is what a command asks for: the lock key, taken with the
+// Locker l as the flags f say, for the command c (which names itself in
+// messages).
+type lockRequest struct {
+	c   *command
+	l   *redlock.Locker
+	key string
+	f   *lockFlags
+}
+
+// obtain gets the lock of r, waiting until waitCtx ends (--wait), or until
+// a signal arrives; then it calls cancel, which ends ctx. It returns the
+// lock, or nil and the exit code.
+func (a *app) obtain(ctx, waitCtx context.Context, cancel context.CancelFunc, r lockRequest, sigs <-chan os.Signal) (*redlock.Lock, int) {
+	c, l, key, f := r.c, r.l, r.key, r.f
 	lock, sig, err := interruptible(sigs, cancel, func() (*redlock.Lock, error) {
-		return a.tryThenWait(ctx, waitCtx, c, l, key, f)
+		return a.tryThenWait(ctx, waitCtx, r)
 	})
 	switch {
 	case sig != nil:
@@ -200,8 +211,9 @@ func (a *app) obtain(ctx, waitCtx context.Context, cancel context.CancelFunc, c 
 // reach and --wait allows, waits for it until waitCtx ends. The attempt is
 // made whatever --wait: it is not waiting, and each of its node calls is
 // bounded by --node-timeout.
-func (a *app) tryThenWait(ctx, waitCtx context.Context, c *command, l *redlock.Locker, key string, f *lockFlags) (*redlock.Lock, error) {
-	try, wait := f.taker(l, key)
+func (a *app) tryThenWait(ctx, waitCtx context.Context, r lockRequest) (*redlock.Lock, error) {
+	c, key, f := r.c, r.key, r.f
+	try, wait := f.taker(r.l, key)
 	lock, err := try(ctx)
 	if err == nil || !f.wait.waits() || waitCtx.Err() != nil ||
 		!errors.Is(err, redlock.ErrNotObtained) && !errors.Is(err, redlock.ErrNoQuorum) {

@@ -303,16 +303,24 @@ func (f *Forwarder) Disconnect() {
 // Reconnect undoes it. The faults stay as they are.
 func (f *Forwarder) Isolate() {
 	f.mu.Lock()
+	ln := f.unlistenLocked()
+	f.mu.Unlock()
+	if ln != nil {
+		_ = ln.Close() // ours alone: its accept loop returns
+	}
+}
+
+// unlistenLocked takes the listener away (nil when there is none) and ends
+// every connection, for Isolate and Close; the caller closes the listener
+// once f.mu is released. Under f.mu.
+func (f *Forwarder) unlistenLocked() net.Listener {
 	ln := f.ln
 	f.ln = nil
 	for l := range f.links {
 		cutLocked(l, false)
 	}
 	f.cond.Broadcast()
-	f.mu.Unlock()
-	if ln != nil {
-		_ = ln.Close() // ours alone: its accept loop returns
-	}
+	return ln
 }
 
 // Reconnect listens again on the forwarder's address after Isolate; it does
@@ -345,12 +353,7 @@ func (f *Forwarder) Close() error {
 		f.closed = true
 		close(f.done)
 	}
-	ln := f.ln
-	f.ln = nil
-	for l := range f.links {
-		cutLocked(l, false)
-	}
-	f.cond.Broadcast()
+	ln := f.unlistenLocked()
 	f.mu.Unlock()
 	var err error
 	if ln != nil {

@@ -25,3 +25,17 @@ func Checkable(raw, password string, words ...string) bool {
 	}
 	return true
 }
+
+// Passwords are the fuzz tests' seed passwords: each holds a character
+// that a URL gives a meaning to, or that a message might quote.
+var Passwords = []string{"secret", "a/b", "a#b", "a?b", "a@b", "a:b", "p%zz", "a b", "[::1]", "a,b"}
+
+// URLs are the node URLs that carry password for the server at hostport:
+// with a user name, without one, and over TLS with a path.
+func URLs(password, hostport string) []string {
+	return []string{
+		"redis://user:" + password + "@" + hostport,
+		"redis://" + password + "@" + hostport,
+		"rediss://:" + password + "@" + hostport + "/x",
+	}
+}

@@ -67,20 +67,10 @@ func (p *nodeProbe) probe(ctx context.Context, timeout time.Duration) {
 		return
 	}
 	c := p.conn.client
-	// The first PING logs in; the others measure the round trip.
-	rtts := make([]time.Duration, 0, pings)
-	for i := range pings + 1 {
-		start := time.Now()
-		if err := checkCall(ctx, timeout, func(ctx context.Context) error { return c.Ping(ctx).Err() }); err != nil {
-			r.Err = err
-			return
-		}
-		if i > 0 {
-			rtts = append(rtts, time.Since(start))
-		}
+	if err := p.measureLatency(ctx, c, timeout); err != nil {
+		r.Err = err
+		return
 	}
-	slices.Sort(rtts)
-	r.Latency, r.MaxLatency = rtts[len(rtts)/2], rtts[len(rtts)-1]
 
 	var (
 		info       *redis.StringCmd
@@ -127,6 +117,25 @@ func (p *nodeProbe) probe(ctx context.Context, timeout time.Duration) {
 	}
 	p.first = s
 	r.ClockOffset, r.ClockUncertainty = s.server.Sub(s.mid), s.rtt/2
+}
+
+// measureLatency PINGs the node to fill in the report's median and
+// largest round trip, and returns the error of a PING that failed.
+func (p *nodeProbe) measureLatency(ctx context.Context, c *redis.Client, timeout time.Duration) error {
+	// The first PING logs in; the others measure the round trip.
+	rtts := make([]time.Duration, 0, pings)
+	for i := range pings + 1 {
+		start := time.Now()
+		if err := checkCall(ctx, timeout, func(ctx context.Context) error { return c.Ping(ctx).Err() }); err != nil {
+			return err
+		}
+		if i > 0 {
+			rtts = append(rtts, time.Since(start))
+		}
+	}
+	slices.Sort(rtts)
+	p.rep.Latency, p.rep.MaxLatency = rtts[len(rtts)/2], rtts[len(rtts)-1]
+	return nil
 }
 
 // parseInfo splits an INFO reply into its fields.

@@ -18,8 +18,15 @@
 // The exceptions below are the tests allowed to do without, each with the
 // reason.
 //
-// Both exit with status 1 when they report something, 2 on bad usage or a
-// file they cannot read or parse.
+//	codecheck funcs FILE...
+//
+// reports the functions and methods of FILE (past the _test.go files among
+// them) longer than 60 lines, from "func" to the closing brace, or with
+// more than 6 parameters (the receiver is not counted). `make lint` runs it
+// on the library: redlock/ and its subpackages, quorum/ and clock/.
+//
+// Each exits with status 1 when it reports something, 2 on bad usage or a
+// file it cannot read or parse.
 package main
 
 import (
@@ -58,6 +65,8 @@ func main() {
 		found, err = checkImports(fs.Args(), *write)
 	case "asserts":
 		found, err = checkAsserts(os.Args[2:])
+	case "funcs":
+		found, err = checkFuncs(os.Args[2:])
 	default:
 		usage()
 	}
@@ -71,7 +80,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: codecheck imports [-w] FILE... | codecheck asserts FILE...")
+	fmt.Fprintln(os.Stderr, "usage: codecheck imports [-w] FILE... | codecheck asserts FILE... | codecheck funcs FILE...")
 	os.Exit(2)
 }
 

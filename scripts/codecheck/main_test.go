@@ -1,9 +1,11 @@
 package main
 
 import (
+	"fmt"
 	"go/parser"
 	"go/token"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -122,5 +124,37 @@ func helper(t *testing.T) {}
 	want := []string{"TestLogOnly", "TestContextOnly", "TestEmptySub", "TestOtherT"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("Unasserted = %v, want %v", got, want)
+	}
+}
+
+func TestOversized(t *testing.T) {
+	long := "func long() {\n" + strings.Repeat("\tprintln()\n", 58) + "}\n"     // 60 lines: allowed
+	longer := "func longer() {\n" + strings.Repeat("\tprintln()\n", 59) + "}\n" // 61 lines
+	src := `package p
+
+func six(a, b, c int, d string, e []int, f ...any) {}
+func seven(a, b, c, d, e, f, g int)                {}
+func unnamed(int, int, int, int, int, int, int)    {}
+func (r *T) method(a, b, c, d, e, f int)           {}
+func (r *T) methodSeven(a, b, c, d, e, f, g int)   {}
+func decl(a, b, c, d, e, f, g int)
+var lit = func(a, b, c, d, e, f, g int) {}
+
+` + long + longer
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, "p.go", src, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, o := range Oversized(fset, f) {
+		got = append(got, fmt.Sprintf("%s %d %d", o.Func.Name.Name, o.Lines, o.Params))
+	}
+	want := []string{"seven 1 7", "unnamed 1 7", "methodSeven 1 7", "longer 61 0"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("Oversized = %q, want %q", got, want)
+	}
+	if s := Oversized(fset, f)[3].String(); !strings.Contains(s, "61 lines (at most 60: split it into helpers)") || strings.Contains(s, "parameters") {
+		t.Errorf("the report of a long function says %q", s)
 	}
 }

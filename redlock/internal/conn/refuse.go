@@ -86,3 +86,28 @@ func failed(ctx context.Context, n int, err error) []*redis.Cmd {
 	}
 	return cmds
 }
+
+// settleConn decides from a batch's replies what becomes of the connection: the
+// first error that leaves it unusable (keepsConn) abandons it, and records
+// a refusal (a replica's READONLY, or an error reply to a fresh
+// connection's first batch); a batch without one ends the refusals' backoff.
+func (w *worker) settleConn(cmds []*redis.Cmd, fresh bool, timeout time.Duration, now time.Time) {
+	for _, cmd := range cmds {
+		if err := cmd.Err(); err != nil && !keepsConn(err) {
+			w.abandon()
+			var re redis.Error
+			switch {
+			case redis.IsReadOnlyError(err):
+				// A replica, on any batch (see readOnly).
+				w.readOnly(err)
+			case fresh && errors.As(err, &re):
+				// A new connection's first batch refused (LOADING,
+				// ...). A network error after its set-up is none:
+				// the node took the connection.
+				w.refused(err, now, timeout)
+			}
+			return
+		}
+	}
+	w.backoff = 0
+}

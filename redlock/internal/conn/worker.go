@@ -210,7 +210,6 @@ func (w *worker) send(batch []*Call, timeout time.Duration, now time.Time) []*re
 	// it (sendWatched), from now: the rounds decide on their own timers,
 	// and one caller's cancellation must not fail the others' calls.
 	w.ctx.deadline = now.Add(timeout)
-	ctx := &w.ctx
 	if w.conn != nil && w.closedIdle(now) {
 		// Nothing of this batch has gone out: it may go on a new
 		// connection (see conncheck.go).
@@ -218,68 +217,96 @@ func (w *worker) send(batch []*Call, timeout time.Duration, now time.Time) []*re
 	}
 	w.sentAt = now
 	fresh := w.conn == nil
-	if fresh && now.Before(w.retryAt) {
+	if fresh {
+		if err := w.reconnect(timeout, now); err != nil {
+			return failed(&w.ctx, len(batch), err)
+		}
+	}
+	cmds := w.process(batch)
+	w.resendUncached(batch, cmds)
+	w.settleConn(cmds, fresh, timeout, now)
+	return cmds
+}
+
+// reconnect opens a new connection for a batch that has none, and returns
+// the error that fails the batch: the node's last refusal when it refused
+// a moment ago (see refused), or the failure of this dial or set-up.
+func (w *worker) reconnect(timeout time.Duration, now time.Time) error {
+	if now.Before(w.retryAt) {
 		// The node refused the last try a moment ago: answer its refusal
 		// again rather than dial for every batch (see refused).
-		return failed(ctx, len(batch), w.refusal)
+		return w.refusal
 	}
-	if fresh {
-		// Nothing is sent on a connection before its server is known: a
-		// node's vote never counts before its identity has been checked.
-		// The dial and set-up (a TLS handshake, the scripts' loading) may
-		// take longer than the node timeout, which is sized for one call:
-		// they get the client's DialTimeout, so that a node far away
-		// connects once and votes from then on, instead of failing every
-		// attempt at the node timeout. The batch's rounds decide on their
-		// own timers meanwhile; its calls go out late, as any queued call.
-		if !w.p.setups.closing() {
-			w.ctx.deadline = now.Add(max(timeout, w.p.setup))
-		}
-		stop, stopWatch := w.p.cause.slowSetUp(timeout), w.p.watchSlowTLS(timeout)
-		err := w.connect(ctx)
-		stop()
-		stopWatch()
-		if err != nil {
-			w.refused(err, now, timeout)
-			return failed(ctx, len(batch), err)
-		}
-		// The batch gets a node timeout of its own after the set-up.
-		w.ctx.deadline = time.Now().Add(timeout)
+	// Nothing is sent on a connection before its server is known: a
+	// node's vote never counts before its identity has been checked.
+	// The dial and set-up (a TLS handshake, the scripts' loading) may
+	// take longer than the node timeout, which is sized for one call:
+	// they get the client's DialTimeout, so that a node far away
+	// connects once and votes from then on, instead of failing every
+	// attempt at the node timeout. The batch's rounds decide on their
+	// own timers meanwhile; its calls go out late, as any queued call.
+	if !w.p.setups.closing() {
+		w.ctx.deadline = now.Add(max(timeout, w.p.setup))
 	}
+	stop, stopWatch := w.p.cause.slowSetUp(timeout), w.p.watchSlowTLS(timeout)
+	err := w.connect(&w.ctx)
+	stop()
+	stopWatch()
+	if err != nil {
+		w.refused(err, now, timeout)
+		return err
+	}
+	// The batch gets a node timeout of its own after the set-up.
+	w.ctx.deadline = time.Now().Add(timeout)
+	return nil
+}
+
+// process sends the batch's calls on the connection, alone or in one
+// pipeline, and returns their commands, each with its reply or error.
+func (w *worker) process(batch []*Call) []*redis.Cmd {
+	ctx := &w.ctx
 	cmds := make([]*redis.Cmd, len(batch))
 	for i, c := range batch {
 		cmds[i] = redis.NewCmd(ctx, w.line(c)...)
 	}
 	if len(cmds) == 1 {
 		_ = w.conn.Process(ctx, cmds[0]) // the error is the command's
-	} else {
-		pl := w.conn.Pipeline()
+		return cmds
+	}
+	pl := w.conn.Pipeline()
+	for _, cmd := range cmds {
+		_ = pl.Process(ctx, cmd)
+	}
+	if _, err := pl.Exec(ctx); err != nil {
+		// Per-command errors are read by the caller; but go-redis leaves
+		// an error of the connection's setup (a wrong password, say) off
+		// the commands of a pipeline: give it to those with no reply.
 		for _, cmd := range cmds {
-			_ = pl.Process(ctx, cmd)
-		}
-		if _, err := pl.Exec(ctx); err != nil {
-			// Per-command errors are read below; but go-redis leaves an
-			// error of the connection's setup (a wrong password, say) off
-			// the commands of a pipeline: give it to those with no reply.
-			for _, cmd := range cmds {
-				if cmd.Err() == nil && cmd.Val() == nil {
-					cmd.SetErr(err)
-				}
+			if cmd.Err() == nil && cmd.Val() == nil {
+				cmd.SetErr(err)
 			}
 		}
 	}
-	// A node that lost its script cache while we stayed connected (SCRIPT
-	// FLUSH) answers NOSCRIPT: send those calls again with the script's
-	// source, which also caches it. They then run after the rest of their
-	// batch; loading the scripts on every new connection (see open) keeps
-	// that out of the usual case, a restart.
-	// A node that lost the guard's function library the same way (or a
-	// server restarted without persistence behind a proxy that kept the
-	// connection) answers that the function is not found: those calls go
-	// again as scripts, which guard as the functions do, and the library is
-	// loaded again for the next batches. A function refused by an ACL
-	// (NOPERM) goes again as a script too, and the connection stops
-	// sending FCALL.
+	return cmds
+}
+
+// resendUncached sends again, with the script's source, the calls of the
+// batch that the node could not run from its cache, and puts their new
+// commands in cmds.
+//
+// A node that lost its script cache while we stayed connected (SCRIPT
+// FLUSH) answers NOSCRIPT: those calls go again with the script's source,
+// which also caches it. They then run after the rest of their batch;
+// loading the scripts on every new connection (see open) keeps that out of
+// the usual case, a restart.
+// A node that lost the guard's function library the same way (or a server
+// restarted without persistence behind a proxy that kept the connection)
+// answers that the function is not found: those calls go again as
+// scripts, which guard as the functions do, and the library is loaded
+// again for the next batches. A function refused by an ACL (NOPERM) goes
+// again as a script too, and the connection stops sending FCALL.
+func (w *worker) resendUncached(batch []*Call, cmds []*redis.Cmd) {
+	ctx := &w.ctx
 	reload := false
 	for i, c := range batch {
 		err := cmds[i].Err()
@@ -302,25 +329,6 @@ func (w *worker) send(batch []*Call, timeout time.Duration, now time.Time) []*re
 	if reload && w.fn {
 		w.fn = loaded(w.conn.FunctionLoad(ctx, scripts.Library).Err())
 	}
-	for _, cmd := range cmds {
-		if err := cmd.Err(); err != nil && !keepsConn(err) {
-			w.abandon()
-			var re redis.Error
-			switch {
-			case redis.IsReadOnlyError(err):
-				// A replica, on any batch (see readOnly).
-				w.readOnly(err)
-			case fresh && errors.As(err, &re):
-				// A new connection's first batch refused (LOADING,
-				// ...). A network error after its set-up is none:
-				// the node took the connection.
-				w.refused(err, now, timeout)
-			}
-			return cmds
-		}
-	}
-	w.backoff = 0
-	return cmds
 }
 
 // line is the command line of call c on this connection: its EVALSHA

@@ -17,19 +17,29 @@ func AcquireArgs(value string, ttlMs int64, h Holder) []any {
 	return []any{value, ttlMs, h.Prefix}
 }
 
-// AcquireFullArgs are acquire.lua's seven arguments: AcquireArgs, then
-// fenced ("1" or "0"), the restart guard's maximum TTL in ms (0: off), the
-// fencing counter's lifetime in ms and the counter's offered start; then
-// more (the arguments of a script that pastes acquire.lua in).
-func AcquireFullArgs(value string, ttlMs int64, h Holder, fenced bool, guardMs, lifetimeMs, start int64, more ...any) []any {
-	f := "0"
-	if fenced {
-		f = "1"
-	}
-	return append([]any{value, ttlMs, h.Prefix, f, guardMs, lifetimeMs, start}, more...)
+// AcquireFull holds acquire.lua's seven arguments: AcquireArgs's three,
+// then whether the lock is fenced, the restart guard's maximum TTL in ms
+// (0: off), the fencing counter's lifetime in ms and the counter's
+// offered start.
+type AcquireFull struct {
+	Value                      string
+	TTLMs                      int64
+	Holder                     Holder
+	Fenced                     bool
+	GuardMs, LifetimeMs, Start int64
 }
 
-// AcquireStartArg is the index of the counter's start in AcquireFullArgs.
+// Args returns the arguments in ARGV's order (fenced as "1" or "0"), then
+// more (the arguments of a script that pastes acquire.lua in).
+func (a AcquireFull) Args(more ...any) []any {
+	f := "0"
+	if a.Fenced {
+		f = "1"
+	}
+	return append([]any{a.Value, a.TTLMs, a.Holder.Prefix, f, a.GuardMs, a.LifetimeMs, a.Start}, more...)
+}
+
+// AcquireStartArg is the index of the counter's start in AcquireFull.Args.
 const AcquireStartArg = 6
 
 // ReleaseArgs are release.lua's arguments: the owner's prefix, the channel

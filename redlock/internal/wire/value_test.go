@@ -36,8 +36,9 @@ func TestValue(t *testing.T) {
 			t.Errorf("ParseValue(%q) = %q, %q, %q, %v", tc.v, token, holds, meta, ok)
 		}
 	}
-	if got := wire.AcquireFullArgs(v, 10, h, true, 60000, 300000, 7); got[wire.AcquireStartArg] != int64(7) || got[3] != "1" || len(got) != 7 {
-		t.Errorf("AcquireFullArgs: %v", got)
+	full := wire.AcquireFull{Value: v, TTLMs: 10, Holder: h, Fenced: true, GuardMs: 60000, LifetimeMs: 300000, Start: 7}
+	if got := full.Args(); got[wire.AcquireStartArg] != int64(7) || got[3] != "1" || len(got) != 7 {
+		t.Errorf("AcquireFull.Args: %v", got)
 	}
 }
 

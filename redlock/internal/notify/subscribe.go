@@ -1,42 +1,15 @@
-package redlock
+package notify
 
 import (
 	"context"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/quorumlock/redlock/quorum"
+	"github.com/quorumlock/redlock/redlock/internal/wire"
 )
-
-// notifier lets waiting Obtain calls wake up when a holder releases, instead
-// of only on their retry timer. The release script publishes on a channel per
-// key; the notifier keeps one subscription per node for the whole Locker,
-// subscribes a key's channel while anyone waits for it, and wakes every waiter
-// of a key when any node announces its release. Timers stay as the fallback
-// for lost notifications and for locks that expire instead of being released.
-type notifier struct {
-	nodes []node
-	bg    *sync.WaitGroup // the Locker's: tracks (un)subscribe calls that outlive their timeout
-
-	// subMu serialises the (un)subscribe traffic so that a key's channel is
-	// subscribed exactly while it has waiters; mu guards the maps and is
-	// never held across I/O.
-	subMu   sync.Mutex
-	mu      sync.Mutex
-	subs    []nodeSub       // one per node, under mu
-	timeout time.Duration   // the node timeout, for the timers' tries
-	ctx     context.Context // ended by close, for the timers' tries
-	cancel  context.CancelFunc
-	waiters map[string]map[chan struct{}]struct{}
-	// active holds, for each key with waiters, the nodes that confirmed
-	// its subscription.
-	active map[string]map[int]bool
-	closed bool
-	wg     sync.WaitGroup
-}
 
 // nodeSub is the notifier's subscription on one node.
 type nodeSub struct {
@@ -49,71 +22,12 @@ type nodeSub struct {
 	timer   *time.Timer
 }
 
-func newNotifier(nodes []node, bg *sync.WaitGroup, timeout time.Duration) *notifier {
-	ctx, cancel := context.WithCancel(context.Background())
-	return &notifier{
-		nodes: nodes, bg: bg, timeout: timeout, ctx: ctx, cancel: cancel, subs: make([]nodeSub, len(nodes)),
-		waiters: map[string]map[chan struct{}]struct{}{}, active: map[string]map[int]bool{},
-	}
-}
-
-// wait registers a waiter for key and makes sure the key's channel is
-// subscribed on every node that can be reached within timeout. The returned
-// channel receives a value when a node announces the key's release; stop
-// must be called when the waiter is done.
-func (n *notifier) wait(ctx context.Context, key string, timeout time.Duration) (wake <-chan struct{}, stop func()) {
-	ch := make(chan struct{}, 1)
-	n.subMu.Lock()
-	defer n.subMu.Unlock()
-	n.mu.Lock()
-	if n.closed {
-		n.mu.Unlock()
-		return ch, func() {}
-	}
-	set := n.waiters[key]
-	if set == nil {
-		set = map[chan struct{}]struct{}{}
-		n.waiters[key] = set
-	}
-	set[ch] = struct{}{}
-	first := len(set) == 1
-	n.mu.Unlock()
-	if first {
-		// A node we cannot subscribe on just does not wake us; the
-		// timer does.
-		n.each(ctx, timeout, true, func(ctx context.Context, ps *redis.PubSub) error {
-			return ps.Subscribe(ctx, releaseChannel(key))
-		})
-	}
-	return ch, func() { n.leave(ctx, key, ch, timeout) }
-}
-
-func (n *notifier) leave(ctx context.Context, key string, ch chan struct{}, timeout time.Duration) {
-	n.subMu.Lock()
-	defer n.subMu.Unlock()
-	n.mu.Lock()
-	set := n.waiters[key]
-	delete(set, ch)
-	last := len(set) == 0
-	if last {
-		delete(n.waiters, key)
-		delete(n.active, key)
-	}
-	closed := n.closed
-	n.mu.Unlock()
-	if last && !closed {
-		n.each(context.WithoutCancel(ctx), timeout, false, func(ctx context.Context, ps *redis.PubSub) error {
-			return ps.Unsubscribe(ctx, releaseChannel(key))
-		})
-	}
-}
-
 // each runs fn on every node's subscription in parallel, each bounded by
 // the node timeout. fn only writes on a connection that is up: a node
 // without a subscription is left out, and with create its timer makes one
 // (see connect), on which every key with waiters is subscribed then. A
 // subscription fn could not use is dropped (see settled).
-func (n *notifier) each(ctx context.Context, timeout time.Duration, create bool, fn func(context.Context, *redis.PubSub) error) {
+func (n *Notifier) each(ctx context.Context, timeout time.Duration, create bool, fn func(context.Context, *redis.PubSub) error) {
 	quorum.Each(ctx, len(n.nodes), timeout, n.bg, func(ctx context.Context, i int) {
 		n.mu.Lock()
 		ps := n.subs[i].ps
@@ -143,7 +57,7 @@ const (
 // retryLater starts node i's timer, for the end of its wait after a
 // failure or at once, unless it is set already or the notifier closed;
 // under mu.
-func (n *notifier) retryLater(i int) {
+func (n *Notifier) retryLater(i int) {
 	if n.closed || n.subs[i].timer != nil {
 		return
 	}
@@ -159,7 +73,7 @@ func (n *notifier) retryLater(i int) {
 // holds up no waiter), then subscribes every key that has waiters.
 // Confirmations of keys the node's last subscription had wake their
 // waiters (see confirmed): releases in between went unannounced there.
-func (n *notifier) connect(i int) {
+func (n *Notifier) connect(i int) {
 	// The timer stays set until the try ends: one try at a time.
 	n.mu.Lock()
 	idle := n.closed || n.subs[i].ps != nil || len(n.waiters) == 0
@@ -172,10 +86,10 @@ func (n *notifier) connect(i int) {
 	}
 	// As long as a worker's connection may take to come up: a node far
 	// away (a TLS handshake, say) needs more than one call's time.
-	pipe := n.nodes[i].pipe
-	ctx, cancel := context.WithTimeout(n.ctx, max(n.timeout, pipe.SetUp()))
+	node := n.nodes[i]
+	ctx, cancel := context.WithTimeout(n.ctx, max(n.timeout, node.SetUp()))
 	defer cancel()
-	ps := pipe.Sub().Subscribe(context.Background())
+	ps := node.Sub().Subscribe(context.Background())
 	if err := ps.Ping(ctx); err != nil {
 		_ = ps.Close() // it has no connection
 		n.mu.Lock()
@@ -199,7 +113,7 @@ func (n *notifier) connect(i int) {
 		for m := range msgs {
 			switch m := m.(type) {
 			case *redis.Message:
-				n.wake(keyOf(m.Channel))
+				n.Wake(keyOf(m.Channel))
 			case *redis.Subscription:
 				n.confirmed(i, ps, keyOf(m.Channel), m.Kind == "subscribe")
 			}
@@ -217,7 +131,7 @@ func (n *notifier) connect(i int) {
 // so its error is the connection's: it broke, and go-redis could not make
 // another. That drops the subscription; the node is left out for a while.
 // A write that went out proves nothing (a node cut off takes them all).
-func (n *notifier) settled(i int, ps *redis.PubSub, err error) {
+func (n *Notifier) settled(i int, ps *redis.PubSub, err error) {
 	if err == nil {
 		return
 	}
@@ -238,14 +152,14 @@ func (n *notifier) settled(i int, ps *redis.PubSub, err error) {
 // answered notes that node i confirmed a subscription on ps (go-redis
 // passes on no pong; a release announcement, the hot path, takes no note):
 // the node's waits after failures start again from the shortest; under mu.
-func (n *notifier) answered(i int, ps *redis.PubSub) {
+func (n *Notifier) answered(i int, ps *redis.PubSub) {
 	if n.subs[i].ps == ps {
 		n.subs[i].backoff = 0
 	}
 }
 
 // failed starts node i's wait after a failure, and its timer; under mu.
-func (n *notifier) failed(i int) {
+func (n *Notifier) failed(i int) {
 	n.subs[i].backoff = min(max(2*n.subs[i].backoff, subRetryFirst), subRetryMax)
 	n.subs[i].retryAt = time.Now().Add(n.subs[i].backoff)
 	n.retryLater(i)
@@ -253,21 +167,21 @@ func (n *notifier) failed(i int) {
 
 // channels is the release channel of every key that has waiters; under
 // mu.
-func (n *notifier) channels() []string {
+func (n *Notifier) channels() []string {
 	out := make([]string, 0, len(n.waiters))
 	for key := range n.waiters {
-		out = append(out, releaseChannel(key))
+		out = append(out, wire.ReleaseChannel(key))
 	}
 	return out
 }
 
 // keyOf is the key of a release channel.
-func keyOf(channel string) string { return strings.TrimPrefix(channel, releaseChannel("")) }
+func keyOf(channel string) string { return strings.TrimPrefix(channel, wire.ReleaseChannel("")) }
 
 // confirmed notes that node i confirmed key's subscription (on) or its
 // end on ps, and wakes key's waiters when releases may have gone
-// unannounced (see notifier).
-func (n *notifier) confirmed(i int, ps *redis.PubSub, key string, on bool) {
+// unannounced (see Notifier).
+func (n *Notifier) confirmed(i int, ps *redis.PubSub, key string, on bool) {
 	n.mu.Lock()
 	n.answered(i, ps)
 	nodes := n.active[key]
@@ -284,42 +198,6 @@ func (n *notifier) confirmed(i int, ps *redis.PubSub, key string, on bool) {
 	nodes[i] = true
 	n.mu.Unlock()
 	if again || first {
-		n.wake(key)
+		n.Wake(key)
 	}
-}
-
-func (n *notifier) wake(key string) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	for ch := range n.waiters[key] {
-		select {
-		case ch <- struct{}{}:
-		default:
-		}
-	}
-}
-
-// close ends every subscription and waits for the dispatch goroutines.
-func (n *notifier) close() {
-	n.cancel()
-	n.subMu.Lock()
-	n.mu.Lock()
-	n.closed = true
-	// Taken under mu: a call that outlived its timeout may still drop one
-	// (see settled, which leaves them to this once closed).
-	subs := make([]*redis.PubSub, 0, len(n.subs))
-	for _, sub := range n.subs {
-		subs = append(subs, sub.ps)
-		if sub.timer != nil && sub.timer.Stop() {
-			n.wg.Done()
-		}
-	}
-	n.mu.Unlock()
-	n.subMu.Unlock()
-	for _, ps := range subs {
-		if ps != nil {
-			_ = ps.Close()
-		}
-	}
-	n.wg.Wait()
 }
