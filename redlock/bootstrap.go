@@ -50,7 +50,7 @@ func (l *Locker) bootstrapSlots(ctx context.Context, args []any) error {
 	for range parallel {
 		wg.Go(func() {
 			for s := range slots {
-				if err := l.bootstrapSlot(ctx, wire.SlotTag(s), args); err != nil {
+				if err := l.bootstrapSlotRetried(ctx, wire.SlotTag(s), args); err != nil {
 					errs <- err
 					return
 				}
@@ -73,6 +73,23 @@ feed:
 		return err
 	}
 	return <-errs // nil when the channel is empty
+}
+
+// slotTries is how often Bootstrap asks for one slot's marker before it
+// fails: 16384 rounds on a busy machine may see a node timeout or two,
+// and seeding again is harmless (bootstrap.lua keeps a marker that is
+// there).
+const slotTries = 3
+
+// bootstrapSlotRetried is bootstrapSlot, tried up to slotTries times.
+func (l *Locker) bootstrapSlotRetried(ctx context.Context, key string, args []any) error {
+	var err error
+	for range slotTries {
+		if err = l.bootstrapSlot(ctx, key, args); err == nil || ctx.Err() != nil {
+			return err
+		}
+	}
+	return err
 }
 
 // bootstrapSlot seeds the marker that calls on key read (any key of its
