@@ -30,29 +30,72 @@ const minCallTimeout = time.Second
 // before every node was asked (the report then holds what was found so
 // far). It is safe to call concurrently.
 func Check(ctx context.Context, clients []*redis.Client, opts ...Option) (*Report, error) {
+	cfg, err := newConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	ps, err := clientPlans(clients)
+	if err != nil {
+		return nil, err
+	}
+	return run(ctx, ps, &cfg)
+}
+
+// CheckNodes is Check over nodes of any kind, as redlock.NewNodes takes
+// them: standalone masters (Server), Redis Clusters (Cluster) and Sentinel
+// groups (Sentinel), mixed. It finds each cluster's masters (its slot map)
+// and each group's (its sentinels' answer), checks every such master as
+// Check checks a standalone one, and reports it as a shard of its node
+// (Node.Shards, Finding.Shard); it also checks each cluster's slots and
+// each group's sentinels and failover settings (Slots, Sentinels,
+// Failover). A quorum with a Cluster node keeps the restart guard's
+// marker per hash slot, on every node: CheckNodes then reads the markers
+// of every slot a master serves. One server reached through two nodes (a
+// cluster's master also given as a Server, say) is an Error finding.
+//
+// The error is one matching redlock.ErrInvalid for no targets, a nil or
+// bad target (see Server, Cluster, Sentinel), two targets that
+// redlock.NewNodes counts as one node, or a bad option; or one matching
+// ctx.Err(), as Check's. It is safe to call concurrently.
+func CheckNodes(ctx context.Context, targets []Target, opts ...Option) (*Report, error) {
+	cfg, err := newConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	ps, err := plans(targets)
+	if err != nil {
+		return nil, err
+	}
+	return run(ctx, ps, &cfg)
+}
+
+// newConfig applies the options to the defaults and validates them.
+func newConfig(opts []Option) (config, error) {
 	cfg := defaultConfig()
 	for _, o := range opts {
 		if o != nil {
 			o(&cfg)
 		}
 	}
-	if err := cfg.validate(); err != nil {
-		return nil, err
+	return cfg, cfg.validate()
+}
+
+// run checks the nodes of ps: it finds their masters, asks each master,
+// waits for the clock window, reads the clocks again, and assesses what
+// it found.
+func run(ctx context.Context, ps []plan, cfg *config) (*Report, error) {
+	timeout := max(cfg.nodeTimeout, minCallTimeout)
+	nodes := make([]foundNode, len(ps))
+	for i := range nodes {
+		nodes[i].plan = &ps[i]
 	}
-	conns, addrs, err := nodeConns(clients, cfg.nodeTimeout)
-	if err != nil {
-		return nil, err
-	}
+	probeAll(nodes, func(n *foundNode) { n.discover(ctx, cfg.nodeTimeout, timeout) })
+	probes := newProbes(nodes, cfg.nodeTimeout)
 	defer func() {
-		for _, c := range conns {
-			c.close()
+		for i := range probes {
+			probes[i].conn.close()
 		}
 	}()
-	timeout := max(cfg.nodeTimeout, minCallTimeout)
-	probes := make([]nodeProbe, len(conns))
-	for i := range probes {
-		probes[i].rep.Addr, probes[i].conn = addrs[i], conns[i]
-	}
 	probeAll(probes, func(p *nodeProbe) { p.probe(ctx, timeout) })
 	if cfg.window > 0 && ctx.Err() == nil {
 		t := time.NewTimer(cfg.window)
@@ -65,55 +108,51 @@ func Check(ctx context.Context, clients []*redis.Client, opts ...Option) (*Repor
 			probeAll(probes, func(p *nodeProbe) { p.clockRate(ctx, timeout) })
 		}
 	}
-	nodes := make([]Node, len(probes))
-	for i := range probes {
-		nodes[i] = probes[i].rep
-	}
-	rep := assess(nodes, &cfg, quorum.Majority(len(nodes)))
+	reps := assemble(nodes, probes)
+	rep := assess(reps, cfg, quorum.Majority(len(reps)))
 	if err := ctx.Err(); err != nil {
 		return rep, fmt.Errorf("redlock: check cut short: %w", err)
 	}
 	return rep, nil
 }
 
-// probeAll runs fn on every probe, each in a goroutine of its own, and
-// waits for them all. Every node is asked everything and nothing is
-// counted or decided while they answer: a plain fan-out, not a quorum
-// round.
-func probeAll(probes []nodeProbe, fn func(p *nodeProbe)) {
+// probeAll runs fn on every item (a node to discover, a master to ask),
+// each in a goroutine of its own, and waits for them all. Every one is
+// asked everything and nothing is counted or decided while they answer: a
+// plain fan-out, not a quorum round.
+func probeAll[T any](items []T, fn func(item *T)) {
 	var wg sync.WaitGroup
-	for i := range probes {
-		wg.Go(func() { fn(&probes[i]) })
+	for i := range items {
+		wg.Go(func() { fn(&items[i]) })
 	}
 	wg.Wait()
 }
 
-// nodeConns checks the clients as redlock.New does and returns the
-// checker's own client for each, with the nodes' addresses, or an error
-// matching redlock.ErrInvalid.
-func nodeConns(clients []*redis.Client, nodeTimeout time.Duration) ([]*nodeConn, []string, error) {
+// clientPlans checks the clients as redlock.New does and returns a
+// standalone node's plan for each, or an error matching
+// redlock.ErrInvalid.
+func clientPlans(clients []*redis.Client) ([]plan, error) {
 	if len(clients) == 0 {
-		return nil, nil, invalid("no clients")
+		return nil, invalid("no clients")
 	}
-	conns := make([]*nodeConn, len(clients))
-	addrs := make([]string, len(clients))
+	ps := make([]plan, len(clients))
 	seen := make(map[string]int, len(clients))
 	for i, c := range clients {
 		if c == nil {
-			return nil, nil, invalid("client %d is nil", i)
+			return nil, invalid("client %d is nil", i)
 		}
 		for j := range i {
 			if clients[j] == c {
-				return nil, nil, invalid("clients %d and %d are the same client: it would vote twice", j, i)
+				return nil, invalid("clients %d and %d are the same client: it would vote twice", j, i)
 			}
 		}
 		o := c.Options()
 		addr, key := nodeAddr(o, i)
 		if j, dup := seen[key]; dup && key != "" {
-			return nil, nil, invalid("clients %d and %d are the same node (%s): it would vote twice", j, i, addr)
+			return nil, invalid("clients %d and %d are the same node (%s): it would vote twice", j, i, addr)
 		}
 		seen[key] = i
-		conns[i], addrs[i] = newNodeConn(o, nodeTimeout), addr
+		ps[i] = plan{addr: addr, kind: KindServer, server: o}
 	}
-	return conns, addrs, nil
+	return ps, nil
 }

@@ -56,7 +56,7 @@ func finding(t *testing.T, rep *doctor.Report, check, node, want string) doctor.
 func dump(rep *doctor.Report) string {
 	var b strings.Builder
 	for _, f := range rep.Findings {
-		b.WriteString(f.Severity.String() + " " + f.Check + " " + f.Node + ": " + f.Summary)
+		b.WriteString(f.Severity.String() + " " + f.Check + " " + f.Where() + ": " + f.Summary)
 		if f.Fix != "" {
 			b.WriteString(" [fix: " + f.Fix + "]")
 		}

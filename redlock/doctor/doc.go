@@ -3,7 +3,8 @@
 // fix: Check asks every node directly and returns a Report of findings,
 // each with a severity (OK, Warning, Error), a one-line summary with its
 // numbers and a one-line fix. The redlock command's "redlock doctor" prints
-// it.
+// it. Check takes standalone masters; CheckNodes takes nodes of every kind
+// redlock.NewNodes takes (Server, Cluster, Sentinel), mixed.
 //
 // # What it checks
 //
@@ -22,6 +23,24 @@
 // the servers' clocks against each other (Clock), the number of nodes and
 // how many of them can vote (Nodes). docs/safety.md maps each check to the
 // assumption it verifies; docs/cli.md shows the command's report.
+//
+// # Clusters and Sentinel groups
+//
+// CheckNodes finds the masters that cast a Cluster's or Sentinel group's
+// vote: a cluster's from its slot map (CLUSTER SLOTS on connections of its
+// own, never through the cluster client's routing), a group's by asking
+// every sentinel (SENTINEL GET-MASTER-ADDR-BY-NAME). Each master is
+// checked as a standalone one, and reported as a shard of its node
+// (Node.Shards, Finding.Shard); Identity then covers every master of
+// every node, so a server reached through two nodes is an Error. For a
+// cluster as a whole: every slot served and cluster_state:ok (Slots); for
+// a group: its sentinels answer and name one master (Sentinels), and its
+// master has min-replicas-to-write (Failover). For both, whether a
+// failover can promote a replica without the locks its master granted
+// while the restart guard is off (Failover). A quorum with a cluster keeps
+// the guard's marker and quarantine per hash slot on every node: Guard
+// then reads those of every slot a master serves, and counts the slots
+// that abstain, have a stale marker or none.
 //
 // The findings are judged against the settings the locks use, given as
 // options with redlock's defaults: WithTTL, WithDriftFactor,
@@ -46,6 +65,8 @@
 // dial of its clients to its process-wide logger, and an unreachable node
 // is a finding of the report, not a line on stderr.
 //
-// Check runs one goroutine per node while it asks them (twice: before and
-// after the clock window) and waits for them all before it returns.
+// Check runs one goroutine per node while it finds the nodes' masters,
+// then one per master while it asks them (twice: before and after the
+// clock window), and waits for them all each time before it goes on;
+// CheckNodes runs the same.
 package doctor

@@ -14,47 +14,93 @@ import (
 // need is the quorum.
 func assess(nodes []Node, cfg *config, need int) *Report {
 	rep := &Report{Nodes: nodes, Quorum: need, ClockWindow: cfg.window, GuardInUse: cfg.guard > 0}
-	fresh := true // no node has a marker: a cluster that never ran guarded
-	for _, n := range nodes {
-		if n.Guard.Marker {
+	servers := serversOf(nodes)
+	fresh := true // no server has a marker: a deployment that never ran guarded
+	for _, s := range servers {
+		if s.n.Guard.marked() {
 			rep.GuardInUse, fresh = true, false
 		}
 	}
-	owner := map[string]int{} // run_id → the first node that reached it
-	for i := range nodes {
-		n := &nodes[i]
+	owner := map[string]string{} // run_id → where the first server that reached it is
+	for _, s := range servers {
+		n := s.n
+		if s.of != nil && n == &s.of.Shards[0] {
+			rep.Findings = append(rep.Findings, groupFindings(s.of, rep.GuardInUse)...)
+		}
 		if n.Err == nil && n.Guard.Known && rep.GuardInUse && fresh {
 			n.Guard.BootstrapNeeded = true
 		}
-		a := nodeAssessment{n: n, cfg: cfg, guard: rep.GuardInUse, fresh: fresh}
+		a := nodeAssessment{n: n, of: s.of, cfg: cfg, guard: rep.GuardInUse, fresh: fresh}
 		if n.Err == nil && n.RunID != "" {
 			if o, seen := owner[n.RunID]; seen {
-				a.sameAs = nodes[o].Addr
+				a.sameAs = o
 			} else {
-				owner[n.RunID] = i
+				owner[n.RunID] = a.where()
 			}
 		}
 		rep.Findings = append(rep.Findings, a.findings()...)
 	}
-	rep.Findings = append(rep.Findings, clocksFinding(nodes, cfg))
+	flat := make([]Node, len(servers))
+	for i, s := range servers {
+		flat[i] = *s.n
+	}
+	rep.Findings = append(rep.Findings, clocksFinding(flat, cfg))
 	rep.Findings = append(rep.Findings, countFindings(nodes, need, rep.GuardInUse)...)
 	return rep
 }
 
-// nodeAssessment assesses one node.
+// server is one server that votes: a standalone node (of nil), or a shard
+// of the Cluster or Sentinel node of.
+type server struct {
+	n  *Node
+	of *Node
+}
+
+// serversOf lists the nodes' servers in order; a Cluster or Sentinel node
+// whose masters could not be found stands for itself (its Err is its
+// finding).
+func serversOf(nodes []Node) []server {
+	var out []server
+	for i := range nodes {
+		n := &nodes[i]
+		if n.Kind == KindServer || n.Kind == "" || len(n.Shards) == 0 {
+			out = append(out, server{n: n})
+			continue
+		}
+		for j := range n.Shards {
+			out = append(out, server{n: &n.Shards[j], of: n})
+		}
+	}
+	return out
+}
+
+// nodeAssessment assesses one server.
 type nodeAssessment struct {
 	n     *Node
+	of    *Node // the Cluster or Sentinel node of a shard; nil otherwise
 	cfg   *config
-	guard bool // the restart guard is in use on the cluster
-	fresh bool // no node has a marker yet
-	// sameAs is the address of an earlier node that reached the same
-	// server; "" when none did.
+	guard bool // the restart guard is in use on the deployment
+	fresh bool // no server has a marker yet
+	// sameAs is where an earlier server that is the same one was found;
+	// "" when none was.
 	sameAs string
 	out    []Finding
 }
 
+// where names the server as Finding.Where does.
+func (a *nodeAssessment) where() string {
+	if a.of == nil {
+		return a.n.Addr
+	}
+	return where(a.of.Addr, a.n.Addr)
+}
+
 func (a *nodeAssessment) add(check string, s Severity, summary, fix string) {
-	a.out = append(a.out, Finding{Check: check, Node: a.n.Addr, Severity: s, Summary: summary, Fix: fix})
+	f := Finding{Check: check, Node: a.n.Addr, Severity: s, Summary: summary, Fix: fix}
+	if a.of != nil {
+		f.Node, f.Shard = a.of.Addr, a.n.Addr
+	}
+	a.out = append(a.out, f)
 }
 
 func (a *nodeAssessment) unverified(check string, s Severity, summary, fix string) {
@@ -161,13 +207,13 @@ func (a *nodeAssessment) identity() {
 }
 
 func (a *nodeAssessment) role() {
-	n := a.n
+	n, inCluster := a.n, a.of != nil && a.of.Kind == KindCluster
 	switch {
 	case n.InfoErr != nil:
 		a.unverified(Role, Warning, "role not verified: INFO refused", "allow INFO (ACL SETUSER USER +info)")
-	case n.Cluster:
-		a.add(Role, Error, "a Redis Cluster node (cluster_enabled:1): a lock's keys fall in several hash slots, and a cluster is one node to Redlock",
-			"cluster-enabled no: give one independent master per node")
+	case n.Cluster && !inCluster:
+		a.add(Role, Error, "a Redis Cluster node (cluster_enabled:1) given as one server: a lock's keys fall in several hash slots, and a cluster is one node to Redlock",
+			"give the whole cluster as one Cluster node (redlock.Cluster, doctor.Cluster), or cluster-enabled no")
 	case n.Role != "master":
 		of := ""
 		if n.MasterAddr != "" {
@@ -175,6 +221,13 @@ func (a *nodeAssessment) role() {
 		}
 		a.add(Role, Error, fmt.Sprintf("a %s%s: it refuses writes, and votes only once promoted, without the locks it never saw", roleName(n.Role), of),
 			"list masters only (REPLICAOF NO ONE on it, or give the master's address)")
+	case a.of != nil:
+		// What a failover does is the node's Failover finding.
+		summary := fmt.Sprintf("master with %d replica(s)", n.Replicas)
+		if inCluster {
+			summary += fmt.Sprintf(", serving %d slots", n.Slots)
+		}
+		a.add(Role, OK, summary, "")
 	case n.Replicas > 0 && !a.guard:
 		a.add(Role, Warning, fmt.Sprintf("master with %d replica(s): a failover to one that lags forgets locks it granted", n.Replicas),
 			"no automatic failover of lock nodes, or turn on the restart guard (WithRestartGuard, --restart-guard)")
@@ -254,45 +307,4 @@ func (a *nodeAssessment) memory() {
 	default:
 		a.add(Memory, OK, fmt.Sprintf("noeviction, no maxmemory (used %s)%s", fmtBytes(n.UsedMemory), evicted), "")
 	}
-}
-
-// countFindings advises on the number of nodes, and says when too few of
-// them can vote for any lock to be granted.
-func countFindings(nodes []Node, need int, guard bool) []Finding {
-	n := len(nodes)
-	f := Finding{Check: Nodes, Severity: Warning}
-	switch {
-	case n == 1:
-		f.Summary = "1 node: single-node mode, whose locks last only as long as that server keeps them"
-		f.Fix = "use 3 or 5 independent masters for quorum mode"
-	case n == 2:
-		f.Summary = "2 nodes: a lock needs both, so one failed node stops every lock"
-		f.Fix = "add a third independent master"
-	case n%2 == 0:
-		f.Summary = fmt.Sprintf("%d nodes, quorum %d: tolerates %s failed, as %s would", n, need, nodeCount(n-need), nodeCount(n-1))
-		f.Fix = "use an odd number of nodes: add or remove one"
-	default:
-		f.Severity = OK
-		f.Summary = fmt.Sprintf("%d nodes, quorum %d: tolerates %s failed", n, need, nodeCount(n-need))
-	}
-	out := []Finding{f}
-	voting, seen := 0, map[string]bool{}
-	for _, x := range nodes {
-		switch {
-		case x.Err != nil, x.ScriptsErr != nil, x.Cluster, x.Role != "" && x.Role != "master", seen[x.RunID]:
-			continue
-		case guard && (x.Guard.Abstain > 0 || x.MaxMemoryPolicy != "noeviction" && x.MaxMemory > 0):
-			continue
-		}
-		if x.RunID != "" {
-			seen[x.RunID] = true
-		}
-		voting++
-	}
-	if voting < need {
-		out = append(out, Finding{Check: Nodes, Severity: Error,
-			Summary: fmt.Sprintf("only %d of %d nodes can grant a lock now, %d needed: no lock can be obtained", voting, n, need),
-			Fix:     "fix the nodes' errors above"})
-	}
-	return out
 }

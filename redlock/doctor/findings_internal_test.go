@@ -134,3 +134,100 @@ func TestReachFix(t *testing.T) {
 		}
 	}
 }
+
+// clusterNode is a cluster of three healthy masters, each serving a third
+// of the slots.
+func clusterNode() Node {
+	n := Node{Addr: "cluster c", Kind: KindCluster, Slots: 16384}
+	for i, run := range []string{"a", "b", "c"} {
+		s := healthyNode("m"+run, run)
+		s.Kind, s.Cluster, s.ClusterState, s.Slots = KindCluster, true, "ok", 16384/3+min(i, 1)
+		n.Shards = append(n.Shards, s)
+	}
+	return n
+}
+
+// The findings about a cluster or Sentinel group as a whole: each case
+// changes one fact and expects a finding of that severity whose summary
+// contains want.
+func TestGroupFindings(t *testing.T) {
+	group := func() Node {
+		m := healthyNode("m", "r")
+		m.Kind, m.Replicas, m.MinReplicasToWrite, m.MinReplicasMaxLag = KindSentinel, 1, 1, 10
+		return Node{Addr: "sentinel g", Kind: KindSentinel, Shards: []Node{m},
+			Sentinels: []SentinelAnswer{{Addr: "s1", Master: "m"}, {Addr: "s2", Master: "m"}, {Addr: "s3", Master: "m"}}}
+	}
+	tests := []struct {
+		name   string
+		node   func() Node
+		change func(n *Node)
+		check  string
+		sev    Severity
+		want   string
+	}{
+		{"whole", clusterNode, func(*Node) {}, Slots, OK, "all 16384 slots served by 3 masters"},
+		{"slots unserved", clusterNode, func(n *Node) { n.Slots = 16000 }, Slots, Warning, "384 of 16384 slots served by no master"},
+		{"state fail", clusterNode, func(n *Node) { n.Shards[1].ClusterState = "fail" }, Slots, Error, "cluster_state not ok on mb (fail)"},
+		{"CLUSTER INFO refused", clusterNode, func(n *Node) { n.Shards[2].ClusterErr = errRefused }, Slots, Warning, "cluster_state not verified"},
+		{"no replicas", clusterNode, func(*Node) {}, Failover, OK, "no master has a replica"},
+		{"replicas, no guard", clusterNode, func(n *Node) { n.Shards[0].Replicas = 1 }, Failover, Warning, "1 of 3 masters have replicas and the restart guard is off"},
+		{"node timeouts", clusterNode, func(n *Node) {
+			n.Shards[2].Replicas = 1
+			n.Shards[0].ClusterNodeTimeout, n.Shards[1].ClusterNodeTimeout = 15*time.Second, 5*time.Second
+		}, Failover, Warning, "cluster-node-timeout 5s: a failed master's slots vote no for that long and an election (up to 15s on some masters)"},
+		{"sentinels agree", group, func(*Node) {}, Sentinels, OK, "the 3 sentinels name m"},
+		{"sentinels disagree", group, func(n *Node) { n.Sentinels[2].Master = "r2" }, Sentinels, Warning, "the sentinels name 2 masters (m by 2, r2 by 1)"},
+		{"a sentinel silent", group, func(n *Node) { n.Sentinels[1] = SentinelAnswer{Addr: "s2", Err: errRefused} }, Sentinels, Warning, "2 of 3 sentinels answer, naming m; s2: node overloaded"},
+		{"min-replicas unknown", group, func(n *Node) { n.Shards[0].MinReplicasToWrite, n.Shards[0].ConfigErr = -1, errRefused }, Failover, Warning, "min-replicas-to-write not verified"},
+		{"min-replicas off", group, func(n *Node) { n.Shards[0].MinReplicasToWrite = 0 }, Failover, Warning, "min-replicas-to-write 0: after a failover"},
+		{"min-replicas on", group, func(*Node) {}, Failover, OK, "min-replicas-to-write 1, min-replicas-max-lag 10s"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n := tt.node()
+			tt.change(&n)
+			var got []string
+			for _, f := range groupFindings(&n, false) {
+				if f.Check != tt.check {
+					continue
+				}
+				if f.Severity == tt.sev && strings.Contains(f.Summary, tt.want) && (f.Severity == OK) == (f.Fix == "") {
+					return
+				}
+				got = append(got, f.Severity.String()+" "+f.Summary+" [fix: "+f.Fix+"]")
+			}
+			t.Errorf("no %v %s finding containing %q; got %q", tt.sev, tt.check, tt.want, got)
+		})
+	}
+}
+
+// A cluster votes when all its masters do; a master that abstains in some
+// of its slots still votes in the others; a master seen before does not.
+func TestVotesCluster(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		change func(n *Node)
+		want   bool
+	}{
+		{"healthy", func(*Node) {}, true},
+		{"some slots abstain", func(n *Node) {
+			n.Shards[0].Guard = GuardState{Known: true, Slots: 5461, Abstaining: 10, Abstain: time.Second}
+		}, true},
+		{"every slot abstains", func(n *Node) {
+			n.Shards[0].Guard = GuardState{Known: true, Slots: 5461, Abstaining: 5461, Abstain: time.Second}
+		}, false},
+		{"a master unreachable", func(n *Node) { n.Shards[1].Err = errRefused }, false},
+		{"state fail", func(n *Node) { n.Shards[2].ClusterState = "fail" }, false},
+		{"masters not found", func(n *Node) { n.Err, n.Shards = errRefused, nil }, false},
+	} {
+		n := clusterNode()
+		tt.change(&n)
+		if got := votes(&n, true, map[string]bool{}); got != tt.want {
+			t.Errorf("%s: votes %v, want %v", tt.name, got, tt.want)
+		}
+	}
+	n := clusterNode()
+	if votes(&n, false, map[string]bool{"b": true}) {
+		t.Error("a cluster with a master seen before votes")
+	}
+}

@@ -35,15 +35,21 @@ func (p *nodeProbe) readGuard(info map[string]string, marker *redis.StringCmd, q
 		return
 	}
 	g.Marker = true
+	g.Stale = staleness(stamp, run, evicted)
+	g.Current = g.Stale == ""
+}
+
+// staleness says why a marker's stamp is not the server's current run_id
+// and evicted-keys count; "" when it is.
+func staleness(stamp, run, evicted string) string {
 	oldRun, oldEvicted, _ := strings.Cut(stamp, " ")
 	switch {
 	case oldRun != run:
-		g.Stale = "the server restarted or was promoted from replica since it was stamped (run_id " + oldRun + ")"
+		return "the server restarted or was promoted from replica since it was stamped (run_id " + oldRun + ")"
 	case oldEvicted != evicted:
-		g.Stale = fmt.Sprintf("the server evicted keys since it was stamped (evicted_keys %s, then %s)", evicted, oldEvicted)
-	default:
-		g.Current = true
+		return fmt.Sprintf("the server evicted keys since it was stamped (evicted_keys %s, then %s)", evicted, oldEvicted)
 	}
+	return ""
 }
 
 func (a *nodeAssessment) guardState() {
@@ -53,6 +59,8 @@ func (a *nodeAssessment) guardState() {
 		a.add(Guard, OK, "not in use (no marker on any node)", "")
 	case !g.Known:
 		a.unverified(Guard, Warning, "state not verified: "+oneLine(n.GuardErr), "allow GET, PTTL and INFO on the redlock:* keys")
+	case g.Slots > 0:
+		a.slotGuardState()
 	case g.Abstain > 0:
 		a.add(Guard, Warning, fmt.Sprintf("abstains for %s more: it lost its memory (restart, reload, promotion, eviction or flush)", g.Abstain.Round(time.Millisecond)),
 			"none: it votes again when its quarantine ends (bootstrap does not shorten it)")

@@ -30,11 +30,19 @@ const (
 	guardQuarantine = wire.GuardQuarantine
 )
 
-// nodeProbe gathers the facts of one node.
+// nodeProbe gathers the facts of one master: a standalone node, or a
+// shard of a cluster or Sentinel group (kind).
 type nodeProbe struct {
 	conn  *nodeConn
 	rep   Node
 	first clockSample
+	kind  Kind
+	// slots are the slots a cluster's master serves: its script check
+	// runs on a key of the first.
+	slots []int
+	// guardSlots are the slots whose restart guard keys are read, where
+	// the quorum keeps them per slot; nil where it keeps one of each.
+	guardSlots []int
 }
 
 // isReply reports whether err is nil or a reply of the server (an error
@@ -53,8 +61,15 @@ func checkCall(ctx context.Context, timeout time.Duration, fn func(ctx context.C
 }
 
 // configNames are the settings Check reads with CONFIG GET, one at a time
-// (several in one CONFIG GET needs Redis 7.0).
-var configNames = []string{"appendonly", "appendfsync", "save"}
+// (several in one CONFIG GET needs Redis 7.0); a cluster's masters and a
+// Sentinel group's master have some more (configExtra).
+var (
+	configNames = []string{"appendonly", "appendfsync", "save"}
+	configExtra = map[Kind][]string{
+		KindCluster:  {"cluster-node-timeout"},
+		KindSentinel: {"min-replicas-to-write", "min-replicas-max-lag"},
+	}
+)
 
 // probe asks the node for its facts, in a few round trips. A node that
 // cannot be dialled or does not answer a PING is unreachable, and asked
@@ -62,6 +77,7 @@ var configNames = []string{"appendonly", "appendfsync", "save"}
 func (p *nodeProbe) probe(ctx context.Context, timeout time.Duration) {
 	r := &p.rep
 	r.MaxMemory, r.UsedMemory, r.EvictedKeys = -1, -1, -1
+	r.MinReplicasToWrite, r.MinReplicasMaxLag = -1, -1
 	if err := p.conn.connect(ctx); err != nil {
 		r.Err = err
 		return
@@ -71,43 +87,7 @@ func (p *nodeProbe) probe(ctx context.Context, timeout time.Duration) {
 		r.Err = err
 		return
 	}
-
-	var (
-		info       *redis.StringCmd
-		cfg        = make([]*redis.MapStringStringCmd, len(configNames))
-		marker     *redis.StringCmd
-		quarantine *redis.DurationCmd
-		self       *redis.Cmd
-	)
-	err := checkCall(ctx, timeout, func(ctx context.Context) error {
-		pl := c.Pipeline()
-		info = pl.Info(ctx) // the default sections hold all we read
-		for i, name := range configNames {
-			cfg[i] = pl.ConfigGet(ctx, name)
-		}
-		marker = pl.Get(ctx, guardMarker)
-		quarantine = pl.PTTL(ctx, guardQuarantine)
-		// A lock's connections learn their id with it.
-		self = pl.Do(ctx, "client", "info")
-		_, err := pl.Exec(ctx)
-		return err
-	})
-	if !isReply(err) {
-		r.Err = err
-		return
-	}
-	fields := parseInfo(info.Val())
-	p.readInfo(fields, info.Err())
-	p.readConfig(cfg, fields)
-	p.readGuard(fields, marker, quarantine)
-	if err := self.Err(); err != nil {
-		r.ScriptsErr = fmt.Errorf("CLIENT INFO: %w", err)
-	} else {
-		r.ScriptsErr = p.runScripts(ctx, c, timeout)
-	}
-	if err := r.ScriptsErr; !isReply(err) {
-		// The node stopped answering.
-		r.Err = err
+	if !p.gather(ctx, c, timeout) {
 		return
 	}
 	s, err := readClock(ctx, c, timeout)
@@ -136,6 +116,67 @@ func (p *nodeProbe) measureLatency(ctx context.Context, c *redis.Client, timeout
 	slices.Sort(rtts)
 	p.rep.Latency, p.rep.MaxLatency = rtts[len(rtts)/2], rtts[len(rtts)-1]
 	return nil
+}
+
+// gather reads the node's settings, its guard's state and its cluster
+// state in one pipeline, then runs the scripts; it reports false when the
+// node stopped answering.
+func (p *nodeProbe) gather(ctx context.Context, c *redis.Client, timeout time.Duration) bool {
+	r := &p.rep
+	names := append(slices.Clip(configNames), configExtra[p.kind]...)
+	var (
+		info       *redis.StringCmd
+		cfg        = make([]*redis.MapStringStringCmd, len(names))
+		marker     *redis.StringCmd
+		quarantine *redis.DurationCmd
+		cluster    *redis.StringCmd
+		self       *redis.Cmd
+	)
+	err := checkCall(ctx, timeout, func(ctx context.Context) error {
+		pl := c.Pipeline()
+		info = pl.Info(ctx) // the default sections hold all we read
+		for i, name := range names {
+			cfg[i] = pl.ConfigGet(ctx, name)
+		}
+		if p.guardSlots == nil {
+			marker = pl.Get(ctx, guardMarker)
+			quarantine = pl.PTTL(ctx, guardQuarantine)
+		}
+		if p.kind == KindCluster {
+			cluster = pl.ClusterInfo(ctx)
+		}
+		// A lock's connections learn their id with it.
+		self = pl.Do(ctx, "client", "info")
+		_, err := pl.Exec(ctx)
+		return err
+	})
+	if !isReply(err) {
+		r.Err = err
+		return false
+	}
+	fields := parseInfo(info.Val())
+	p.readInfo(fields, info.Err())
+	p.readConfig(cfg[:len(configNames)], fields)
+	p.readExtra(cfg[len(configNames):])
+	if cluster != nil {
+		p.readCluster(cluster)
+	}
+	if p.guardSlots == nil {
+		p.readGuard(fields, marker, quarantine)
+	} else if !p.readSlotGuards(ctx, c, timeout, fields) {
+		return false
+	}
+	if err := self.Err(); err != nil {
+		r.ScriptsErr = fmt.Errorf("CLIENT INFO: %w", err)
+	} else {
+		r.ScriptsErr = p.runScripts(ctx, c, timeout)
+	}
+	if err := r.ScriptsErr; !isReply(err) {
+		// The node stopped answering.
+		r.Err = err
+		return false
+	}
+	return true
 }
 
 // parseInfo splits an INFO reply into its fields.
@@ -209,6 +250,11 @@ func (p *nodeProbe) readConfig(cfg []*redis.MapStringStringCmd, info map[string]
 // a master, acquire and release. The error names the step.
 func (p *nodeProbe) runScripts(ctx context.Context, c *redis.Client, timeout time.Duration) error {
 	key := wire.CheckPrefix + uuid.NewString()
+	if len(p.slots) > 0 {
+		// A key of a slot this master serves, and so are the keys the
+		// scripts derive from it (the tag comes first).
+		key = wire.CheckPrefix + wire.SlotTag(p.slots[0]) + uuid.NewString()
+	}
 	value, h := wire.Value("check-"+uuid.NewString(), "1", "")
 	type step struct {
 		name string

@@ -59,6 +59,19 @@ const (
 	Clock       = "clock"       // clock offset and rate against this machine and the other servers
 	Guard       = "guard"       // the restart guard's marker and quarantine
 	Nodes       = "nodes"       // how many nodes, and how many can vote
+	Slots       = "slots"       // a cluster's slots all served, its cluster_state ok
+	Failover    = "failover"    // what a failover of a cluster's or Sentinel group's master does to locks
+	Sentinels   = "sentinels"   // a Sentinel group's sentinels answer and name one master
+)
+
+// Kind is how a node was given to CheckNodes.
+type Kind string
+
+// The kinds of nodes.
+const (
+	KindServer   Kind = "server"   // a standalone master (Server; every client of Check)
+	KindCluster  Kind = "cluster"  // a Redis Cluster (Cluster)
+	KindSentinel Kind = "sentinel" // a Sentinel group (Sentinel)
 )
 
 // Finding is one thing Check found, about one node or the whole set.
@@ -67,7 +80,11 @@ type Finding struct {
 	Check string
 	// Node is the node's address, credentials removed; "" for a finding
 	// about the whole set of nodes.
-	Node     string
+	Node string
+	// Shard is the address of the master that the finding is about, when
+	// it is one of a Cluster's or Sentinel group's (see Node.Shards); ""
+	// for a finding about a standalone node or a node as a whole.
+	Shard    string
 	Severity Severity
 	// Summary says what was found, with its numbers, on one line.
 	Summary string
@@ -79,12 +96,37 @@ type Finding struct {
 	Unverified bool
 }
 
+// Where is the finding's Node, followed by " shard " and its Shard when it
+// has one.
+func (f Finding) Where() string { return where(f.Node, f.Shard) }
+
+func where(node, shard string) string {
+	if shard == "" {
+		return node
+	}
+	return node + " shard " + shard
+}
+
 // Node is what Check learned from one node. Fields it could
 // not learn keep their zero value ("" for strings, -1 for the memory
-// figures).
+// figures and the min-replicas settings).
+//
+// A Cluster or Sentinel node's own entry holds Addr, Kind, Err (why its
+// masters could not be found), Slots and Sentinels; the facts of the
+// servers that vote for it are in Shards, one entry per master.
 type Node struct {
-	// Addr is the node's address, credentials removed.
+	// Addr is the node's address, credentials removed: a Cluster's is
+	// "cluster " and its seed addresses, a Sentinel group's "sentinel ",
+	// its master's name and the sentinels' addresses; a shard's is its
+	// master's address.
 	Addr string
+	// Kind is how the node was given; a shard has its node's kind.
+	Kind Kind
+	// Shards are the masters that cast a Cluster's or Sentinel group's
+	// vote: a cluster's, in the order of their first slots, or the
+	// group's master as the sentinels name it. Each has the facts of a
+	// standalone node. nil for a Server.
+	Shards []Node
 	// Err is why the node could not be reached; nil when it answered.
 	Err error
 	// Latency is the median of a few round trips (PING), MaxLatency the
@@ -131,6 +173,31 @@ type Node struct {
 	// could not be read.
 	Guard    GuardState
 	GuardErr error
+	// Slots is, on a Cluster node, how many of the cluster's 16384 hash
+	// slots some master serves; on a cluster's shard, how many it serves.
+	Slots int
+	// ClusterState is a cluster master's cluster_state ("ok" or "fail",
+	// CLUSTER INFO) and ClusterNodeTimeout its cluster-node-timeout;
+	// ClusterErr says why they could not be read.
+	ClusterState       string
+	ClusterNodeTimeout time.Duration
+	ClusterErr         error
+	// MinReplicasToWrite and MinReplicasMaxLag (in seconds) are read on a
+	// Sentinel group's master: a master with fewer replicas in touch than
+	// the first refuses writes.
+	MinReplicasToWrite, MinReplicasMaxLag int
+	// Sentinels are, on a Sentinel node, what each sentinel answered.
+	Sentinels []SentinelAnswer
+}
+
+// SentinelAnswer is what one sentinel of a group said its master is.
+type SentinelAnswer struct {
+	// Addr is the sentinel's address, credentials removed.
+	Addr string
+	// Master is the address it named (SENTINEL GET-MASTER-ADDR-BY-NAME);
+	// "" when it named none, and Err then says why.
+	Master string
+	Err    error
 }
 
 // GuardState is the restart guard's state on one node.
@@ -149,11 +216,24 @@ type GuardState struct {
 	// BootstrapNeeded is set on a node of a fresh cluster (no node has a
 	// marker yet) that redlock.Locker.Bootstrap would seed.
 	BootstrapNeeded bool
+	// Slots is how many hash slots' markers were read where the nodes
+	// keep a marker and a quarantine per slot (a quorum with a Cluster
+	// node: each cluster master for the slots it serves, any other master
+	// for all 16384); 0 where a node keeps one of each. The fields above
+	// then sum the slots up: Marker when every slot has its marker,
+	// Current when every marker is current, Stale why the first stale one
+	// is, Abstain the longest quarantine; Unmarked, StaleSlots and
+	// Abstaining count the slots without a marker, with a stale one, and
+	// in quarantine.
+	Slots, Unmarked, StaleSlots, Abstaining int
 }
+
+// marked reports whether the node has a marker, in some slot at least.
+func (g *GuardState) marked() bool { return g.Marker || g.Slots > g.Unmarked }
 
 // Report is what Check found.
 type Report struct {
-	// Nodes holds one entry per node, in the order the clients were given.
+	// Nodes holds one entry per node, in the order they were given.
 	Nodes []Node
 	// Findings lists every finding, ok ones included: each node's in node
 	// order, then those about the whole set (Node "").
@@ -176,12 +256,19 @@ func (r *Report) Severity() Severity {
 	return worst
 }
 
-// Unreachable returns the addresses of the nodes that could not be reached.
+// Unreachable returns the addresses of the nodes that could not be
+// reached, and of the masters of a Cluster or Sentinel node that could
+// not be (as Finding.Where names them).
 func (r *Report) Unreachable() []string {
 	var out []string
 	for _, n := range r.Nodes {
 		if n.Err != nil {
 			out = append(out, n.Addr)
+		}
+		for _, s := range n.Shards {
+			if s.Err != nil {
+				out = append(out, where(n.Addr, s.Addr))
+			}
 		}
 	}
 	return out
