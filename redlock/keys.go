@@ -27,7 +27,7 @@ const releasePrefix = wire.ReleasePrefix
 // announcements' channels only.
 const ACLRule = "resetkeys ~* resetchannels &" + releasePrefix + "* -@all " +
 	"+evalsha +eval +script|load +function|load +fcall +get +set +del +exists +incr +pexpire +pttl +publish +time " +
-	"+sadd +srem +smembers +srandmember +info +client|info +client|kill +subscribe +unsubscribe +ping +scan +config|get"
+	"+sadd +srem +smembers +srandmember +info +client|info +client|kill +subscribe +unsubscribe +ping +scan +config|get +cluster|slots +cluster|info"
 
 // MaxKeyLen bounds lock keys, in bytes.
 const MaxKeyLen = 4096
