@@ -12,6 +12,7 @@
 //
 //	go run .            # the full run, a few minutes
 //	go run . -quick     # every mode and scenario in well under a minute
+//	go run . -scenarios clusters,clusters-fresh   # standalone servers against cluster nodes
 //	go run . -nodes 127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003,127.0.0.1:7004,127.0.0.1:7005
 package main
 
@@ -67,7 +68,8 @@ func run() error {
 		from       = flag.String("from", "", "run nothing: print the table and draw the chart of this earlier JSON file")
 		modes      = flag.String("modes", "", "only these modes, as impl/nodes (redlock/5,redsync/5); default all")
 		cpuProfile = flag.String("cpuprofile", "", "write a CPU profile of the run (the benchmark process only) to this file")
-		scens      = flag.String("scenarios", "", "only these scenarios (uncontended,throughput,contention,slow-node,node-down,server-time,scaling; on fresh keys, for redlock's modes: uncontended-fresh,throughput-fresh,throughput-many,throughput-many-fresh,server-time-fresh); default all")
+		scens      = flag.String("scenarios", "", "only these scenarios (uncontended,throughput,contention,slow-node,node-down,server-time,scaling; on fresh keys, for redlock's modes: uncontended-fresh,throughput-fresh,throughput-many,throughput-many-fresh,server-time-fresh); default all but clusters,clusters-fresh, which run only when named (redlock over 3 local servers beside 3 local Redis Clusters of each -shards count)")
+		shards     = flag.String("shards", ints(def.Shards), "clusters, clusters-fresh: masters of each cluster node, one comparison per count, comma-separated")
 	)
 	flag.Parse()
 	if flag.NArg() > 0 {
@@ -138,7 +140,7 @@ func run() error {
 		name string
 		val  string
 		dst  *[]int
-	}{{"scale-workers", *scaleW, &cfg.ScaleWorkers}, {"scale-nodes", *scaleN, &cfg.ScaleNodes}} {
+	}{{"scale-workers", *scaleW, &cfg.ScaleWorkers}, {"scale-nodes", *scaleN, &cfg.ScaleNodes}, {"shards", *shards, &cfg.Shards}} {
 		if !isSet(f.name) {
 			continue
 		}
@@ -209,12 +211,13 @@ func run() error {
 	return nil
 }
 
-// writeCharts draws the scenarios' chart (the server-time scenario has
-// none) and, when the scaling scenario ran, the scaling chart, naming on
-// stderr what it wrote.
+// writeCharts draws the scenarios' chart (the server-time scenarios and
+// the node-kind comparison have none) and, when the scaling scenario ran,
+// the scaling chart, naming on stderr what it wrote.
 func writeCharts(rep *report.Report, chartPath, scalePath string) error {
 	if slices.ContainsFunc(rep.Results, func(x report.Result) bool {
-		return x.Scenario != report.Scaling && x.Scenario != report.ServerTime && x.Scenario != report.ServerTimeFresh
+		return x.Scenario != report.Scaling && x.Scenario != report.ServerTime && x.Scenario != report.ServerTimeFresh &&
+			!report.IsClusters(x.Scenario)
 	}) {
 		if err := rep.WriteChart(chartPath); err != nil {
 			return err

@@ -31,6 +31,7 @@ var figures = []figure{
 	{"README.md", "`make bench` starts seven local redis-server processes", "bench/internal/harness", "LocalNodes", "7"},
 	{"docs/benchmarks.md", "starts seven local redis-server processes itself", "bench/internal/harness", "LocalNodes", "7"},
 	{"docs/benchmarks.md", "on seven local servers", "bench/internal/harness", "LocalNodes", "7"},
+	{"docs/benchmarks.md", "runs plain redlock (default options) over three standalone servers", "bench/internal/harness", "ClusterNodes", "3"},
 	{"CONTRIBUTING.md", "seven local servers", "bench/internal/harness", "LocalNodes", "7"},
 	{"docs/internals.md", "two queues, each served by one long-lived worker", "redlock/internal/conn", "WorkersPerNode", "2"},
 	{"docs/internals.md", "`New` starts two per node", "redlock/internal/conn", "WorkersPerNode", "2"},

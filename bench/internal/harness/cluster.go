@@ -125,22 +125,22 @@ func (c *Cluster) Close() error {
 // from INFO cpu, summed over every node of Direct), in µs.
 func (c *Cluster) ServerCPU(ctx context.Context) (float64, error) {
 	var total float64
-	for i := range c.Direct {
-		cpu, err := c.nodeCPU(ctx, i)
+	for i, cl := range c.Direct {
+		cpu, err := nodeCPU(ctx, cl)
 		if err != nil {
-			return 0, err
+			return 0, fmt.Errorf("node %d: %w", i+1, err)
 		}
 		total += cpu
 	}
 	return total, nil
 }
 
-// nodeCPU returns the CPU time node i of Direct has used (user and
-// system, from INFO cpu), in µs.
-func (c *Cluster) nodeCPU(ctx context.Context, i int) (float64, error) {
-	info, err := c.Direct[i].Info(ctx, "cpu").Result()
+// nodeCPU returns the CPU time the server that c reaches has used (user
+// and system, from INFO cpu), in µs.
+func nodeCPU(ctx context.Context, c redis.UniversalClient) (float64, error) {
+	info, err := c.Info(ctx, "cpu").Result()
 	if err != nil {
-		return 0, fmt.Errorf("INFO cpu of node %d: %w", i+1, err)
+		return 0, fmt.Errorf("INFO cpu: %w", err)
 	}
 	var total float64
 	for _, line := range strings.Split(info, "\n") {
@@ -150,7 +150,7 @@ func (c *Cluster) nodeCPU(ctx context.Context, i int) (float64, error) {
 		}
 		sec, err := strconv.ParseFloat(v, 64)
 		if err != nil {
-			return 0, fmt.Errorf("INFO cpu of node %d: %s: %w", i+1, k, err)
+			return 0, fmt.Errorf("INFO cpu: %s: %w", k, err)
 		}
 		total += sec * 1e6
 	}

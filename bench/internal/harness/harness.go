@@ -21,6 +21,10 @@ import (
 	"github.com/quorumlock/redlock/bench/internal/report"
 )
 
+// maxShards bounds the node-kind comparison's shard counts: each shard is
+// a local redis-server, ClusterNodes of them per count.
+const maxShards = 16
+
 // NodeCount is how many nodes the tables use: the largest quorum mode.
 // Given servers must be at least this many.
 const NodeCount = 5
@@ -75,8 +79,13 @@ type Config struct {
 	// The scaling scenario draws only the implementations named here.
 	Modes []lockers.Mode
 	// Scenarios, if set, runs only the scenarios named (report.Uncontended
-	// and so on); by default all run.
+	// and so on); by default all run but the node-kind comparison's
+	// (report.Clusters, report.ClustersFresh), which run only when named.
 	Scenarios []string
+	// Shards are the node-kind comparison's shard counts: it sets plain
+	// redlock over ClusterNodes standalone servers beside, for each count,
+	// ClusterNodes local Redis Clusters of that many masters each.
+	Shards []int
 	// Quick marks the short CI run in the report.
 	Quick bool
 	// Progress receives a line per step; nil for none.
@@ -102,6 +111,8 @@ func DefaultConfig() Config {
 		ScaleNodes:    []int{1, 3, 5, 7},
 		ScaleDuration: 500 * time.Millisecond,
 		ScaleWarmup:   100 * time.Millisecond,
+
+		Shards: []int{1, 2, 3},
 	}
 }
 
@@ -146,8 +157,18 @@ func (c *Config) validate() error {
 			return fmt.Errorf("scale nodes %d: need at least 1", n)
 		}
 	}
+	for _, s := range c.Shards {
+		if s < 1 || s > maxShards {
+			return fmt.Errorf("shards %d: want 1 to %d masters per cluster", s, maxShards)
+		}
+	}
+	if ks := kindScenarios(c); len(ks) > 0 && len(c.Shards) == 0 {
+		return fmt.Errorf("%s: no shard counts", strings.Join(ks, ", "))
+	} else if len(ks) > 0 && len(c.Nodes) > 0 {
+		return fmt.Errorf("%s: these start local clusters and local servers to compare them with; they do not run on given nodes", strings.Join(ks, ", "))
+	}
 	for _, name := range c.Scenarios {
-		if name != report.Scaling && !slices.ContainsFunc(scenarios(c), func(s scenario) bool { return s.name == name }) {
+		if name != report.Scaling && !report.IsClusters(name) && !slices.ContainsFunc(scenarios(c), func(s scenario) bool { return s.name == name }) {
 			return fmt.Errorf("unknown scenario %q", name)
 		}
 	}
@@ -292,6 +313,20 @@ func Run(ctx context.Context, cfg Config) (rep *report.Report, err error) {
 		Quick:        cfg.Quick,
 	}
 
+	kindScens := kindScenarios(&cfg)
+	var kinds []*nodeKind
+	defer func() {
+		for _, k := range kinds {
+			err = errors.Join(err, k.close())
+		}
+	}()
+	if len(kindScens) > 0 {
+		if kinds, err = startKinds(ctx, cl, cfg.Shards, progress); err != nil {
+			return nil, err
+		}
+		rep.Settings.ClusterNodes, rep.Settings.ClusterShards = ClusterNodes, cfg.Shards
+	}
+
 	var points []scalePoint
 	if len(cfg.Scenarios) == 0 || slices.Contains(cfg.Scenarios, report.Scaling) {
 		points = scalingPoints(&cfg, len(cl.Direct), progress)
@@ -333,8 +368,18 @@ func Run(ctx context.Context, cfg Config) (rep *report.Report, err error) {
 	for _, p := range points {
 		rep.Results = append(rep.Results, report.Result{Impl: p.mode.Impl, Nodes: p.mode.Nodes, Scenario: report.Scaling, Workers: p.workers})
 	}
+	for _, sc := range kindScens {
+		for _, k := range kinds {
+			rep.Results = append(rep.Results, report.Result{Impl: lockers.Redlock, Nodes: ClusterNodes, Scenario: sc, Shards: k.shards})
+		}
+	}
 	runID := rand.Text()[:8]
 	steps, step := len(rep.Results)*cfg.Rounds, 0
+	progressStep := func(round int, scenario, what string) {
+		step++
+		fmt.Fprintf(progress, "[%3d/%d %6s] round %d/%d  %-11s  %s\n", step, steps,
+			time.Since(rep.Started).Round(time.Second), round+1, cfg.Rounds, scenario, what)
+	}
 	for round := range cfg.Rounds {
 		// Rotate the order each round, so that no mode always runs first
 		// (cold) or right after the heaviest one.
@@ -347,9 +392,7 @@ func Run(ctx context.Context, cfg Config) (rep *report.Report, err error) {
 				if err := ctx.Err(); err != nil {
 					return nil, err
 				}
-				step++
-				fmt.Fprintf(progress, "[%3d/%d %6s] round %d/%d  %-11s  %s\n", step, steps,
-					time.Since(rep.Started).Round(time.Second), round+1, cfg.Rounds, s.name, mi.mode.Name())
+				progressStep(round, s.name, mi.mode.Name())
 				impl := mi.direct
 				if s.faulty {
 					impl = mi.faulty
@@ -406,9 +449,7 @@ func Run(ctx context.Context, cfg Config) (rep *report.Report, err error) {
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
-			step++
-			fmt.Fprintf(progress, "[%3d/%d %6s] round %d/%d  %-11s  %s/workers=%d\n", step, steps,
-				time.Since(rep.Started).Round(time.Second), round+1, cfg.Rounds, report.Scaling, p.mode.Name(), p.workers)
+			progressStep(round, report.Scaling, fmt.Sprintf("%s/workers=%d", p.mode.Name(), p.workers))
 			key := fmt.Sprintf("redlock-bench:%s:%d:%s:%s,workers=%d", runID, round, report.Scaling,
 				strings.ReplaceAll(p.mode.Name(), "/", ","), p.workers)
 			impl := scaleImpls[p.mode]
@@ -417,6 +458,9 @@ func Run(ctx context.Context, cfg Config) (rep *report.Report, err error) {
 			}
 			r := rep.FindScaled(p.mode.Impl, p.mode.Nodes, p.workers)
 			r.Rounds = append(r.Rounds, throughput(ctx, impl, key, false, p.workers, cfg.ScaleDuration, cfg.Grace))
+		}
+		if err := kindsRound(ctx, &cfg, rep, kinds, kindScens, round, runID, progressStep); err != nil {
+			return nil, err
 		}
 	}
 	rep.Median()

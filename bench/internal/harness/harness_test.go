@@ -215,6 +215,79 @@ func TestRunSmall(t *testing.T) {
 	}
 }
 
+// TestRunClusters runs the node-kind comparison briefly: plain redlock
+// over three standalone servers and over three clusters of one and of two
+// shards, on both workloads, each kind measured with its servers' and the
+// client's CPU time.
+func TestRunClusters(t *testing.T) {
+	cfg := harness.QuickConfig()
+	cfg.Rounds = 1
+	cfg.Duration = 30 * time.Millisecond
+	cfg.Warmup = 5 * time.Millisecond
+	cfg.Grace = 500 * time.Millisecond
+	cfg.Workers = 8
+	cfg.Modes = []lockers.Mode{{Impl: lockers.Redlock, Nodes: 3}}
+	cfg.Scenarios = []string{report.Clusters, report.ClustersFresh}
+	cfg.Shards = []int{1, 2}
+	var progress strings.Builder
+	cfg.Progress = &progress
+
+	rep, err := harness.Run(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := rep.Settings; s.ClusterNodes != harness.ClusterNodes || fmt.Sprint(s.ClusterShards) != "[1 2]" {
+		t.Errorf("settings: %d nodes, shards %v", s.ClusterNodes, s.ClusterShards)
+	}
+	for _, sc := range cfg.Scenarios {
+		for _, shards := range []int{0, 1, 2} {
+			r := rep.FindKind(sc, shards)
+			if r == nil || len(r.Rounds) != 1 {
+				t.Errorf("%s shards=%d: result %+v", sc, shards, r)
+				continue
+			}
+			checkKindFigures(t, fmt.Sprintf("%s shards=%d", sc, shards), r.Median)
+		}
+		for _, what := range []string{"redlock over 3 servers", "redlock over 3 clusters of 1 shards", "redlock over 3 clusters of 2 shards"} {
+			if !strings.Contains(progress.String(), pad(sc)+"  "+what) {
+				t.Errorf("no progress line for %s %s:\n%s", sc, what, progress.String())
+			}
+		}
+	}
+	// The comparison is its own table; the other tables stay empty.
+	var table strings.Builder
+	if err := rep.WriteTable(&table); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(table.String(), "Node kinds: 3 nodes") || strings.Contains(table.String(), "Throughput: ") {
+		t.Errorf("table:\n%s", table.String())
+	}
+}
+
+// checkKindFigures checks a node kind's figures: pairs done (or failures
+// counted), and with pairs done, their latency, the scripts' server time
+// (counted in µs, so never 0 once a script ran on the shards read) and
+// the client's CPU time.
+func checkKindFigures(t *testing.T, name string, f report.Figures) {
+	t.Helper()
+	if f[report.Ops] <= 0 {
+		if f[report.Errors] <= 0 {
+			t.Errorf("%s: neither pairs nor errors in %v", name, f)
+		}
+		return
+	}
+	for _, k := range []string{report.OpsPerSec, report.P50, report.NodeScript, report.ClientCPU} {
+		if v, ok := f[k]; !ok || v <= 0 {
+			t.Errorf("%s: %s = %v in %v", name, k, v, f)
+		}
+	}
+	// The servers' CPU may be 0 in a window this short (the kernel
+	// accounts in ticks), never below.
+	if v, ok := f[report.NodeServerCPU]; !ok || v < 0 {
+		t.Errorf("%s: %s = %v in %v", name, report.NodeServerCPU, v, f)
+	}
+}
+
 func pad(s string) string { return fmt.Sprintf("%-11s", s) }
 
 // writerFunc is an io.Writer that calls itself.
@@ -254,6 +327,12 @@ func TestRunRejectsBadConfig(t *testing.T) {
 		"zero scale workers": func(c *harness.Config) { c.ScaleWorkers = []int{1, 0} },
 		"zero scale nodes":   func(c *harness.Config) { c.ScaleNodes = []int{0} },
 		"unknown scenario":   func(c *harness.Config) { c.Scenarios = []string{"scalling"} },
+		"zero shards":        func(c *harness.Config) { c.Scenarios, c.Shards = []string{report.Clusters}, []int{1, 0} },
+		"no shard counts":    func(c *harness.Config) { c.Scenarios, c.Shards = []string{report.ClustersFresh}, nil },
+		"clusters on given nodes": func(c *harness.Config) {
+			c.Scenarios = []string{report.Clusters}
+			c.Nodes = []string{"127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3", "127.0.0.1:4", "127.0.0.1:5"}
+		},
 		"four nodes given": func(c *harness.Config) {
 			c.Nodes = []string{"127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3", "127.0.0.1:4"}
 		},

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/quorumlock/redlock/bench/internal/lockers"
 	"github.com/quorumlock/redlock/bench/internal/report"
 )
@@ -48,28 +50,38 @@ var scriptCommands = []string{"evalsha", "eval", "fcall"}
 func (c *Cluster) serverStats(ctx context.Context, n int) (serverStats, error) {
 	var s serverStats
 	for i, cl := range c.Direct[:n] {
-		cpu, err := c.nodeCPU(ctx, i)
+		one, err := readServerStats(ctx, cl)
 		if err != nil {
-			return s, err
+			return s, fmt.Errorf("node %d: %w", i+1, err)
 		}
-		s.cpu += cpu
-		info, err := cl.Info(ctx, "commandstats").Result()
+		s = s.add(one)
+	}
+	return s, nil
+}
+
+// readServerStats reads INFO cpu and INFO commandstats of the server that
+// c reaches.
+func readServerStats(ctx context.Context, c redis.UniversalClient) (serverStats, error) {
+	var s serverStats
+	cpu, err := nodeCPU(ctx, c)
+	if err != nil {
+		return s, err
+	}
+	s.cpu = cpu
+	info, err := c.Info(ctx, "commandstats").Result()
+	if err != nil {
+		return s, fmt.Errorf("INFO commandstats: %w", err)
+	}
+	for _, cmd := range scriptCommands {
+		calls, usec, err := commandStat(info, cmd)
 		if err != nil {
-			return s, fmt.Errorf("INFO commandstats of node %d: %w", i+1, err)
+			return s, fmt.Errorf("INFO commandstats: %w", err)
 		}
-		for _, cmd := range scriptCommands {
-			calls, usec, err := commandStat(info, cmd)
-			if err != nil {
-				return s, fmt.Errorf("INFO commandstats of node %d: %w", i+1, err)
-			}
-			s.scriptCalls += calls
-			s.scriptUsec += usec
-		}
-		_, usec, err := commandStat(info, "info")
-		if err != nil {
-			return s, fmt.Errorf("INFO commandstats of node %d: %w", i+1, err)
-		}
-		s.infoUsec += usec
+		s.scriptCalls += calls
+		s.scriptUsec += usec
+	}
+	if _, s.infoUsec, err = commandStat(info, "info"); err != nil {
+		return s, fmt.Errorf("INFO commandstats: %w", err)
 	}
 	return s, nil
 }

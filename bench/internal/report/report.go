@@ -87,9 +87,13 @@ type Result struct {
 	Nodes    int    `json:"nodes"`
 	Scenario string `json:"scenario"`
 	// Workers is the worker count of a Scaling result; 0 for the others.
-	Workers int       `json:"workers,omitempty"`
-	Median  Figures   `json:"median"`
-	Rounds  []Figures `json:"rounds"`
+	Workers int `json:"workers,omitempty"`
+	// Shards is, in the node-kind comparison (Clusters, ClustersFresh),
+	// the masters of each cluster node; 0 for standalone servers and in
+	// every other scenario.
+	Shards int       `json:"shards,omitempty"`
+	Median Figures   `json:"median"`
+	Rounds []Figures `json:"rounds"`
 }
 
 // Settings are the parameters of a run, as the table headers and the JSON
@@ -112,6 +116,10 @@ type Settings struct {
 	ScaleWorkers  []int  `json:"scale_workers,omitempty"`
 	ScaleNodes    []int  `json:"scale_nodes,omitempty"`
 	ScaleDuration string `json:"scale_duration,omitempty"`
+	// The node-kind comparison's quorum size and the shard counts of its
+	// cluster nodes; empty when it did not run.
+	ClusterNodes  int   `json:"cluster_nodes,omitempty"`
+	ClusterShards []int `json:"cluster_shards,omitempty"`
 }
 
 // Env describes the machine, so numbers from different runs can be
@@ -143,7 +151,7 @@ type Report struct {
 func (r *Report) Find(impl string, nodes int, scenario string) *Result {
 	for i := range r.Results {
 		x := &r.Results[i]
-		if x.Impl == impl && x.Nodes == nodes && x.Scenario == scenario && x.Workers == 0 {
+		if x.Impl == impl && x.Nodes == nodes && x.Scenario == scenario && x.Workers == 0 && x.Shards == 0 {
 			return x
 		}
 	}
@@ -187,6 +195,8 @@ func (r *Report) Median() {
 		}
 	}
 }
+
+func nan() float64 { return math.NaN() }
 
 // value returns a median figure, or NaN when it is missing.
 func (r *Report) value(impl string, nodes int, scenario, metric string) float64 {
@@ -247,7 +257,7 @@ func (r *Report) before(m ModeRow, scenario string) float64 {
 func (r *Report) modes() []ModeRow {
 	var out []ModeRow
 	for _, x := range r.Results {
-		if x.Scenario == Scaling {
+		if x.Scenario == Scaling || IsClusters(x.Scenario) {
 			continue
 		}
 		m := ModeRow{x.Impl, x.Nodes}
@@ -382,7 +392,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 	fmt.Fprintf(&b, "%d %s redis-server %s nodes; %s %s/%s, %d CPUs, GOMAXPROCS %d; load average %s before, %s after\n\n",
 		len(s.Nodes), where, orDash(r.Env.RedisServer), r.Env.GoVersion, r.Env.GOOS, r.Env.GOARCH, r.Env.NumCPU, r.Env.GOMAXPROCS,
 		orDash(r.Env.LoadBefore), orDash(r.Env.LoadAfter))
-	for _, t := range append([]Table{lat, tput, cont, faults, srv, fresh}, r.scalingTables()...) {
+	for _, t := range append([]Table{lat, tput, cont, faults, srv, fresh, r.clustersTable()}, r.scalingTables()...) {
 		if len(t.Rows) == 0 {
 			continue
 		}
@@ -549,5 +559,6 @@ func (r *Report) ComputeRatios() {
 				p50(m.Impl, m.Nodes, fault), r.before(m, fault))
 		}
 	}
+	r.clustersRatios(add)
 	r.Ratios = out
 }
