@@ -202,12 +202,29 @@ func TestChaosContainers(t *testing.T) {
 	runScenarios(t, backend, scenarios)
 }
 
+// TestChaosClusters runs the scenarios whose quorum nodes are Redis
+// Clusters (chaos.ClusterScenarios), on processes. A short run runs the
+// asserted ones; a long run runs them all.
+func TestChaosClusters(t *testing.T) {
+	scenarios := chaos.ClusterScenarios
+	if *flags.Duration < longRun {
+		scenarios = nil
+		for _, sc := range chaos.ClusterScenarios {
+			if sc.Asserted && !sc.Sample {
+				scenarios = append(scenarios, sc)
+			}
+		}
+		t.Logf("short run: %d of %d scenarios (all of them from -chaos.duration=%v)", len(scenarios), len(chaos.ClusterScenarios), longRun)
+	}
+	runScenarios(t, cluster.Processes{}, scenarios)
+}
+
 // runScenarios runs scenarios on backend, sharing -chaos.duration out among
-// them. Scenarios of one kind of cluster (cluster.Options) share it, reset
+// them. Scenarios of one kind of quorum (cluster.Options) share it, reset
 // between them.
 func runScenarios(t *testing.T, backend cluster.Backend, scenarios []chaos.Scenario) {
 	per := max(*flags.Duration/time.Duration(max(len(scenarios), 1)), time.Second)
-	clusters := make(map[cluster.Options]*cluster.Cluster)
+	clusters := make(map[cluster.Options]chaos.Quorum)
 	t.Cleanup(func() {
 		for _, c := range clusters {
 			if err := c.Close(context.Background()); err != nil {
@@ -220,7 +237,7 @@ func runScenarios(t *testing.T, backend cluster.Backend, scenarios []chaos.Scena
 			c := clusters[sc.Cluster]
 			if c == nil {
 				var err error
-				c, err = cluster.Start(t.Context(), backend, chaos.Nodes, sc.Cluster)
+				c, err = chaos.Start(t.Context(), backend, sc.Cluster)
 				if err != nil {
 					t.Fatal(err)
 				}

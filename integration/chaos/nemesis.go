@@ -50,13 +50,17 @@ type Fault struct {
 	// Then, if set, runs once the fault is healed, with the cluster and
 	// the run's config, and says what it did: an operator's step after
 	// the fault (restart-clear's ClearQuarantine).
-	Then func(ctx context.Context, c *cluster.Cluster, cfg *Config) string
+	Then func(ctx context.Context, c Quorum, cfg *Config) string
 	// OnPaths, if set, marks a fault on the clients' own paths to the
 	// nodes (paths.go), which can hit some clients' view of the cluster
 	// and not the others': it changes the paths for d (or until ctx
 	// ends), and says what it did and to which nodes. Healing then leads
 	// every path back to its own node, without delay.
 	OnPaths func(ctx context.Context, rng *rand.Rand, cfg *Config, p *paths, d time.Duration) (what string, nodes []int)
+	// OnCluster, if set, marks a fault of Redis Cluster nodes
+	// (clusterfaults.go), which acts on one shard of each target cluster
+	// for d and heals it, and says what it did.
+	OnCluster func(ctx context.Context, cf clusterFault, d time.Duration) (string, error)
 }
 
 // Targets says which nodes a fault hits.
@@ -246,6 +250,24 @@ var Faults = map[string]Fault{
 	"readonly": {Name: "readonly", Server: true, Data: true, Duration: ttlTimes(0.2, 1.5),
 		Inject: func(ctx context.Context, n *cluster.Node, _ Arg) error { return n.ReadOnly(ctx) },
 		Heal:   func(ctx context.Context, n *cluster.Node) error { return n.Writable(ctx) }},
+
+	// The faults of Redis Cluster nodes (clusterfaults.go), each on the
+	// shard of one of the run's keys in each target cluster.
+
+	// The key's slot moves to another master at once (resharding).
+	"reshard": {Name: "reshard", Duration: noDuration, OnCluster: reshard},
+	// The key's slot moves slowly: the nemesis dwells with the slot
+	// MIGRATING and after each key moved, while clients race the move.
+	"migrate-in-flight": {Name: "migrate-in-flight", Duration: ttlTimes(0.2, 1), OnCluster: migrateInFlight},
+	// The shard's replica takes over with its master's consent: nothing
+	// is lost.
+	"cluster-failover": {Name: "cluster-failover", Duration: noDuration, OnCluster: clusterFailover},
+	// The replica's link is cut for a while, then its master dies and
+	// the replica takes over without the writes of that while.
+	"cluster-failover-lost-writes": {Name: "cluster-failover-lost-writes", Duration: ttlTimes(0.2, 1), OnCluster: clusterFailoverLosingWrites},
+	// The shard's master is killed, then restarts empty.
+	"shard-kill":    {Name: "shard-kill", Duration: ttlTimes(0.1, 1.5), OnCluster: shardKill},
+	"shard-restart": {Name: "shard-restart", Duration: noDuration, OnCluster: shardKill},
 }
 
 // clockLayout is how the nemesis log stamps a fault, as the checker's
@@ -254,7 +276,7 @@ const clockLayout = "15:04:05.000000"
 
 // nemesis injects faults one at a time, with calm gaps between them.
 type nemesis struct {
-	cluster  *cluster.Cluster
+	quorum   Quorum
 	workload *Workload
 	cfg      *Config
 	faults   []Fault
@@ -295,34 +317,50 @@ func (n *nemesis) run(ctx context.Context, until time.Time) error {
 
 func (n *nemesis) inject(ctx context.Context, f Fault) error {
 	d := f.Duration(n.rng, n.cfg)
-	if f.Client {
-		if n.cfg.Clients == 0 {
-			return errors.New("no in-process clients to pause (Config.Clients is 0)")
-		}
-		i := n.rng.IntN(n.cfg.Clients)
-		// A client takes the pause in its next hold, which may be late
-		// (a waiter of a full semaphore holds nothing for a while): the
-		// nemesis waits for it up to two TTLs beyond the pause, then goes
-		// on without recording it.
-		sctx, cancel := context.WithTimeout(ctx, d+2*n.cfg.TTL)
-		began, ended, err := n.workload.Stall(sctx, i, d)
-		cancel()
-		if err != nil && ctx.Err() == nil {
-			n.logf("nemesis: %s: client %d took no pause within %v", f.Name, i, d+2*n.cfg.TTL)
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		n.history.AddFault(checker.Fault{Kind: f.Name, Nodes: []int{i}, Start: began, End: ended})
-		n.logf("nemesis: %s client %d for %v from %s", f.Name, i, ended.Sub(began).Round(time.Millisecond), began.Format(clockLayout))
+	switch {
+	case f.Client:
+		return n.stallClient(ctx, f, d)
+	case f.Process:
+		return n.stopProcess(ctx, f, d)
+	case f.OnPaths != nil:
+		return n.onPaths(ctx, f, d)
+	case f.OnCluster != nil:
+		return n.onClusters(ctx, f, d)
+	}
+	return n.onNodes(ctx, f, d)
+}
+
+// stallClient pauses an in-process client for d during its next hold.
+func (n *nemesis) stallClient(ctx context.Context, f Fault, d time.Duration) error {
+	if n.cfg.Clients == 0 {
+		return errors.New("no in-process clients to pause (Config.Clients is 0)")
+	}
+	i := n.rng.IntN(n.cfg.Clients)
+	// A client takes the pause in its next hold, which may be late
+	// (a waiter of a full semaphore holds nothing for a while): the
+	// nemesis waits for it up to two TTLs beyond the pause, then goes
+	// on without recording it.
+	sctx, cancel := context.WithTimeout(ctx, d+2*n.cfg.TTL)
+	began, ended, err := n.workload.Stall(sctx, i, d)
+	cancel()
+	if err != nil && ctx.Err() == nil {
+		n.logf("nemesis: %s: client %d took no pause within %v", f.Name, i, d+2*n.cfg.TTL)
 		return nil
 	}
-	if f.Process {
-		return n.stopProcess(ctx, f, d)
+	if err != nil {
+		return err
 	}
-	if f.OnPaths != nil {
-		return n.onPaths(ctx, f, d)
+	n.history.AddFault(checker.Fault{Kind: f.Name, Nodes: []int{i}, Start: began, End: ended})
+	n.logf("nemesis: %s client %d for %v from %s", f.Name, i, ended.Sub(began).Round(time.Millisecond), began.Format(clockLayout))
+	return nil
+}
+
+// onNodes injects a fault of the standalone nodes (Inject and Heal) on
+// its targets, and heals it after d.
+func (n *nemesis) onNodes(ctx context.Context, f Fault, d time.Duration) error {
+	c, ok := n.quorum.(*cluster.Cluster)
+	if !ok {
+		return fmt.Errorf("a fault of standalone nodes on %v nodes", n.quorum.Options())
 	}
 	var arg Arg
 	if f.Arg != nil {
@@ -339,7 +377,7 @@ func (n *nemesis) inject(ctx context.Context, f Fault) error {
 	start := time.Now()
 	var err error
 	for _, i := range targets {
-		if err = f.Inject(hctx, n.cluster.Nodes[i], arg); err != nil {
+		if err = f.Inject(hctx, c.Nodes[i], arg); err != nil {
 			break
 		}
 	}
@@ -352,7 +390,7 @@ func (n *nemesis) inject(ctx context.Context, f Fault) error {
 		errs := make([]error, len(targets))
 		var wg sync.WaitGroup
 		for k, i := range targets {
-			wg.Go(func() { errs[k] = f.Heal(hctx, n.cluster.Nodes[i]) })
+			wg.Go(func() { errs[k] = f.Heal(hctx, c.Nodes[i]) })
 		}
 		wg.Wait()
 		err = errors.Join(append(errs, err)...)
@@ -362,7 +400,7 @@ func (n *nemesis) inject(ctx context.Context, f Fault) error {
 		detail = " (" + a + ")"
 	}
 	if f.Then != nil && err == nil {
-		detail += ", then " + f.Then(hctx, n.cluster, n.cfg)
+		detail += ", then " + f.Then(hctx, n.quorum, n.cfg)
 	}
 	end := time.Now()
 	n.history.AddFault(checker.Fault{Kind: f.Name, Nodes: targets, Majority: t != Minority, Start: start, End: end})
@@ -406,7 +444,7 @@ func (n *nemesis) onPaths(ctx context.Context, f Fault, d time.Duration) error {
 
 // targets picks the nodes a fault hits.
 func (n *nemesis) targets(t Targets) []int {
-	nodes := len(n.cluster.Nodes)
+	nodes := len(n.quorum.Addrs())
 	var k int
 	switch t {
 	case Minority:
@@ -423,7 +461,7 @@ func (n *nemesis) targets(t Targets) []int {
 
 // clearQuarantine runs Bootstrap with ClearQuarantine, as an operator
 // does after a restart, and says whether it cleared or was refused.
-func clearQuarantine(ctx context.Context, c *cluster.Cluster, cfg *Config) string {
+func clearQuarantine(ctx context.Context, c Quorum, cfg *Config) string {
 	var outcome string
 	err := withLocker(c.Addrs(), cfg, func(l *redlock.Locker) error {
 		err := l.Bootstrap(ctx, redlock.ClearQuarantine())

@@ -468,7 +468,7 @@ var ErrNoBaseline = errors.New("no baseline")
 //
 // The cluster's persistence must match the scenario's; Run resets it (heals
 // every node and empties it) first, so one cluster serves many scenarios.
-func Run(ctx context.Context, c *cluster.Cluster, sc Scenario, cfg Config) (_ *checker.Report, runErr error) {
+func Run(ctx context.Context, c Quorum, sc Scenario, cfg Config) (_ *checker.Report, runErr error) {
 	var faults []Fault
 	for _, name := range sc.Faults {
 		f, ok := Faults[name]
@@ -580,7 +580,7 @@ func Run(ctx context.Context, c *cluster.Cluster, sc Scenario, cfg Config) (_ *c
 		// availability figures compare against more than a moment.
 		sleep(ctx, cfg.Duration/10)
 		n := &nemesis{
-			cluster: c, workload: w, cfg: &cfg, faults: faults, sample: sc.Sample, majority: sc.Majority, history: hist, logf: cfg.Logf,
+			quorum: c, workload: w, cfg: &cfg, faults: faults, sample: sc.Sample, majority: sc.Majority, history: hist, logf: cfg.Logf,
 			rng: rand.New(rand.NewPCG(cfg.Seed, stream)),
 		}
 		err = n.run(ctx, time.Now().Add(cfg.Duration))
@@ -689,7 +689,16 @@ func (cfg *Config) lockOptions() []redlock.Option {
 
 // bootstrap seeds the restart guard's markers on a fresh cluster, as its
 // operator would, so that the nodes vote from the start.
-func bootstrap(ctx context.Context, c *cluster.Cluster, cfg *Config) error {
+func bootstrap(ctx context.Context, c Quorum, cfg *Config) error {
+	if c.Options().RedisCluster {
+		// A cluster's bootstrap seeds the marker of each of its 16384
+		// slots, a round each, and fails if one round misses the node
+		// timeout: an operator gives it more time than a lock's round
+		// (half the TTL, which still leaves a validity).
+		bcfg := *cfg
+		bcfg.NodeTimeout = max(cfg.NodeTimeout, cfg.TTL/2)
+		cfg = &bcfg
+	}
 	return withLocker(c.Addrs(), cfg, func(l *redlock.Locker) error {
 		bctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()

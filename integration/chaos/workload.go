@@ -21,10 +21,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/quorumlock/redlock/integration/checker"
-	"github.com/quorumlock/redlock/integration/cluster"
 	"github.com/quorumlock/redlock/redlock"
 )
 
@@ -68,7 +65,7 @@ type stall struct {
 	done chan [2]time.Time
 }
 
-func newWorkload(c *cluster.Cluster, cfg *Config, h *checker.History, res *checker.Resource, seed [2]uint64) *Workload {
+func newWorkload(c Quorum, cfg *Config, h *checker.History, res *checker.Resource, seed [2]uint64) *Workload {
 	w := &Workload{addrs: c.Addrs(), cfg: cfg, keys: keys(cfg.Keys), rec: h, seed: seed, stalls: make([]chan stall, cfg.Clients)}
 	if res != nil {
 		w.write = func(client int, key, token string, fence uint64) { res.Write(client, key, token, fence) }
@@ -166,20 +163,20 @@ func (w *Workload) client(ctx context.Context, i int) error {
 	})
 }
 
-// withLocker opens one client per address (through cluster.NewClient) and a
-// Locker over them with cfg's options, runs f with the Locker, then closes
-// the Locker and the clients, and returns every error.
+// withLocker opens one node per address (openNode) and a Locker over them
+// with cfg's options, runs f with the Locker, then closes the Locker and
+// the nodes' clients, and returns every error.
 func withLocker(addrs []string, cfg *Config, f func(*redlock.Locker) error) (err error) {
-	clients := make([]*redis.Client, len(addrs))
-	for j := range clients {
-		c := cluster.NewClient(addrs[j])
-		defer func() { err = errors.Join(err, c.Close()) }()
-		clients[j] = c
+	nodes := make([]redlock.Node, len(addrs))
+	for j, addr := range addrs {
+		node, closeNode := openNode(addr)
+		defer func() { err = errors.Join(err, closeNode()) }()
+		nodes[j] = node
 	}
 	// The nemesis takes nodes out on purpose: the Locker's warnings about
 	// them would flood the run's output, whose report says what happened.
 	opts := append(cfg.lockOptions(), redlock.WithLogger(slog.New(slog.DiscardHandler)))
-	locker, err := redlock.New(clients, opts...)
+	locker, err := redlock.NewNodes(nodes, opts...)
 	if err != nil {
 		return err
 	}

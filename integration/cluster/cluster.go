@@ -8,6 +8,9 @@
 // (Processes) or containers through dockertest (Containers). Clients connect
 // to the proxies, never to the servers, so every network fault applies to
 // them.
+//
+// RedisClusters is the other kind of quorum: each node a Redis Cluster of
+// processes, with faults of its own (redisfaults.go).
 package cluster
 
 import (
@@ -52,6 +55,9 @@ type Options struct {
 	// Clock starts each server under the clock shim, so that its wall
 	// clock can jump or run fast (Node.SetClock). Processes only.
 	Clock bool
+	// RedisCluster makes each node of the quorum a Redis Cluster of
+	// processes (StartRedisClusters), without the other options.
+	RedisCluster bool
 }
 
 // String names the kind of cluster in test output.
@@ -71,6 +77,9 @@ func (o Options) String() string {
 	}
 	if o.Clock {
 		parts = append(parts, "clock")
+	}
+	if o.RedisCluster {
+		parts = append(parts, "redis-cluster")
 	}
 	if len(parts) == 0 {
 		return "plain"
