@@ -20,15 +20,7 @@ import (
 func NewT(t testing.TB, clients []*redis.Client, opts ...redlock.Option) *redlock.Locker {
 	t.Helper()
 	l, err := redlock.New(clients, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := l.Close(); err != nil {
-			t.Error(err)
-		}
-	})
-	return l
+	return closedAtCleanup(t, l, err)
 }
 
 // NodesT returns a Locker over nodes with opts (NewNodes), closed at the
@@ -36,6 +28,13 @@ func NewT(t testing.TB, clients []*redis.Client, opts ...redlock.Option) *redloc
 func NodesT(t testing.TB, nodes []redlock.Node, opts ...redlock.Option) *redlock.Locker {
 	t.Helper()
 	l, err := redlock.NewNodes(nodes, opts...)
+	return closedAtCleanup(t, l, err)
+}
+
+// closedAtCleanup returns l, made with err, to be closed at the test's
+// cleanup; err, or an error from Close, fails the test.
+func closedAtCleanup(t testing.TB, l *redlock.Locker, err error) *redlock.Locker {
+	t.Helper()
 	if err != nil {
 		t.Fatal(err)
 	}
