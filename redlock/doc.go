@@ -29,7 +29,10 @@
 //     Locker's own (a timer notes a slow set-up); Close waits for them. A
 //     cluster node has two per master, and one goroutine that reads the
 //     cluster's slot map (when told of a redirect, and every 5 s), which
-//     Close ends.
+//     Close ends. A Sentinel node has two per master its sentinels have
+//     named, and one goroutine that watches the group's sentinels (a
+//     switch they announce, a failed call, and every second), which Close
+//     ends.
 //   - Release listeners: one per node for the whole Locker, made by a timer
 //     after a wait (a failed one is closed apart), one per node for each
 //     subscribe or unsubscribe call; Close ends them and waits.

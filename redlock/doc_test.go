@@ -45,6 +45,7 @@ func TestDocGoroutines(t *testing.T) {
 		"(*Locker).Observe":        "Observe runs one goroutine per call",
 		"(*Locker).inspectAll":     "Inspect of a Semaphore or RWMutex",
 		"NewCluster":               "reads the cluster's slot map",
+		"NewSentinel":              "watches the group's sentinels",
 		"(*Locker).bootstrapSlots": "Bootstrap on a Locker with a cluster node",
 	}
 	// The package's own files and those of its internal packages (the

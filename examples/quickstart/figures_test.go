@@ -37,6 +37,7 @@ var figures = []figure{
 	{"docs/internals.md", "`New` starts two per node", "redlock/internal/conn", "WorkersPerNode", "2"},
 	{"docs/benchmarks.md", "Each node's calls go out on two connections", "redlock/internal/conn", "WorkersPerNode", "2"},
 	{"docs/internals.md", "up to 64 calls, and sends it as one pipeline", "redlock/internal/conn", "maxBatch", "64"},
+	{"docs/deployment.md", "or meets a replica, and every second", "redlock/internal/conn", "watchEvery", "time.Second"},
 	{"docs/internals.md", "A queue holds at most 2,048 calls", "redlock/internal/conn", "queueLen", "2048"},
 	{"docs/internals.md", "up to 128 keys in one script call per node", "redlock", "extendChunk", "128"},
 	{"docs/internals.md", "at most 2,048 keys in rounds at once", "redlock", "maxInFlight", "16 * extendChunk"},

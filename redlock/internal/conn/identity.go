@@ -150,24 +150,39 @@ func (w *worker) open(ctx context.Context) error {
 		// password, say) off the commands of a pipeline.
 		err = execErr
 	}
-	if err == nil {
-		err = p.ident.claim(id.server)
-	} else {
-		err = p.checkTLS(err)
-	}
+	err = p.admit(err, id, repl)
 	p.cause.note(err)
 	if err != nil {
 		// Nothing of a batch was sent on it: no need to kill it later.
 		w.drop()
 		return err
 	}
-	if repl.Err() == nil {
-		p.replica.Store(strings.Contains(repl.Val(), "role:slave"))
-	}
 	w.id, w.stale = id, connID{}
 	w.fn = lib != nil && loaded(lib.Err())
 	w.netConn = p.dialed.claim(id.addr, id.laddr)
 	return nil
+}
+
+// admit is open's verdict on a new connection whose handshake gave err,
+// id and repl (INFO replication): the handshake's error, or whether the
+// server may vote for this node.
+func (p *Pipe) admit(err error, id connID, repl *redis.StringCmd) error {
+	if repl.Err() == nil {
+		p.replica.Store(strings.Contains(repl.Val(), "role:slave"))
+	}
+	switch {
+	case err != nil:
+		return p.checkTLS(err)
+	case p.role.only:
+		// A Sentinel group's server must be a master as well as the
+		// one named: the link routes calls to the named master's pipe,
+		// and this check refuses the votes of a server that a later
+		// failover, not yet seen by the link, made a replica.
+		if err := masterRole(repl); err != nil {
+			return err
+		}
+	}
+	return p.ident.claim(id.server)
 }
 
 // handshake reads the replies of open's pipeline.

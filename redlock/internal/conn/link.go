@@ -10,7 +10,9 @@ import (
 
 // Link is one node's connection layer, whatever the node is: a Pipe for a
 // standalone master, a Cluster for a Redis Cluster (a Pipe per master, each
-// call routed by its keys' slot). The core sends every call through it.
+// call routed by its keys' slot), a Sentinel for a Sentinel group (a Pipe
+// per master, each call sent to the one the sentinels name). The core
+// sends every call through it.
 type Link interface {
 	// Start queues c; c.Reply receives its outcome exactly once (see
 	// Pipe.Start).
@@ -40,6 +42,7 @@ type Link interface {
 var (
 	_ Link = (*Pipe)(nil)
 	_ Link = (*Cluster)(nil)
+	_ Link = (*Sentinel)(nil)
 )
 
 // Masters returns the pipe's own client: a standalone node is one master.

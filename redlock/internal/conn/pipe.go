@@ -186,10 +186,11 @@ type Pipe struct {
 	// setups are those under way, which Close ends.
 	setup  time.Duration
 	setups setups
-	// redirected, when set (a cluster's master, see Cluster), is told of
-	// every reply that says the slot map changed (see Redirected). Set
-	// before the first call.
+	// redirected, when set (a Cluster's or Sentinel's pipe), hears of each
+	// reply that may mean the node's masters changed; set before any call.
 	redirected func()
+	// role is a Sentinel group's pipe's check of its server (retire.go).
+	role masterRule
 }
 
 // UseFunctions makes every connection opened from now on load the restart

@@ -33,7 +33,7 @@ func (q *queue) trySend(c *Call) bool {
 	if q.unsent.Load() != 0 || !q.mu.TryLock() {
 		return false
 	}
-	if q.unsent.Load() != 0 || q.w.conn == nil {
+	if q.unsent.Load() != 0 || q.w.conn == nil || q.w.p.role.retired.Load() {
 		q.mu.Unlock()
 		return false
 	}

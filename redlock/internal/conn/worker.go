@@ -75,7 +75,7 @@ func (p *Pipe) work(q *queue) {
 		// Shed at the last moment, once the connection is ours: a call
 		// may have waited for it (a caller sending on it, see trySend).
 		q.mu.Lock()
-		k := shed(batch)
+		k, why := p.sendable(batch, shed(batch))
 		var cmds []*redis.Cmd
 		if k > 0 {
 			cmds = q.w.sendWatched(batch[:k])
@@ -83,7 +83,7 @@ func (p *Pipe) work(q *queue) {
 		q.unsent.Add(-int32(len(batch)))
 		q.mu.Unlock()
 		for _, c := range batch[k:] {
-			c.fail(ErrShed)
+			c.fail(why)
 		}
 		q.w.deliver(batch[:k], cmds)
 		clear(batch)
@@ -182,10 +182,11 @@ func answered(cmds []*redis.Cmd) bool {
 func (w *worker) deliver(batch []*Call, cmds []*redis.Cmd) {
 	if w.p.redirected != nil {
 		for _, cmd := range cmds {
-			// A redirect, or a master that stopped answering (it may
-			// have failed over).
+			// A redirect, a master that stopped answering or one that
+			// became a replica (it may have failed over).
 			var re redis.Error
-			if err := cmd.Err(); Redirected(err) || err != nil && !errors.As(err, &re) && !errors.Is(err, ErrShed) {
+			err := cmd.Err()
+			if Redirected(err) || redis.IsReadOnlyError(err) || err != nil && !errors.As(err, &re) && !errors.Is(err, ErrShed) {
 				w.p.redirected()
 				break
 			}
