@@ -1,10 +1,10 @@
 package redlock
 
-import "github.com/redis/go-redis/v9"
+import "io"
 
 // OwnedClients returns the clients that NewFromURLs built for l (tests
 // only).
-func OwnedClients(l *Locker) []*redis.Client { return l.owned }
+func OwnedClients(l *Locker) []io.Closer { return l.owned }
 
 // RedactURL is redactURL (tests only).
 var RedactURL = redactURL

@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"fmt"
+	"io"
 	"log/slog"
 	"sync"
 
@@ -19,8 +20,8 @@ type Locker struct {
 	nodes []node
 	need  int
 	cfg   config
-	// owned are the clients NewFromURLs built, closed by Close.
-	owned []*redis.Client
+	// owned are the clients NewFromNodeURLs built, closed by Close.
+	owned []io.Closer
 
 	// mu guards closed; operations hold it for reading while they start
 	// goroutines (see guard), so that Close's Wait never races an Add on
@@ -151,8 +152,8 @@ func (l *Locker) Quorum() int { return l.need }
 
 // Close makes further calls fail with ErrClosed, ends every KeepAlive, Do
 // and Leadership (ErrLockLost and ErrClosed), waits for its background work
-// and closes the clients NewFromURLs built. Held locks expire by their TTL.
-// It returns nil; calling it again does nothing.
+// and closes the clients that NewFromURLs or NewFromNodeURLs built. Held
+// locks expire by their TTL. It returns nil; calling it again does nothing.
 func (l *Locker) Close() error {
 	l.mu.Lock()
 	if l.closed {

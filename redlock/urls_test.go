@@ -67,7 +67,7 @@ func TestNewFromURLs(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, c := range owned {
-		if err := c.Ping(t.Context()).Err(); !errors.Is(err, redis.ErrClosed) {
+		if err := c.(*redis.Client).Ping(t.Context()).Err(); !errors.Is(err, redis.ErrClosed) {
 			t.Errorf("owned client %d after Close: Ping = %v, want %v", i, err, redis.ErrClosed)
 		}
 	}
@@ -124,6 +124,9 @@ func TestNewFromURLsErrors(t *testing.T) {
 		{"bad second", []string{"redis://h:1", "redis://h:2/x"}, "urls[1]: node URL redis://h:2/...: invalid database number"},
 		{"same node twice", []string{"redis://localhost:1", "redis://127.0.0.1:1"}, "same node"},
 		{"bad option", []string{"redis://h:1?frob=1"}, "unexpected option: frob"},
+		{"bad cluster", []string{"redis://h:1", "redis+cluster://h:2,h:x"}, "urls[1]: node URL redis+cluster://xxxxx: host 2 of 2: the port is not a number"},
+		{"same cluster twice", []string{"redis+cluster://h:1,h:2", "redis+cluster://h:3,h:2"}, "same node"},
+		{"same sentinel group twice", []string{"redis+sentinel://s:1,s:2/m", "redis+sentinel://s:2/m"}, "same node"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -139,6 +142,13 @@ func TestNewFromURLsErrors(t *testing.T) {
 	}
 	if _, err := redlock.NewFromURLs([]string{"redis://h:1"}, redlock.WithToken("t")); !errors.Is(err, redlock.ErrInvalid) {
 		t.Errorf("NewFromURLs with WithToken: %v, want ErrInvalid", err)
+	}
+	server := &redis.Options{Addr: "h:1"}
+	for _, u := range []redlock.NodeURL{{}, {Server: server, Cluster: &redis.ClusterOptions{Addrs: []string{"h:2"}}}} {
+		_, err := redlock.NewFromNodeURLs([]redlock.NodeURL{{Server: server}, u})
+		if !errors.Is(err, redlock.ErrInvalid) || !strings.Contains(err.Error(), "urls[1]: a NodeURL has one of Server, Cluster and Sentinel set") {
+			t.Errorf("NewFromNodeURLs with %+v: %v; want ErrInvalid naming urls[1]", u, err)
+		}
 	}
 }
 
@@ -208,11 +218,23 @@ func TestRedactURL(t *testing.T) {
 		{"redis://u:p?w@h:1", "redis://xxxxx"},
 		{"redis://u:p#w@h:1", "redis://xxxxx"},
 		{"redis://:secret", "redis://:xxxxx"},
-		{"redis://u:sec:ret/0", "redis://u:xxxxx/0"},
+		{"redis://u:sec:ret/0", "redis://u:xxxxx"},
+		{"redis://:/0000", "redis://:xxxxx"},
 		{"redis://u:sec/ret", "redis://u:xxxxx"},
 		{"redis://u:/secret", "redis://u:/..."},
 		{"redis://h:1/abc", "redis://h:1/..."},
 		{"u:pw@h:1", "xxxxx@h:1"},
+		{"redis+cluster://h:1,h:2,[::1]:3", "redis+cluster://h:1,h:2,[::1]:3"},
+		{"redis+cluster://u:pw@h:1,h:2?x=1", "redis+cluster://xxxxx@h:1,h:2?..."},
+		{"redis+cluster://u:pw@h:1,h:port", "redis+cluster://xxxxx@xxxxx"},
+		{"redis+cluster://u:pw@h:1,:1234", "redis+cluster://xxxxx@xxxxx"},
+		{"redis+cluster://:pass,word", "redis+cluster://xxxxx"},
+		{"redis+cluster://h:1,u:pass,word/0", "redis+cluster://xxxxx"},
+		{"redis://:pa,ss", "redis://xxxxx"},
+		{"redis://:1234", "redis://:xxxxx"},
+		{"redis+cluster://h:1,:1234", "redis+cluster://xxxxx"},
+		{"redis+sentinel://s:1,s:2/master/2", "redis+sentinel://s:1,s:2/..."},
+		{"redis+sentinel://s:1,s:2/master?sentinel_password=pw", "redis+sentinel://s:1,s:2/...?..."},
 		{"", ""},
 	}
 	for _, tt := range tests {

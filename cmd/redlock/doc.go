@@ -42,10 +42,12 @@
 // another campaigner leads at once (with --restart it then campaigns
 // again). leader prints who leads (--json, --watch).
 //
-// The nodes are redis:// or rediss:// URLs (or host:port, taken as
-// redis://host:port), given with --nodes or in the REDLOCK_NODES
-// environment variable; --tls-ca, --tls-cert and --tls-key set up TLS for
-// rediss:// nodes. Passwords in them never appear in redlock's
+// The nodes are redis:// or rediss:// URLs of standalone masters (or
+// host:port, taken as redis://host:port), redis+cluster:// or
+// rediss+cluster:// URLs of Redis Clusters and redis+sentinel:// or
+// rediss+sentinel:// URLs of Sentinel groups, given with --nodes or in the
+// REDLOCK_NODES environment variable; --tls-ca, --tls-cert and --tls-key
+// set up TLS for the rediss nodes. Passwords in them never appear in redlock's
 // output, and run and elect do not pass REDLOCK_NODES on to COMMAND unless
 // told to (--pass-nodes).
 //

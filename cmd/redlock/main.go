@@ -47,8 +47,10 @@ Commands:
   elect      run a command while leading an election (one leader at a time)
   leader     show who leads an election
 
-The nodes are comma-separated redis:// or rediss:// URLs, from --nodes or
-the REDLOCK_NODES environment variable. A KEY is any name of up to 4096
+The nodes are comma-separated URLs, redis:// or rediss:// for a standalone
+master, redis+cluster:// for a Redis Cluster, redis+sentinel:// for a
+Sentinel group (rediss+... with TLS), from
+--nodes or the REDLOCK_NODES environment variable. A KEY is any name of up to 4096
 bytes that does not start with "redlock:": that prefix is reserved for the
 library's own keys (restart-guard markers, fencing counters).
 

@@ -49,9 +49,11 @@ func (f renamedFlag) Set(string) error {
 func (n *nodeFlags) register(fs *flagSet) {
 	// The default is read from the environment after parsing, never shown
 	// as the flag's default: it may hold passwords.
-	fs.StringVar(&n.nodes, "nodes", "", "comma-separated redis:// or rediss:// `URLs` of the Redis masters,\n"+
-		"redis[s]://[[user]:password@]host[:port][/db][?option=value...],\n"+
-		"or host:port for redis://host:port;\n"+
+	fs.StringVar(&n.nodes, "nodes", "", "comma-separated node `URLs`, standalone masters or clusters:\n"+
+		"redis[s]://[[user]:password@]host[:port][/db][?option=value...]\n"+
+		"(or host:port for redis://host:port) for a standalone master,\n"+
+		"redis[s]+cluster://[[user]:password@]host[:port][,host[:port]...][?...]\n"+
+		"for a Redis Cluster (a host:port after its hosts is one more of them);\n"+
 		"percent-encode , / ? # @ in a password (default $"+envNodes+")")
 	fs.durationVar(&n.nodeTimeout, "node-timeout", defaultNodeTimeout, "bound on each call to one node; a slower node counts\nas failed")
 	fs.StringVar(&n.cacert, "tls-ca", "", "PEM `FILE` of the certificate authorities that rediss:// nodes'\n"+
@@ -110,43 +112,91 @@ func (a *app) locker(fs *flagSet, n *nodeFlags, opts ...redlock.Option) (l *redl
 	if !ok {
 		return nil, nil, code, false
 	}
+	nodes := make([]redlock.NodeURL, len(urls))
+	for i, u := range urls {
+		node, err := redlock.ParseNodeURL(u) // checked by parseNodes
+		if err != nil {
+			return nil, nil, a.usageError(fs.cmd, err.Error()), false
+		}
+		nodes[i] = node
+	}
+	if tlsCfg != nil && withTLS(nodes, tlsCfg) == 0 {
+		return nil, nil, a.usageError(fs.cmd, errTLSFlags), false
+	}
 	// The library's warnings are for the commands that take a lock, which
 	// give their logger in opts; the others show the nodes' state anyway.
 	opts = append([]redlock.Option{redlock.WithNodeTimeout(n.nodeTimeout), redlock.WithLogger(quietLogger())}, opts...)
-	if tlsCfg == nil {
-		l, err := redlock.NewFromURLs(urls, opts...)
-		if err != nil {
-			return nil, nil, a.fail(fs.cmd, "nodes", err), false
-		}
-		return l, func() {
-			// Close waits for background clean-up and cannot fail.
-			_ = l.Close()
-		}, 0, true
-	}
-	clients, closeClients, code, ok := a.buildClients(fs, urls, tlsCfg)
-	if !ok {
-		return nil, nil, code, false
-	}
-	l, err := redlock.New(clients, opts...)
+	l, err := redlock.NewFromNodeURLs(nodes, opts...)
 	if err != nil {
-		closeClients()
 		return nil, nil, a.fail(fs.cmd, "nodes", err), false
 	}
 	return l, func() {
+		// Close waits for background clean-up and cannot fail.
 		_ = l.Close()
-		closeClients()
 	}, 0, true
 }
 
-// clients returns one client per node, and a function that closes them.
-// ok is false when redlock should exit with code; the error is reported
-// then.
+// errTLSFlags is the usage error of TLS flags given with no TLS node.
+const errTLSFlags = "--tls-ca, --tls-cert and --tls-key are for rediss:// nodes (and rediss+cluster://, rediss+sentinel://), and none is given"
+
+// withTLS gives every TLS node of nodes the TLS settings of the flags,
+// each keeping the server name to verify and skip_verify of its URL, and
+// returns how many it changed.
+func withTLS(nodes []redlock.NodeURL, tlsCfg *tls.Config) int {
+	changed := 0
+	for _, u := range nodes {
+		var cfg **tls.Config
+		switch {
+		case u.Server != nil:
+			cfg = &u.Server.TLSConfig
+		case u.Cluster != nil:
+			cfg = &u.Cluster.TLSConfig
+		case u.Sentinel != nil:
+			cfg = &u.Sentinel.TLSConfig
+		}
+		if cfg == nil || *cfg == nil {
+			continue
+		}
+		c := tlsCfg.Clone()
+		c.ServerName = (*cfg).ServerName
+		c.InsecureSkipVerify = (*cfg).InsecureSkipVerify
+		*cfg = c
+		changed++
+	}
+	return changed
+}
+
+// clients returns one client per node, and a function that closes them:
+// for the commands that take standalone masters only. ok is false when
+// redlock should exit with code; the error is reported then.
 func (a *app) clients(fs *flagSet, n *nodeFlags) (clients []*redis.Client, closeAll func(), code int, ok bool) {
 	urls, tlsCfg, code, ok := a.nodeURLs(fs, n)
 	if !ok {
 		return nil, nil, code, false
 	}
-	return a.buildClients(fs, urls, tlsCfg)
+	nodes := make([]redlock.NodeURL, len(urls))
+	for i, u := range urls {
+		node, err := redlock.ParseNodeURL(u) // checked by parseNodes
+		if err != nil {
+			return nil, nil, a.usageError(fs.cmd, err.Error()), false
+		}
+		if node.Server == nil {
+			return nil, nil, a.usageError(fs.cmd, fmt.Sprintf("node %d is not a standalone master: %s takes only redis:// and rediss:// nodes", i+1, fs.cmd.name)), false
+		}
+		nodes[i] = node
+	}
+	if tlsCfg != nil && withTLS(nodes, tlsCfg) == 0 {
+		return nil, nil, a.usageError(fs.cmd, errTLSFlags), false
+	}
+	clients = make([]*redis.Client, len(nodes))
+	for i, node := range nodes {
+		clients[i] = redis.NewClient(node.Server)
+	}
+	return clients, func() {
+		for _, c := range clients {
+			_ = c.Close()
+		}
+	}, 0, true
 }
 
 // nodeURLs returns the nodes' URLs (--nodes, or the environment) and the
@@ -175,84 +225,63 @@ func (a *app) nodeURLs(fs *flagSet, n *nodeFlags) (urls []string, tlsCfg *tls.Co
 	return urls, tlsCfg, 0, true
 }
 
-// buildClients builds one client per URL, with the TLS settings on every
-// rediss:// node when tlsCfg is set (each keeps the URL's server name to
-// verify), and returns a function that closes them. ok is false when
-// redlock should exit with code; the error is reported then.
-func (a *app) buildClients(fs *flagSet, urls []string, tlsCfg *tls.Config) (clients []*redis.Client, closeAll func(), code int, ok bool) {
-	clients = make([]*redis.Client, len(urls))
-	closeAll = func() {
-		for _, c := range clients {
-			if c != nil {
-				_ = c.Close()
-			}
-		}
-	}
-	tlsNodes := 0
-	for i, u := range urls {
-		o, err := redlock.ParseURL(u) // checked by parseNodes
-		if err != nil {
-			closeAll()
-			return nil, nil, a.usageError(fs.cmd, err.Error()), false
-		}
-		if tlsCfg != nil && o.TLSConfig != nil {
-			c := tlsCfg.Clone()
-			c.ServerName = o.TLSConfig.ServerName
-			c.InsecureSkipVerify = o.TLSConfig.InsecureSkipVerify
-			o.TLSConfig = c
-			tlsNodes++
-		}
-		clients[i] = redis.NewClient(o)
-	}
-	if tlsCfg != nil && tlsNodes == 0 {
-		closeAll()
-		return nil, nil, a.usageError(fs.cmd, "--tls-ca, --tls-cert and --tls-key are for rediss:// nodes, and none is given"), false
-	}
-	return clients, closeAll, 0, true
-}
-
 // hostPort is a node given as a plain address, host:port: a name, an IPv4
 // address or a bracketed IPv6 address, and a port number. No password can
 // hide in it.
 var hostPort = regexp.MustCompile(`^([A-Za-z0-9._-]+|\[[0-9A-Fa-f:.]+\]):[0-9]{1,5}$`)
 
-// parseNodes splits a comma-separated list of node URLs and checks each
-// with redlock.ParseURL; a plain host:port is taken as redis://host:port.
-// Its errors name a node by its position and by its URL with credentials
-// removed.
+// urlStart matches an item of a node list that starts a URL: a scheme
+// and "://". (A password that holds "://" does not make one.)
+var urlStart = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*://`)
+
+// parseNodes splits a comma-separated list of node URLs (docs/cli.md#nodes)
+// and checks each with redlock.ParseNodeURL; a plain host:port is taken
+// as redis://host:port, except right after the hosts of a cluster's or a
+// Sentinel group's URL, where it is one more of them. Its errors name a
+// node by its position and by its URL with credentials removed.
 func parseNodes(list string) ([]string, error) {
 	items := strings.Split(list, ",")
-	for i, raw := range items {
-		if raw = strings.TrimSpace(raw); hostPort.MatchString(raw) {
-			items[i] = "redis://" + raw
-		}
-	}
-	if len(items) > 1 {
-		// An item that is not a URL is most often the tail of a password
-		// with a comma, and the item before it its head: show neither.
-		for i, raw := range items {
-			if raw = strings.TrimSpace(raw); raw != "" && !strings.Contains(raw, "://") {
-				return nil, fmt.Errorf("item %d of the node list is neither a URL nor host:port (the list is not shown: it may hold a password): want %s or host:port; percent-encode a comma in a password as %%2C", i+1, redlock.URLForm)
-			}
-		}
-	}
 	var out []string
+	open := false // the last URL's host list goes on
 	for i, raw := range items {
-		raw = strings.TrimSpace(raw)
-		if raw == "" {
+		switch raw = strings.TrimSpace(raw); {
+		case raw == "":
 			continue
+		case urlStart.MatchString(raw):
+			out = append(out, raw)
+		case open:
+			out[len(out)-1] += "," + raw
+		case hostPort.MatchString(raw):
+			out = append(out, "redis://"+raw)
+		case len(items) > 1:
+			// An item that is not a URL is most often the tail of a
+			// password with a comma, and the item before it its head:
+			// show neither.
+			return nil, fmt.Errorf("item %d of the node list is neither a URL nor host:port (the list is not shown: it may hold a password): want %s or host:port; percent-encode a comma in a password as %%2C", i+1, redlock.URLForm)
+		default:
+			out = append(out, raw)
 		}
-		if _, err := redlock.ParseURL(raw); err != nil {
+		open = hostListOpen(out[len(out)-1])
+	}
+	for i, raw := range out {
+		if _, err := redlock.ParseNodeURL(raw); err != nil {
 			var ue *redlock.URLError
 			if errors.As(err, &ue) {
 				return nil, fmt.Errorf("node %d (%s): %w", i+1, ue.URL, ue.Err)
 			}
 			return nil, fmt.Errorf("node %d: %w", i+1, err)
 		}
-		out = append(out, raw)
 	}
 	if len(out) == 0 {
 		return nil, errors.New("no nodes: the node list is empty")
 	}
 	return out, nil
+}
+
+// hostListOpen reports whether node is the URL of a cluster or a Sentinel
+// group that has no path, query or fragment yet: a host:port after it in
+// the list is one more of its hosts.
+func hostListOpen(node string) bool {
+	scheme, rest, _ := strings.Cut(node, "://")
+	return (strings.HasSuffix(scheme, "+cluster") || strings.HasSuffix(scheme, "+sentinel")) && !strings.ContainsAny(rest, "/?#")
 }

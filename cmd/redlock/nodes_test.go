@@ -1,7 +1,9 @@
 package main
 
 import (
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/quorumlock/redlock/internal/redistest"
@@ -26,12 +28,36 @@ func TestParseNodes(t *testing.T) {
 	if want := []string{"redis://127.0.0.1:7001", "redis://redis-2.example:7002", "redis://[::1]:7003"}; strings.Join(urls, " ") != strings.Join(want, " ") {
 		t.Errorf("parseNodes of host:port = %q, want %q", urls, want)
 	}
+	// A host:port right after a cluster's or a group's hosts is one more
+	// of them; a URL, or the path or query that ends the host list, ends
+	// the node.
+	for _, tt := range []struct {
+		list string
+		want []string
+	}{
+		{"redis://a:1, b:2,redis+cluster://c:3, d:4,e:5 ,redis://f:6",
+			[]string{"redis://a:1", "redis://b:2", "redis+cluster://c:3,d:4,e:5", "redis://f:6"}},
+		{"rediss+cluster://u:p%2Cw@c:3,d:4?dial_timeout=1s,e:5",
+			[]string{"rediss+cluster://u:p%2Cw@c:3,d:4?dial_timeout=1s", "redis://e:5"}},
+		{"redis+sentinel://s:1,t:2/m,u:3,redis+cluster://c:3,,d:4",
+			[]string{"redis+sentinel://s:1,t:2/m", "redis://u:3", "redis+cluster://c:3,d:4"}},
+		{"redis+sentinel://s:1,t:2,u:3/m/2", []string{"redis+sentinel://s:1,t:2,u:3/m/2"}},
+	} {
+		urls, err := parseNodes(tt.list)
+		if err != nil || strings.Join(urls, " ") != strings.Join(tt.want, " ") {
+			t.Errorf("parseNodes(%q) = %q, %v; want %q", tt.list, urls, err, tt.want)
+		}
+	}
 	for _, tt := range []struct{ list, want string }{
 		{"redis://:pa,ss@h:1", "item 2 of the node list is neither a URL nor host:port"},
 		{"h:1,h:99999x", "item 2 of the node list is neither a URL nor host:port"},
 		{"redis://h:1, redis://h:2/x", "node 2 (redis://h:2/...): invalid database number"},
 		{"redis://u:pw@h:port", "node 1 (redis://xxxxx@h:port): malformed URL"},
 		{" , ", "no nodes"},
+		{"redis://h:1,redis+cluster://c:1,c:x", "node 2 (redis+cluster://xxxxx): host 2 of 2: the port is not a number"},
+		{"redis+cluster://c:1/0,h:2", "node 1 (redis+cluster://c:1/0): unexpected path"},
+		{"redis+cluster://c:1?x=1,h:2:3", "item 2 of the node list is neither a URL nor host:port"},
+		{"redis+sentinel://s:1,redis://h:2", "node 1 (redis+sentinel://s:1): missing master name"},
 	} {
 		if _, err := parseNodes(tt.list); err == nil || !strings.HasPrefix(err.Error(), tt.want) {
 			t.Errorf("parseNodes(%q) = %v, want an error starting %q", tt.list, err, tt.want)
@@ -46,11 +72,18 @@ func FuzzParseNodesHidesPassword(f *testing.F) {
 		f.Add(s, "h:1")
 	}
 	f.Fuzz(func(t *testing.T, password, hostport string) {
-		// The URLs alone, and one after a good URL in a list.
-		raws := append(urltest.URLs(password, hostport), "redis://h:1,redis://user:"+password+"@"+hostport)
+		// The URLs alone, and after a good URL in a list.
+		raws := append(urltest.URLs(password, hostport),
+			"redis://h:1,redis://user:"+password+"@"+hostport,
+			"redis+cluster://user:"+password+"@"+hostport+",h:2")
+		if !strings.Contains(password, "@") {
+			// (With an "@", the password's tail is the URL's host.)
+			raws = append(raws, "redis://h:1,redis+cluster://h:2,:"+password+","+hostport)
+		}
 		for _, raw := range raws {
-			if !urltest.Checkable(raw, password, redlock.URLForm,
-				"node URL xxxxx@?.../... of the list is not shown: it may hold a password") {
+			if !urltest.Checkable(raw, password, redlock.URLForm, redlock.ClusterURLForm, redlock.SentinelURLForm,
+				"node URL xxxxx@?.../... of the list is not shown: it may hold a password",
+				"redis[s]://, redis[s]+cluster:// or redis[s]+sentinel:// (docs/cli.md#nodes)") {
 				continue
 			}
 			if _, err := parseNodes(raw); err != nil && strings.Contains(err.Error(), password) {
@@ -101,5 +134,53 @@ func TestNodesHostPort(t *testing.T) {
 	code, stdout, stderr := redlockRun(t, nil, "run", "--nodes", strings.Join(addrs, ","), "k", "--", "echo", "ran")
 	if code != 0 || stdout != "ran" {
 		t.Errorf("run --nodes host:port,...: code %d, stdout %q\n%s", code, stdout, stderr)
+	}
+}
+
+// --nodes takes clusters mixed with standalone masters: run and hold
+// take and release a lock on two servers and a cluster, whose seeds
+// follow its URL in the list.
+func TestNodesCluster(t *testing.T) {
+	t.Parallel()
+	servers := redistest.StartT(t, 2, redistest.Options{})
+	c := redistest.StartClusterT(t, redistest.ClusterOptions{})
+	// The cluster's seeds, then a standalone master's URL and a plain
+	// host:port, which ends no host list: a master of its own.
+	nodes := "redis+cluster://" + strings.Join(c.Addrs(), ",") + ",redis://" + servers[0].Addr + "," + servers[1].Addr
+	code, stdout, stderr := redlockRun(t, nil, "run", "--nodes", nodes, "--fencing", "k", "--", "sh", "-c", "echo ran $REDLOCK_FENCE")
+	if fence, err := strconv.ParseUint(strings.TrimPrefix(stdout, "ran "), 10, 64); code != 0 || err != nil || fence == 0 {
+		t.Errorf("run on a cluster and two servers: code %d, stdout %q, want a fencing token\n%s", code, stdout, stderr)
+	}
+	// While hold holds a lock, it is on the master of its key's slot.
+	p := start(t, []string{envNodes + "=" + nodes}, "hold", "held-key")
+	p.stdout.await(t, "0")
+	owner, err := c.KeyOwner(t.Context(), "held-key")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := owner.NewClient()
+	defer func() { _ = cl.Close() }()
+	if n, err := cl.Exists(t.Context(), "held-key").Result(); err != nil || n != 1 {
+		t.Errorf("held-key on its slot's master: EXISTS = %d, %v; want 1", n, err)
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	p.expect(0)
+	if n, err := cl.Exists(t.Context(), "held-key").Result(); err != nil || n != 0 {
+		t.Errorf("held-key after hold ended: EXISTS = %d, %v; want 0", n, err)
+	}
+}
+
+// A Sentinel group's URL names its sentinels and the group: run locks on
+// a quorum of the group and two standalone masters.
+func TestNodesSentinel(t *testing.T) {
+	t.Parallel()
+	servers := redistest.StartT(t, 2, redistest.Options{})
+	g := redistest.StartSentinelGroupT(t, redistest.SentinelOptions{})
+	nodes := "redis+sentinel://" + strings.Join(g.SentinelAddrs(), ",") + "/" + g.Name + ",redis://" + servers[0].Addr + ",redis://" + servers[1].Addr
+	code, _, stderr := redlockRun(t, nil, "run", "--nodes", nodes, "sentinel-key", "--", "true")
+	if code != 0 {
+		t.Fatalf("run on a Sentinel group and two masters: code %d\n%s", code, stderr)
 	}
 }
