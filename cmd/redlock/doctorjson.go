@@ -19,22 +19,28 @@ type reportJSON struct {
 	Findings      []findingJSON    `json:"findings"`
 }
 
+// nodeReportJSON is a node, or a shard of one: a cluster's or Sentinel
+// group's own entry holds its address, kind, error, slots, sentinels and
+// shards, and each shard the facts of a standalone node.
 type nodeReportJSON struct {
-	Addr        string `json:"addr"`
-	Error       string `json:"error,omitempty"`
-	LatencyUs   int64  `json:"latency_us"`
-	MaxLatUs    int64  `json:"max_latency_us"`
-	Version     string `json:"version,omitempty"`
-	RunID       string `json:"run_id,omitempty"`
-	Role        string `json:"role,omitempty"`
-	Replicas    int    `json:"replicas,omitempty"`
-	Master      string `json:"master,omitempty"`
-	Cluster     bool   `json:"cluster,omitempty"`
-	InfoError   string `json:"info_error,omitempty"`
-	AppendOnly  string `json:"appendonly,omitempty"`
-	AppendFsync string `json:"appendfsync,omitempty"`
-	Save        string `json:"save,omitempty"`
-	ConfigError string `json:"config_error,omitempty"`
+	Addr string      `json:"addr"`
+	Kind doctor.Kind `json:"kind"`
+	// Shards are the masters that cast a cluster's or group's vote.
+	Shards      []nodeReportJSON `json:"shards,omitempty"`
+	Error       string           `json:"error,omitempty"`
+	LatencyUs   int64            `json:"latency_us"`
+	MaxLatUs    int64            `json:"max_latency_us"`
+	Version     string           `json:"version,omitempty"`
+	RunID       string           `json:"run_id,omitempty"`
+	Role        string           `json:"role,omitempty"`
+	Replicas    int              `json:"replicas,omitempty"`
+	Master      string           `json:"master,omitempty"`
+	Cluster     bool             `json:"cluster,omitempty"`
+	InfoError   string           `json:"info_error,omitempty"`
+	AppendOnly  string           `json:"appendonly,omitempty"`
+	AppendFsync string           `json:"appendfsync,omitempty"`
+	Save        string           `json:"save,omitempty"`
+	ConfigError string           `json:"config_error,omitempty"`
 	// The memory figures are -1 when unknown.
 	MaxMemory       int64  `json:"maxmemory"`
 	UsedMemory      int64  `json:"used_memory"`
@@ -51,6 +57,25 @@ type nodeReportJSON struct {
 	ClockError           string    `json:"clock_error,omitempty"`
 	Guard                guardJSON `json:"guard"`
 	GuardError           string    `json:"guard_error,omitempty"`
+	// Slots is how many hash slots a cluster's masters serve, on its
+	// entry, or the shard serves; cluster_state and
+	// cluster-node-timeout are a cluster's shard's.
+	Slots                int    `json:"slots,omitempty"`
+	ClusterState         string `json:"cluster_state,omitempty"`
+	ClusterNodeTimeoutMs int64  `json:"cluster_node_timeout_ms,omitempty"`
+	ClusterError         string `json:"cluster_error,omitempty"`
+	// A Sentinel group's master's min-replicas-to-write and
+	// min-replicas-max-lag (in seconds); -1 when unknown or not read.
+	MinReplicasToWrite int `json:"min_replicas_to_write"`
+	MinReplicasMaxLag  int `json:"min_replicas_max_lag"`
+	// Sentinels is what each sentinel of a group named as its master.
+	Sentinels []sentinelJSON `json:"sentinels,omitempty"`
+}
+
+type sentinelJSON struct {
+	Addr   string `json:"addr"`
+	Master string `json:"master,omitempty"`
+	Error  string `json:"error,omitempty"`
 }
 
 type guardJSON struct {
@@ -65,6 +90,7 @@ type guardJSON struct {
 type findingJSON struct {
 	Check      string          `json:"check"`
 	Node       string          `json:"node,omitempty"`
+	Shard      string          `json:"shard,omitempty"`
 	Severity   doctor.Severity `json:"severity"`
 	Summary    string          `json:"summary"`
 	Fix        string          `json:"fix,omitempty"`
@@ -86,26 +112,40 @@ func writeReportJSON(w io.Writer, rep *doctor.Report, code int) error {
 	if out.Unreachable == nil {
 		out.Unreachable = []string{}
 	}
-	for _, n := range rep.Nodes {
-		g := n.Guard
-		out.Nodes = append(out.Nodes, nodeReportJSON{
-			Addr: n.Addr, Error: errString(n.Err), LatencyUs: n.Latency.Microseconds(), MaxLatUs: n.MaxLatency.Microseconds(),
-			Version: n.Version, RunID: n.RunID, Role: n.Role, Replicas: n.Replicas, Master: n.MasterAddr, Cluster: n.Cluster,
-			InfoError: errString(n.InfoErr), AppendOnly: n.AppendOnly, AppendFsync: n.AppendFsync, Save: n.Save,
-			ConfigError: errString(n.ConfigErr), MaxMemory: n.MaxMemory, UsedMemory: n.UsedMemory, EvictedKeys: n.EvictedKeys,
-			MaxMemoryPolicy: n.MaxMemoryPolicy, ScriptsError: errString(n.ScriptsErr),
-			ClockOffsetUs: n.ClockOffset.Microseconds(), ClockUncertaintyUs: n.ClockUncertainty.Microseconds(),
-			ClockRate: n.ClockRate, ClockRateUncertainty: n.ClockRateUncertainty, ClockError: errString(n.ClockErr),
-			Guard: guardJSON{Known: g.Known, Marker: g.Marker, Current: g.Current, Stale: g.Stale,
-				AbstainMs: g.Abstain.Milliseconds(), BootstrapNeeded: g.BootstrapNeeded},
-			GuardError: errString(n.GuardErr),
-		})
+	for i := range rep.Nodes {
+		out.Nodes = append(out.Nodes, nodeReport(&rep.Nodes[i]))
 	}
 	for _, f := range rep.Findings {
-		out.Findings = append(out.Findings, findingJSON{Check: f.Check, Node: f.Node, Severity: f.Severity,
+		out.Findings = append(out.Findings, findingJSON{Check: f.Check, Node: f.Node, Shard: f.Shard, Severity: f.Severity,
 			Summary: f.Summary, Fix: f.Fix, Unverified: f.Unverified})
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(out)
+}
+
+// nodeReport is the --json form of a node, its shards included.
+func nodeReport(n *doctor.Node) nodeReportJSON {
+	g := n.Guard
+	out := nodeReportJSON{
+		Addr: n.Addr, Kind: n.Kind, Error: errString(n.Err), LatencyUs: n.Latency.Microseconds(), MaxLatUs: n.MaxLatency.Microseconds(),
+		Version: n.Version, RunID: n.RunID, Role: n.Role, Replicas: n.Replicas, Master: n.MasterAddr, Cluster: n.Cluster,
+		InfoError: errString(n.InfoErr), AppendOnly: n.AppendOnly, AppendFsync: n.AppendFsync, Save: n.Save,
+		ConfigError: errString(n.ConfigErr), MaxMemory: n.MaxMemory, UsedMemory: n.UsedMemory, EvictedKeys: n.EvictedKeys,
+		MaxMemoryPolicy: n.MaxMemoryPolicy, ScriptsError: errString(n.ScriptsErr),
+		ClockOffsetUs: n.ClockOffset.Microseconds(), ClockUncertaintyUs: n.ClockUncertainty.Microseconds(),
+		ClockRate: n.ClockRate, ClockRateUncertainty: n.ClockRateUncertainty, ClockError: errString(n.ClockErr),
+		Guard: guardJSON{Known: g.Known, Marker: g.Marker, Current: g.Current, Stale: g.Stale,
+			AbstainMs: g.Abstain.Milliseconds(), BootstrapNeeded: g.BootstrapNeeded},
+		GuardError: errString(n.GuardErr),
+		Slots:      n.Slots, ClusterState: n.ClusterState, ClusterNodeTimeoutMs: n.ClusterNodeTimeout.Milliseconds(),
+		ClusterError: errString(n.ClusterErr), MinReplicasToWrite: n.MinReplicasToWrite, MinReplicasMaxLag: n.MinReplicasMaxLag,
+	}
+	for i := range n.Shards {
+		out.Shards = append(out.Shards, nodeReport(&n.Shards[i]))
+	}
+	for _, a := range n.Sentinels {
+		out.Sentinels = append(out.Sentinels, sentinelJSON{Addr: a.Addr, Master: a.Master, Error: errString(a.Err)})
+	}
+	return out
 }

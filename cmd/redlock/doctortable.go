@@ -12,8 +12,21 @@ import (
 )
 
 // writeReport prints a report as a summary line, a table with one row per
-// node, and the problems with their fixes.
+// node and an indented one per shard of a cluster or Sentinel group, and
+// the problems with their fixes.
 func writeReport(w io.Writer, rep *doctor.Report) error {
+	if _, err := fmt.Fprintf(w, "redlock doctor: %s, quorum %d, clock window %v: %s\n\n",
+		plural(len(rep.Nodes), "node"), rep.Quorum, rep.ClockWindow, verdict(rep)); err != nil {
+		return err
+	}
+	if err := writeTable(w, rep); err != nil {
+		return err
+	}
+	return writeProblems(w, rep.Problems())
+}
+
+// verdict counts the report's errors and warnings, or says all is well.
+func verdict(rep *doctor.Report) string {
 	errs, warns := 0, 0
 	for _, p := range rep.Problems() {
 		if p.Severity == doctor.Error {
@@ -29,65 +42,103 @@ func writeReport(w io.Writer, rep *doctor.Report) error {
 	if warns > 0 {
 		counts = append(counts, plural(warns, "warning"))
 	}
-	verdict := "all is well"
-	if len(counts) > 0 {
-		verdict = strings.Join(counts, ", ")
+	if len(counts) == 0 {
+		return "all is well"
 	}
-	if _, err := fmt.Fprintf(w, "redlock doctor: %s, quorum %d, clock window %v: %s\n\n",
-		plural(len(rep.Nodes), "node"), rep.Quorum, rep.ClockWindow, verdict); err != nil {
-		return err
+	return strings.Join(counts, ", ")
+}
+
+// marks holds the worst severity of the findings of each check at each
+// place a finding names (Finding.Where: a node, or a shard of one).
+type marks map[[2]string]doctor.Severity
+
+func newMarks(findings []doctor.Finding) marks {
+	m := marks{}
+	for _, f := range findings {
+		k := [2]string{f.Where(), f.Check}
+		m[k] = max(m[k], f.Severity)
 	}
-	// The worst severity of each node's checks marks the table's cells.
-	mark := map[[2]string]doctor.Severity{}
-	for _, f := range rep.Findings {
-		k := [2]string{f.Node, f.Check}
-		mark[k] = max(mark[k], f.Severity)
+	return m
+}
+
+// cell is text marked with the worst of the checks' findings at where:
+// " !" for a warning, " !!" for an error.
+func (m marks) cell(where, text string, checks ...string) string {
+	worst := doctor.OK
+	for _, c := range checks {
+		worst = max(worst, m[[2]string{where, c}])
 	}
-	cell := func(n *doctor.Node, check, text string) string {
-		switch mark[[2]string{n.Addr, check}] {
-		case doctor.Error:
-			return text + " !!"
-		case doctor.Warning:
-			return text + " !"
-		}
-		return text
+	switch worst {
+	case doctor.Error:
+		return text + " !!"
+	case doctor.Warning:
+		return text + " !"
 	}
+	return text
+}
+
+// roleChecks mark the ROLE column: a server's role, and on a cluster or
+// Sentinel group (or its master) what its slots, sentinels and failovers
+// do to the locks.
+var roleChecks = []string{doctor.Role, doctor.Failover, doctor.Slots, doctor.Sentinels}
+
+func writeTable(w io.Writer, rep *doctor.Report) error {
+	m := newMarks(rep.Findings)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NODE\tLATENCY\tVERSION\tSERVER\tROLE\tSCRIPTS\tPERSISTENCE\tMEMORY\tCLOCK\tGUARD")
 	for i := range rep.Nodes {
 		n := &rep.Nodes[i]
-		if n.Err != nil {
-			fmt.Fprintf(tw, "%s\t%s\t-\t-\t-\t-\t-\t-\t-\t-\n", n.Addr, cell(n, doctor.Reach, "unreachable"))
+		if n.Kind == doctor.KindServer || n.Err != nil {
+			fmt.Fprintln(tw, serverRow(m, n.Addr, n.Addr, n, rep.GuardInUse))
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", n.Addr,
-			cell(n, doctor.Reach, roundDur(n.Latency).String()),
-			cell(n, doctor.Version, dash(n.Version)),
-			cell(n, doctor.Identity, dash(prefix(n.RunID, 8))),
-			cell(n, doctor.Role, roleCell(n)),
-			cell(n, doctor.Scripts, okOr(n.ScriptsErr == nil, "refused")),
-			cell(n, doctor.Persistence, persistenceCell(n)),
-			cell(n, doctor.Memory, memoryCell(n)),
-			cell(n, doctor.Clock, clockCell(n)),
-			cell(n, doctor.Guard, guardCell(n, rep.GuardInUse)))
+		fmt.Fprintln(tw, n.Addr+"\t-\t-\t-\t"+m.cell(n.Addr, groupCell(n), roleChecks...)+"\t-\t-\t-\t-\t-")
+		for j := range n.Shards {
+			s := &n.Shards[j]
+			where := doctor.Finding{Node: n.Addr, Shard: s.Addr}.Where()
+			fmt.Fprintln(tw, serverRow(m, where, "  "+s.Addr, s, rep.GuardInUse))
+		}
 	}
-	if err := tw.Flush(); err != nil {
-		return err
+	return tw.Flush()
+}
+
+// serverRow is the table's row of a server: a standalone node, or a shard
+// of a cluster or group (named where by its findings); label is its NODE
+// cell. A cluster or group whose masters could not be found has this row
+// too, as unreachable.
+func serverRow(m marks, where, label string, n *doctor.Node, guardInUse bool) string {
+	if n.Err != nil {
+		return label + "\t" + m.cell(where, "unreachable", doctor.Reach) + "\t-\t-\t-\t-\t-\t-\t-\t-"
 	}
-	problems := rep.Problems()
+	return strings.Join([]string{label,
+		m.cell(where, roundDur(n.Latency).String(), doctor.Reach),
+		m.cell(where, dash(n.Version), doctor.Version),
+		m.cell(where, dash(prefix(n.RunID, 8)), doctor.Identity),
+		m.cell(where, roleCell(n), roleChecks...),
+		m.cell(where, okOr(n.ScriptsErr == nil, "refused"), doctor.Scripts),
+		m.cell(where, persistenceCell(n), doctor.Persistence),
+		m.cell(where, memoryCell(n), doctor.Memory),
+		m.cell(where, clockCell(n), doctor.Clock),
+		m.cell(where, guardCell(n, guardInUse), doctor.Guard),
+	}, "\t")
+}
+
+// writeProblems prints the findings that are not ok, each named by where
+// it was found, with its fix.
+func writeProblems(w io.Writer, problems []doctor.Finding) error {
 	if len(problems) == 0 {
 		return nil
 	}
 	if _, err := fmt.Fprintln(w); err != nil {
 		return err
 	}
-	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	for _, p := range problems {
-		node := p.Node
-		if node == "" {
-			node = "(all nodes)"
+		where := p.Where()
+		if where == "" {
+			where = "(all nodes)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", strings.ToUpper(p.Severity.String()), node, p.Check, p.Summary)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", strings.ToUpper(p.Severity.String()), where, p.Check, p.Summary)
 		if p.Fix != "" {
 			fmt.Fprintf(tw, "\t\t\tfix: %s\n", p.Fix)
 		}
@@ -95,11 +146,27 @@ func writeReport(w io.Writer, rep *doctor.Report) error {
 	return tw.Flush()
 }
 
+// groupCell is the ROLE cell of a cluster (how many of its slots some
+// master serves) or a Sentinel group (how many of its sentinels answer).
+func groupCell(n *doctor.Node) string {
+	if n.Kind == doctor.KindCluster {
+		return fmt.Sprintf("%d slots", n.Slots)
+	}
+	answered := 0
+	for _, a := range n.Sentinels {
+		if a.Err == nil {
+			answered++
+		}
+	}
+	return fmt.Sprintf("%d/%d sentinels", answered, len(n.Sentinels))
+}
+
 func roleCell(n *doctor.Node) string {
 	switch {
 	case n.Role == "":
 		return "?"
-	case n.Cluster:
+	case n.Cluster && n.Kind != doctor.KindCluster:
+		// A cluster's master given as a standalone node.
 		return "cluster"
 	case n.Role == "slave":
 		return "replica"
@@ -155,12 +222,16 @@ func guardCell(n *doctor.Node, inUse bool) string {
 		return "?"
 	case g.Abstain > 0:
 		return "abstains " + g.Abstain.Round(100*time.Millisecond).String()
+	case g.StaleSlots > 0 && g.StaleSlots < g.Slots:
+		return fmt.Sprintf("stale (%d slots)", g.StaleSlots)
 	case g.Marker && !g.Current:
 		return "stale"
 	case g.Marker:
 		return "ok"
 	case g.BootstrapNeeded:
 		return "bootstrap"
+	case g.Unmarked > 0 && g.Unmarked < g.Slots:
+		return fmt.Sprintf("no marker (%d slots)", g.Unmarked)
 	case inUse:
 		return "no marker"
 	}
