@@ -10,8 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/quorumlock/redlock/redlock"
 )
 
@@ -108,20 +106,9 @@ func (a *app) tlsConfig(fs *flagSet, n *nodeFlags) (cfg *tls.Config, code int, o
 // clients it built). ok is false when redlock should exit with code; the
 // error is reported then.
 func (a *app) locker(fs *flagSet, n *nodeFlags, opts ...redlock.Option) (l *redlock.Locker, closeAll func(), code int, ok bool) {
-	urls, tlsCfg, code, ok := a.nodeURLs(fs, n)
+	nodes, code, ok := a.parsedNodes(fs, n)
 	if !ok {
 		return nil, nil, code, false
-	}
-	nodes := make([]redlock.NodeURL, len(urls))
-	for i, u := range urls {
-		node, err := redlock.ParseNodeURL(u) // checked by parseNodes
-		if err != nil {
-			return nil, nil, a.usageError(fs.cmd, err.Error()), false
-		}
-		nodes[i] = node
-	}
-	if tlsCfg != nil && withTLS(nodes, tlsCfg) == 0 {
-		return nil, nil, a.usageError(fs.cmd, errTLSFlags), false
 	}
 	// The library's warnings are for the commands that take a lock, which
 	// give their logger in opts; the others show the nodes' state anyway.
@@ -134,6 +121,28 @@ func (a *app) locker(fs *flagSet, n *nodeFlags, opts ...redlock.Option) (l *redl
 		// Close waits for background clean-up and cannot fail.
 		_ = l.Close()
 	}, 0, true
+}
+
+// parsedNodes returns the nodes (--nodes, or the environment), parsed,
+// every TLS node with the TLS flags' settings. ok is false when redlock
+// should exit with code; the error is reported then.
+func (a *app) parsedNodes(fs *flagSet, n *nodeFlags) (nodes []redlock.NodeURL, code int, ok bool) {
+	urls, tlsCfg, code, ok := a.nodeURLs(fs, n)
+	if !ok {
+		return nil, code, false
+	}
+	nodes = make([]redlock.NodeURL, len(urls))
+	for i, u := range urls {
+		node, err := redlock.ParseNodeURL(u) // checked by parseNodes
+		if err != nil {
+			return nil, a.usageError(fs.cmd, err.Error()), false
+		}
+		nodes[i] = node
+	}
+	if tlsCfg != nil && withTLS(nodes, tlsCfg) == 0 {
+		return nil, a.usageError(fs.cmd, errTLSFlags), false
+	}
+	return nodes, 0, true
 }
 
 // errTLSFlags is the usage error of TLS flags given with no TLS node.
@@ -164,39 +173,6 @@ func withTLS(nodes []redlock.NodeURL, tlsCfg *tls.Config) int {
 		changed++
 	}
 	return changed
-}
-
-// clients returns one client per node, and a function that closes them:
-// for the commands that take standalone masters only. ok is false when
-// redlock should exit with code; the error is reported then.
-func (a *app) clients(fs *flagSet, n *nodeFlags) (clients []*redis.Client, closeAll func(), code int, ok bool) {
-	urls, tlsCfg, code, ok := a.nodeURLs(fs, n)
-	if !ok {
-		return nil, nil, code, false
-	}
-	nodes := make([]redlock.NodeURL, len(urls))
-	for i, u := range urls {
-		node, err := redlock.ParseNodeURL(u) // checked by parseNodes
-		if err != nil {
-			return nil, nil, a.usageError(fs.cmd, err.Error()), false
-		}
-		if node.Server == nil {
-			return nil, nil, a.usageError(fs.cmd, fmt.Sprintf("node %d is not a standalone master: %s takes only redis:// and rediss:// nodes", i+1, fs.cmd.name)), false
-		}
-		nodes[i] = node
-	}
-	if tlsCfg != nil && withTLS(nodes, tlsCfg) == 0 {
-		return nil, nil, a.usageError(fs.cmd, errTLSFlags), false
-	}
-	clients = make([]*redis.Client, len(nodes))
-	for i, node := range nodes {
-		clients[i] = redis.NewClient(node.Server)
-	}
-	return clients, func() {
-		for _, c := range clients {
-			_ = c.Close()
-		}
-	}, 0, true
 }
 
 // nodeURLs returns the nodes' URLs (--nodes, or the environment) and the
