@@ -304,7 +304,9 @@ func (p *proc) loseLock(servers []*redistest.Server, want string) {
 // release lets a command that waits on its standard input ("read x") end.
 func (p *proc) release() {
 	p.t.Helper()
-	if err := p.stdin.Close(); err != nil {
+	// A process that has exited already had its stdin closed by
+	// exec.Cmd.Wait, which the proc's goroutine may have called first.
+	if err := p.stdin.Close(); err != nil && !errors.Is(err, os.ErrClosed) {
 		p.t.Fatal(err)
 	}
 }

@@ -47,11 +47,13 @@ func (f renamedFlag) Set(string) error {
 func (n *nodeFlags) register(fs *flagSet) {
 	// The default is read from the environment after parsing, never shown
 	// as the flag's default: it may hold passwords.
-	fs.StringVar(&n.nodes, "nodes", "", "comma-separated node `URLs`, standalone masters or clusters:\n"+
+	fs.StringVar(&n.nodes, "nodes", "", "comma-separated node `URLs`: standalone masters, clusters, Sentinel groups:\n"+
 		"redis[s]://[[user]:password@]host[:port][/db][?option=value...]\n"+
 		"(or host:port for redis://host:port) for a standalone master,\n"+
 		"redis[s]+cluster://[[user]:password@]host[:port][,host[:port]...][?...]\n"+
-		"for a Redis Cluster (a host:port after its hosts is one more of them);\n"+
+		"for a Redis Cluster (a host:port after its hosts is one more of them),\n"+
+		"redis[s]+sentinel://[[user]:password@]host[:port][,host[:port]...]/master\n"+
+		"for a Sentinel group (its sentinels, and the group's name);\n"+
 		"percent-encode , / ? # @ in a password (default $"+envNodes+")")
 	fs.durationVar(&n.nodeTimeout, "node-timeout", defaultNodeTimeout, "bound on each call to one node; a slower node counts\nas failed")
 	fs.StringVar(&n.cacert, "tls-ca", "", "PEM `FILE` of the certificate authorities that rediss:// nodes'\n"+
