@@ -210,11 +210,28 @@ func TestChaosClusters(t *testing.T) {
 	if *flags.Duration < longRun {
 		scenarios = nil
 		for _, sc := range chaos.ClusterScenarios {
-			if sc.Asserted && !sc.Sample {
+			if sc.Asserted && !sc.Sample && !sc.LongOnly {
 				scenarios = append(scenarios, sc)
 			}
 		}
 		t.Logf("short run: %d of %d scenarios (all of them from -chaos.duration=%v)", len(scenarios), len(chaos.ClusterScenarios), longRun)
+	}
+	runScenarios(t, cluster.Processes{}, scenarios)
+}
+
+// TestChaosSentinel runs the scenarios whose quorum nodes are Sentinel
+// groups (chaos.SentinelScenarios), on processes. A short run runs the
+// asserted ones; a long run runs them all.
+func TestChaosSentinel(t *testing.T) {
+	scenarios := chaos.SentinelScenarios
+	if *flags.Duration < longRun {
+		scenarios = nil
+		for _, sc := range chaos.SentinelScenarios {
+			if sc.Asserted && !sc.Sample && !sc.LongOnly {
+				scenarios = append(scenarios, sc)
+			}
+		}
+		t.Logf("short run: %d of %d scenarios (all of them from -chaos.duration=%v)", len(scenarios), len(chaos.SentinelScenarios), longRun)
 	}
 	runScenarios(t, cluster.Processes{}, scenarios)
 }
