@@ -162,7 +162,7 @@ func TestChaosProcesses(t *testing.T) {
 	if *flags.Duration < longRun {
 		scenarios = nil
 		for _, sc := range chaos.Scenarios {
-			if sc.Asserted || sc.AssertEffects {
+			if (sc.Asserted || sc.AssertEffects) && !sc.LongOnly {
 				scenarios = append(scenarios, sc)
 			}
 		}
@@ -192,7 +192,7 @@ func TestChaosContainers(t *testing.T) {
 		// docker-proxy, their clients (through the node proxies too)
 		// got no acquisition at all in their first 30 s, even after a
 		// reset; the long run keeps them.
-		if *flags.Duration < longRun && !(sc.Asserted && sc.Pending() == "" && sc.TouchesServers() && !sc.HasDataFaults() && !sc.Sample) {
+		if *flags.Duration < longRun && !(sc.Asserted && sc.Pending() == "" && sc.TouchesServers() && !sc.HasDataFaults() && !sc.Sample && !sc.LongOnly) {
 			continue
 		}
 		scenarios = append(scenarios, sc)
