@@ -162,7 +162,7 @@ func TestChaosProcesses(t *testing.T) {
 	if *flags.Duration < longRun {
 		scenarios = nil
 		for _, sc := range chaos.Scenarios {
-			if sc.Asserted || sc.AssertEffects {
+			if (sc.Asserted || sc.AssertEffects) && !sc.LongOnly {
 				scenarios = append(scenarios, sc)
 			}
 		}
@@ -192,7 +192,7 @@ func TestChaosContainers(t *testing.T) {
 		// docker-proxy, their clients (through the node proxies too)
 		// got no acquisition at all in their first 30 s, even after a
 		// reset; the long run keeps them.
-		if *flags.Duration < longRun && !(sc.Asserted && sc.Pending() == "" && sc.TouchesServers() && !sc.HasDataFaults() && !sc.Sample) {
+		if *flags.Duration < longRun && !(sc.Asserted && sc.Pending() == "" && sc.TouchesServers() && !sc.HasDataFaults() && !sc.Sample && !sc.LongOnly) {
 			continue
 		}
 		scenarios = append(scenarios, sc)
@@ -210,11 +210,28 @@ func TestChaosClusters(t *testing.T) {
 	if *flags.Duration < longRun {
 		scenarios = nil
 		for _, sc := range chaos.ClusterScenarios {
-			if sc.Asserted && !sc.Sample {
+			if sc.Asserted && !sc.Sample && !sc.LongOnly {
 				scenarios = append(scenarios, sc)
 			}
 		}
 		t.Logf("short run: %d of %d scenarios (all of them from -chaos.duration=%v)", len(scenarios), len(chaos.ClusterScenarios), longRun)
+	}
+	runScenarios(t, cluster.Processes{}, scenarios)
+}
+
+// TestChaosSentinel runs the scenarios whose quorum nodes are Sentinel
+// groups (chaos.SentinelScenarios), on processes. A short run runs the
+// asserted ones; a long run runs them all.
+func TestChaosSentinel(t *testing.T) {
+	scenarios := chaos.SentinelScenarios
+	if *flags.Duration < longRun {
+		scenarios = nil
+		for _, sc := range chaos.SentinelScenarios {
+			if sc.Asserted && !sc.Sample && !sc.LongOnly {
+				scenarios = append(scenarios, sc)
+			}
+		}
+		t.Logf("short run: %d of %d scenarios (all of them from -chaos.duration=%v)", len(scenarios), len(chaos.SentinelScenarios), longRun)
 	}
 	runScenarios(t, cluster.Processes{}, scenarios)
 }

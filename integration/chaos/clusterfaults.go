@@ -68,6 +68,19 @@ func (n *nemesis) onClusters(ctx context.Context, f Fault, d time.Duration) erro
 	if !ok {
 		return fmt.Errorf("a fault of Redis Cluster nodes on %v nodes", n.quorum.Options())
 	}
+	return n.onGroups(ctx, f, "cluster", true, func(hctx context.Context, i int, key string, rng *rand.Rand) (string, error) {
+		return f.OnCluster(hctx, clusterFault{rc: rc, node: i, key: key, rng: rng, run: ctx}, d)
+	})
+}
+
+// onGroups injects a fault of nodes that are groups of servers (Redis
+// Clusters, Sentinel groups) on a minority of them (a majority with
+// Scenario.Majority), on all of them at once: act injects and heals it
+// on node i, where key is one of the run's keys, the same for every
+// target, and rng the target's own draw; it says what it did. kind names
+// a node in the log, which names the key if keyed (a fault of the key's
+// shard).
+func (n *nemesis) onGroups(ctx context.Context, f Fault, kind string, keyed bool, act func(hctx context.Context, i int, key string, rng *rand.Rand) (string, error)) error {
 	t := Minority
 	if n.majority {
 		t = Majority
@@ -83,16 +96,20 @@ func (n *nemesis) onClusters(ctx context.Context, f Fault, d time.Duration) erro
 	start := time.Now()
 	var wg sync.WaitGroup
 	for k, i := range targets {
-		cf := clusterFault{rc: rc, node: i, key: key, rng: rand.New(rand.NewPCG(n.rng.Uint64(), n.rng.Uint64())), run: ctx}
+		rng := rand.New(rand.NewPCG(n.rng.Uint64(), n.rng.Uint64()))
 		wg.Go(func() {
-			what, err := f.OnCluster(hctx, cf, d)
-			whats[k], errs[k] = fmt.Sprintf("cluster %d: %s", i, what), err
+			what, err := act(hctx, i, key, rng)
+			whats[k], errs[k] = fmt.Sprintf("%s %d: %s", kind, i, what), err
 		})
 	}
 	wg.Wait()
 	end := time.Now()
 	n.history.AddFault(checker.Fault{Kind: f.Name, Nodes: targets, Majority: t != Minority, Start: start, End: end})
-	n.logf("nemesis: %s on key %s (%s) for %v from %s", f.Name, key, strings.Join(whats, "; "), end.Sub(start).Round(time.Millisecond), start.Format(clockLayout))
+	on := ""
+	if keyed {
+		on = " on key " + key
+	}
+	n.logf("nemesis: %s%s (%s) for %v from %s", f.Name, on, strings.Join(whats, "; "), end.Sub(start).Round(time.Millisecond), start.Format(clockLayout))
 	return errors.Join(errs...)
 }
 

@@ -61,6 +61,10 @@ type Fault struct {
 	// (clusterfaults.go), which acts on one shard of each target cluster
 	// for d and heals it, and says what it did.
 	OnCluster func(ctx context.Context, cf clusterFault, d time.Duration) (string, error)
+	// OnSentinel, if set, marks a fault of Sentinel group nodes
+	// (sentinelfaults.go), which acts on each target group for d and
+	// heals it, and says what it did.
+	OnSentinel func(ctx context.Context, sf sentinelFault, d time.Duration) (string, error)
 }
 
 // Targets says which nodes a fault hits.
@@ -268,6 +272,16 @@ var Faults = map[string]Fault{
 	// The shard's master is killed, then restarts empty.
 	"shard-kill":    {Name: "shard-kill", Duration: ttlTimes(0.1, 1.5), OnCluster: shardKill},
 	"shard-restart": {Name: "shard-restart", Duration: noDuration, OnCluster: shardKill},
+
+	// The faults of Sentinel group nodes (sentinelfaults.go), each on a
+	// whole group.
+
+	// The sentinels promote the replica (SENTINEL FAILOVER); the
+	// demoted master is left as they leave it for a while.
+	"sentinel-failover": {Name: "sentinel-failover", Duration: ttlTimes(0.2, 1), OnSentinel: sentinelFailover},
+	// The replica's link is cut for a while, the master acknowledging
+	// writes it never receives, then the sentinels promote it.
+	"sentinel-failover-lost-writes": {Name: "sentinel-failover-lost-writes", Duration: ttlTimes(0.2, 1), OnSentinel: sentinelFailoverLosingWrites},
 }
 
 // clockLayout is how the nemesis log stamps a fault, as the checker's
@@ -326,6 +340,8 @@ func (n *nemesis) inject(ctx context.Context, f Fault) error {
 		return n.onPaths(ctx, f, d)
 	case f.OnCluster != nil:
 		return n.onClusters(ctx, f, d)
+	case f.OnSentinel != nil:
+		return n.onSentinels(ctx, f, d)
 	}
 	return n.onNodes(ctx, f, d)
 }

@@ -9,8 +9,8 @@ import (
 )
 
 // Quorum is the nodes a run locks on, each one vote: standalone masters
-// behind fault proxies (*cluster.Cluster) or Redis Clusters
-// (*cluster.RedisClusters). Start makes one of the kind a scenario asks
+// behind fault proxies (*cluster.Cluster), Redis Clusters
+// (*cluster.RedisClusters) or Sentinel groups (*cluster.SentinelGroups). Start makes one of the kind a scenario asks
 // for, and openNode makes a client's Node of each address.
 type Quorum interface {
 	// Options says what kind of nodes they are.
@@ -27,17 +27,15 @@ type Quorum interface {
 	Close(ctx context.Context) error
 }
 
-// ClusterNodes is the number of Redis Clusters of a quorum of clusters:
-// three, so that one at a time can fail.
+// ClusterNodes is the number of Redis Clusters, or Sentinel groups, of a
+// quorum of them: three, so that one at a time can fail.
 const ClusterNodes = 3
 
 // Start starts the quorum that opts describe: Nodes standalone masters on
-// backend, or ClusterNodes Redis Clusters of processes.
-//
-// A Sentinel backend would be one more case here (a cluster.Options field,
-// its starter), beside its address form in openNode and its faults.
+// backend, or ClusterNodes Redis Clusters or Sentinel groups of
+// processes.
 func Start(ctx context.Context, backend cluster.Backend, opts cluster.Options) (Quorum, error) {
-	if !opts.RedisCluster {
+	if !opts.RedisCluster && !opts.Sentinel {
 		c, err := cluster.Start(ctx, backend, Nodes, opts)
 		if err != nil {
 			return nil, err
@@ -45,7 +43,14 @@ func Start(ctx context.Context, backend cluster.Backend, opts cluster.Options) (
 		return c, nil
 	}
 	if _, ok := backend.(cluster.Processes); !ok {
-		return nil, fmt.Errorf("redis cluster nodes run as processes, not on the %s backend", backend.Name())
+		return nil, fmt.Errorf("%v nodes run as processes, not on the %s backend", opts, backend.Name())
+	}
+	if opts.Sentinel {
+		sg, err := cluster.StartSentinelGroups(ctx, ClusterNodes, opts)
+		if err != nil {
+			return nil, err
+		}
+		return sg, nil
 	}
 	rc, err := cluster.StartRedisClusters(ctx, ClusterNodes, opts)
 	if err != nil {
@@ -56,8 +61,14 @@ func Start(ctx context.Context, backend cluster.Backend, opts cluster.Options) (
 
 // openNode returns the quorum node at addr (an address of Quorum.Addrs)
 // and how to close its client: a Redis Cluster for a cluster's address
-// (cluster.ClusterSeeds), a standalone master otherwise.
+// (cluster.ClusterSeeds), a Sentinel group for a group's
+// (cluster.SentinelNode), a standalone master otherwise.
 func openNode(addr string) (redlock.Node, func() error) {
+	if name, sentinels, ok := cluster.SentinelNode(addr); ok {
+		// The Locker opens its own connections from the options, and
+		// closes them with itself: there is no client to close.
+		return redlock.Sentinel(cluster.NewFailoverOptions(name, sentinels)), func() error { return nil }
+	}
 	if seeds, ok := cluster.ClusterSeeds(addr); ok {
 		c := cluster.NewClusterClient(seeds)
 		return redlock.Cluster(c), c.Close

@@ -86,6 +86,10 @@ type Scenario struct {
 	// lost in a scenario outside the lock's claims (not Asserted): its
 	// fenced writes must refuse every holder the lock itself let overlap.
 	AssertEffects bool
+	// LongOnly keeps an Asserted scenario out of the short runs (the
+	// default suite): its long locks and faults need more time than a
+	// short run gives a scenario.
+	LongOnly bool
 	// WatchCounters follows the fencing counters on every node and
 	// records an anomaly when one goes back (counters.go): for scenarios
 	// whose nodes never lose their memory.

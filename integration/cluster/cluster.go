@@ -9,8 +9,9 @@
 // to the proxies, never to the servers, so every network fault applies to
 // them.
 //
-// RedisClusters is the other kind of quorum: each node a Redis Cluster of
-// processes, with faults of its own (redisfaults.go).
+// RedisClusters and SentinelGroups are the other kinds of quorum: each node
+// a Redis Cluster, or a Sentinel group, of processes, with faults of their
+// own (redisfaults.go, sentinelfaults.go).
 package cluster
 
 import (
@@ -58,6 +59,9 @@ type Options struct {
 	// RedisCluster makes each node of the quorum a Redis Cluster of
 	// processes (StartRedisClusters), without the other options.
 	RedisCluster bool
+	// Sentinel makes each node of the quorum a Sentinel group of
+	// processes (StartSentinelGroups), without the other options.
+	Sentinel bool
 }
 
 // String names the kind of cluster in test output.
@@ -80,6 +84,9 @@ func (o Options) String() string {
 	}
 	if o.RedisCluster {
 		parts = append(parts, "redis-cluster")
+	}
+	if o.Sentinel {
+		parts = append(parts, "sentinel")
 	}
 	if len(parts) == 0 {
 		return "plain"

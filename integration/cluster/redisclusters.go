@@ -141,7 +141,7 @@ func (rc *RedisClusters) Reset(ctx context.Context) error {
 			continue
 		}
 		for _, m := range tp.Masters() {
-			errs = append(errs, flushMaster(ctx, m, len(tp.Replicas(m))))
+			errs = append(errs, flushMaster(ctx, m.Server, len(tp.Replicas(m))))
 		}
 	}
 	return errors.Join(errs...)
@@ -150,7 +150,7 @@ func (rc *RedisClusters) Reset(ctx context.Context) error {
 // flushMaster empties master and waits (WAIT) until its replicas have
 // the flush too: a replica promoted later must not bring back keys of an
 // earlier run.
-func flushMaster(ctx context.Context, master *redistest.ClusterNode, replicas int) error {
+func flushMaster(ctx context.Context, master *redistest.Server, replicas int) error {
 	cl := master.NewClient()
 	defer cl.Close()
 	if err := cl.Do(ctx, "FLUSHALL", "SYNC").Err(); err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +17,11 @@ import (
 type SentinelOptions struct {
 	// Replicas is the number of replicas of the first master; 1 by default.
 	Replicas int
+	// Priorities are the replicas' replica-priority, in order; Redis's
+	// default (100) for a replica without one. Sentinel promotes the
+	// replica of the lowest priority first, and never one of priority 0,
+	// which still counts for the master's min-replicas-to-write.
+	Priorities []int
 	// Sentinels is the number of sentinels; 3 by default.
 	Sentinels int
 	// Quorum is how many sentinels must agree that the master is down
@@ -91,6 +97,8 @@ func StartSentinelGroup(ctx context.Context, opts SentinelOptions) (*SentinelGro
 		return nil, fmt.Errorf("redistest: %d sentinels with a quorum of %d", opts.Sentinels, opts.Quorum)
 	case opts.DownAfter < time.Millisecond || opts.FailoverTimeout < time.Millisecond:
 		return nil, fmt.Errorf("redistest: down-after %v, failover-timeout %v", opts.DownAfter, opts.FailoverTimeout)
+	case len(opts.Priorities) > opts.Replicas:
+		return nil, fmt.Errorf("redistest: %d priorities for %d replicas", len(opts.Priorities), opts.Replicas)
 	case opts.Server.Dir != "":
 		return nil, errors.New("redistest: the group's servers get directories of their own; leave Dir empty")
 	}
@@ -105,9 +113,7 @@ func StartSentinelGroup(ctx context.Context, opts SentinelOptions) (*SentinelGro
 		return nil, err
 	}
 	g.Servers = append(g.Servers, master)
-	ro := o
-	ro.Args = append(append([]string{}, o.Args...), "--replicaof", "127.0.0.1", strconv.Itoa(master.Port))
-	replicas, err := startAll(opts.Replicas, ro)
+	replicas, err := startReplicas(opts, o, master)
 	if err != nil {
 		return nil, errors.Join(err, g.Close())
 	}
@@ -134,6 +140,33 @@ func StartSentinelGroup(ctx context.Context, opts SentinelOptions) (*SentinelGro
 		return nil, errors.Join(err, g.Close())
 	}
 	return g, nil
+}
+
+// startReplicas starts opts.Replicas replicas of master at once, each with
+// the options o and its priority.
+func startReplicas(opts SentinelOptions, o Options, master *Server) ([]*Server, error) {
+	replicas := make([]*Server, opts.Replicas)
+	errs := make([]error, opts.Replicas)
+	var wg sync.WaitGroup
+	for i := range replicas {
+		ro := o
+		ro.Args = append(append([]string{}, o.Args...), "--replicaof", "127.0.0.1", strconv.Itoa(master.Port))
+		if i < len(opts.Priorities) {
+			ro.Args = append(ro.Args, "--replica-priority", strconv.Itoa(opts.Priorities[i]))
+		}
+		wg.Go(func() { replicas[i], errs[i] = Start(ro) })
+	}
+	wg.Wait()
+	err := errors.Join(errs...)
+	if err != nil {
+		for _, s := range replicas {
+			if s != nil {
+				err = errors.Join(err, s.Close())
+			}
+		}
+		return nil, err
+	}
+	return replicas, nil
 }
 
 // Close stops every server and sentinel, removes their directories and

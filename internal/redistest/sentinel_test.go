@@ -77,3 +77,26 @@ func TestClusterSentinelFailover(t *testing.T) {
 		t.Errorf("the failover client: %v", err)
 	}
 }
+
+// A replica of priority 0 is never promoted, and the options refuse more
+// priorities than replicas.
+func TestClusterSentinelPriorities(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	if _, err := redistest.StartSentinelGroup(ctx, redistest.SentinelOptions{Replicas: 1, Priorities: []int{1, 2}}); err == nil {
+		t.Error("two priorities for one replica: no error")
+	}
+	g := redistest.StartSentinelGroupT(t, redistest.SentinelOptions{Replicas: 2, Priorities: []int{0}})
+	cl := g.Servers[1].NewClient()
+	t.Cleanup(func() { _ = cl.Close() })
+	if got, err := cl.ConfigGet(ctx, "replica-priority").Result(); err != nil || got["replica-priority"] != "0" {
+		t.Errorf("the first replica's replica-priority: %v, %v; want 0", got, err)
+	}
+	_, promoted, err := g.Failover(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if promoted != g.Servers[2] {
+		t.Errorf("the sentinels promoted %s, want the replica of default priority %s", promoted.Addr, g.Servers[2].Addr)
+	}
+}
