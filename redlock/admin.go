@@ -9,8 +9,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/quorumlock/redlock/quorum"
-	"github.com/quorumlock/redlock/redlock/internal/conn"
 	"github.com/quorumlock/redlock/redlock/internal/scripts"
 	"github.com/quorumlock/redlock/redlock/internal/wire"
 )
@@ -72,26 +70,17 @@ func (l *Locker) inspect(ctx context.Context, key, index string) (*Status, []str
 	// One answer per server (callNonce): a server reached through two node
 	// addresses must not show a holder twice.
 	nonce, keep := callNonce(key, timeout)
-	args := []any{nonce, keep}
-	cmd := conn.EvalSha(scripts.Inspect, keys, args)
-	runRound(ctx, l, round[int64]{
-		need:    len(l.nodes),
-		timeout: timeout,
-		waitAll: true,
-		start: func(_ context.Context, i int, reply func(int, quorum.Vote, int64, error)) {
-			l.nodes[i].sendRaw(timeout, scripts.Inspect, keys, cmd, func(got *redis.Cmd) {
-				ns, listed := inspectReply(l.nodes[i].addr, got)
-				mu.Lock()
-				if !final {
-					st.Nodes[i] = ns
-					for _, k := range listed {
-						leases[k] = true
-					}
-				}
-				mu.Unlock()
-				reply(i, quorum.Yes, 0, nil)
-			})
-		},
+	inspect := scriptCall{script: scripts.Inspect, keys: keys, args: []any{nonce, keep}}
+	l.askNodes(ctx, timeout, inspect, nil, func(i int, got *redis.Cmd) {
+		ns, listed := inspectReply(l.nodes[i].addr, got)
+		mu.Lock()
+		defer mu.Unlock()
+		if !final {
+			st.Nodes[i] = ns
+			for _, k := range listed {
+				leases[k] = true
+			}
+		}
 	})
 	mu.Lock()
 	final = true

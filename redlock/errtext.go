@@ -226,24 +226,13 @@ func (k *Lock) forcedOnNodes(ctx context.Context, res *quorum.Result[int64]) boo
 	for i, key := range k.keys {
 		notes[i] = l.cfg.layout.ForcedKey(key)
 	}
-	cmd := conn.EvalSha(scripts.Forced, notes, []any{k.holder.Prefix, k.holder.Hold})
+	forced := scriptCall{script: scripts.Forced, keys: notes, args: []any{k.holder.Prefix, k.holder.Hold}}
+	refused := func(i int) bool { return i < len(res.Replies) && res.Replies[i].Vote == quorum.No }
 	var found atomic.Bool
-	timeout := k.cfg.nodeTimeout
-	runRound(ctx, l, round[int64]{
-		need:    len(l.nodes),
-		timeout: timeout,
-		start: func(_ context.Context, i int, reply func(int, quorum.Vote, int64, error)) {
-			if i >= len(res.Replies) || res.Replies[i].Vote != quorum.No {
-				reply(i, quorum.Yes, 0, nil)
-				return
-			}
-			l.nodes[i].sendRaw(timeout, scripts.Forced, notes, cmd, func(got *redis.Cmd) {
-				if v, err := got.Int64(); err == nil && v == 1 {
-					found.Store(true)
-				}
-				reply(i, quorum.Yes, 0, nil)
-			})
-		},
+	l.askNodes(ctx, k.cfg.nodeTimeout, forced, refused, func(_ int, got *redis.Cmd) {
+		if v, err := got.Int64(); err == nil && v == 1 {
+			found.Store(true)
+		}
 	})
 	return found.Load()
 }
@@ -268,27 +257,15 @@ func (l *Locker) withHolders(ctx context.Context, key string, err error) error {
 		return err
 	}
 	defer release()
-	keys := []string{key, l.cfg.layout.FenceKey(key)}
-	cmd := conn.EvalSha(scripts.Inspect, keys, nil)
+	inspect := scriptCall{script: scripts.Inspect, keys: []string{key, l.cfg.layout.FenceKey(key)}}
+	heldByOther := func(i int) bool { return qe.Nodes[i].Outcome == OutcomeHeldByOther }
 	meta := make([]string, len(l.nodes))
 	var mu sync.Mutex
-	timeout := l.cfg.nodeTimeout
-	runRound(ctx, l, round[int64]{
-		need:    len(l.nodes),
-		timeout: timeout,
-		start: func(_ context.Context, i int, reply func(int, quorum.Vote, int64, error)) {
-			if qe.Nodes[i].Outcome != OutcomeHeldByOther {
-				reply(i, quorum.Yes, 0, nil)
-				return
-			}
-			l.nodes[i].sendRaw(timeout, scripts.Inspect, keys, cmd, func(got *redis.Cmd) {
-				ns, _ := inspectReply("", got)
-				mu.Lock()
-				meta[i] = ns.Metadata
-				mu.Unlock()
-				reply(i, quorum.Yes, 0, nil)
-			})
-		},
+	l.askNodes(ctx, l.cfg.nodeTimeout, inspect, heldByOther, func(i int, got *redis.Cmd) {
+		ns, _ := inspectReply("", got)
+		mu.Lock()
+		meta[i] = ns.Metadata
+		mu.Unlock()
 	})
 	mu.Lock()
 	defer mu.Unlock()

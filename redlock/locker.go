@@ -1,15 +1,16 @@
 package redlock
 
 import (
-	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/quorumlock/redlock/quorum"
 	"github.com/quorumlock/redlock/redlock/internal/conn"
+	"github.com/quorumlock/redlock/redlock/internal/nodeinfo"
 	"github.com/quorumlock/redlock/redlock/internal/notify"
 	"github.com/quorumlock/redlock/redlock/internal/wire"
 )
@@ -54,15 +55,9 @@ type Locker struct {
 // given twice, or a bad option; nodes found to reach one server fail their
 // calls with ErrInvalid (docs/safety.md#one-server-one-vote).
 func New(clients []*redis.Client, opts ...Option) (*Locker, error) {
-	if len(clients) == 0 {
-		return nil, invalid("no clients")
-	}
-	nodes := make([]Node, len(clients))
-	for i, c := range clients {
-		if c == nil {
-			return nil, invalid("client %d is nil", i)
-		}
-		nodes[i] = Server(c)
+	nodes, err := nodeinfo.Servers(clients, Server)
+	if err != nil {
+		return nil, invalid("%w", err)
 	}
 	return NewNodes(nodes, opts...)
 }
@@ -73,9 +68,6 @@ func New(clients []*redis.Client, opts ...Option) (*Locker, error) {
 // ErrInvalid for no nodes, a nil node, a node that Server refuses, one
 // server given twice, or a bad option.
 func NewNodes(nodes []Node, opts ...Option) (*Locker, error) {
-	if len(nodes) == 0 {
-		return nil, invalid("no nodes")
-	}
 	cfg := defaultConfig()
 	applyAll(&cfg, opts)
 	if err := cfg.validate(); err != nil {
@@ -87,54 +79,30 @@ func NewNodes(nodes []Node, opts ...Option) (*Locker, error) {
 	if cfg.tokenSet {
 		return nil, invalid("WithToken names one lock's owner: give it to Obtain, TryObtain or Do, not New")
 	}
-	specs := make([]nodeSpec, len(nodes))
-	seen := make(map[string]int, len(nodes))
-	for i, n := range nodes {
-		if n == nil {
-			return nil, invalid("node %d is nil", i)
-		}
-		s, err := n.spec(i)
-		if err != nil {
-			return nil, err
-		}
-		for _, id := range s.ids {
-			if j, dup := seen[id]; dup && j != i {
-				return nil, invalid("nodes %d and %d are the same node (%s): it would vote twice", j, i, s.addr)
-			}
-			seen[id] = i
-		}
-		// One layout for every node: a lock's calls are built once for
-		// all of them.
-		if s.clustered {
-			cfg.layout = wire.Clustered
-		}
-		specs[i] = s
+	infos, opens, err := nodeinfo.Describe(nodes, Node.spec)
+	if err != nil {
+		return nil, invalid("%w", err)
+	}
+	// One layout for every node: a lock's calls are built once for all
+	// of them.
+	if slices.ContainsFunc(infos, func(d nodeinfo.Node) bool { return d.Kind == nodeinfo.KindCluster }) {
+		cfg.layout = wire.Clustered
 	}
 	l := &Locker{nodes: make([]node, len(nodes)), need: quorum.Majority(len(nodes)), cfg: cfg}
 	l.unguard = l.mu.RUnlock
 	l.ext = extender{l: l, warn: keeperHeap{h: heapWarn}}
-	for i, s := range specs {
-		l.nodes[i] = node{addr: s.addr, note: func(err error) { l.noteNode(i, err) }}
+	for i, d := range infos {
+		l.nodes[i] = node{addr: d.Addr, note: func(err error) { l.noteNode(i, err) }}
 	}
 	reg := conn.NewServers(l.Nodes())
-	for i, s := range specs {
-		l.nodes[i].pipe = s.open(linkEnv{cfg: &l.cfg, ident: reg.Node(i)})
+	for i, open := range opens {
+		l.nodes[i].pipe = open(linkEnv{cfg: &l.cfg, ident: reg.Node(i)})
 		if cfg.guard > 0 {
 			l.nodes[i].pipe.UseFunctions()
 		}
 	}
 	l.notify = notify.New(releaseSubscribers(l.nodes), &l.bg, cfg.nodeTimeout)
 	return l, nil
-}
-
-// identify returns a key that is equal for two clients of the same server,
-// and the server's address for messages, without credentials.
-func identify(c *redis.Client, i int) (id, addr string) {
-	if addr, key, ok := conn.NodeAddr(c.Options()); ok {
-		return "addr " + key, addr
-	}
-	// Tell clients whose address says nothing apart by identity.
-	return fmt.Sprintf("client %p", c), fmt.Sprintf("node %d", i)
 }
 
 // Nodes returns the nodes' addresses, credentials removed, in the order the

@@ -1,11 +1,10 @@
 package redlock
 
 import (
-	"strings"
-
 	"github.com/redis/go-redis/v9"
 
 	"github.com/quorumlock/redlock/redlock/internal/conn"
+	"github.com/quorumlock/redlock/redlock/internal/nodeinfo"
 )
 
 // Node is one vote of a Locker's quorum: an independent Redis deployment
@@ -15,20 +14,14 @@ import (
 // The Locker never sends a script through the client a Node was made of:
 // it opens connections of its own from the client's options.
 type Node interface {
-	// spec is how the Locker reaches the node, or why it cannot (it is
-	// the i-th node given).
-	spec(i int) (nodeSpec, error)
+	// spec is what NewNodes needs of the i-th node given: its description
+	// (address for messages, identity, kind) and how to open its link;
+	// or why it cannot be a node.
+	spec(i int) (nodeinfo.Node, opener, error)
 }
 
-// nodeSpec is what NewNodes needs of a node: its address for messages,
-// keys that are equal for two nodes that name one server (ids), whether
-// its keys must follow a cluster's slots, and how to open its link.
-type nodeSpec struct {
-	addr      string
-	ids       []string
-	clustered bool
-	open      func(env linkEnv) conn.Link
-}
+// opener opens a node's link for its Locker.
+type opener func(env linkEnv) conn.Link
 
 // linkEnv is what every node's link gets from its Locker.
 type linkEnv struct {
@@ -46,19 +39,11 @@ type serverNode struct{ c *redis.Client }
 // no safe node; give its options to Sentinel instead.
 func Server(c *redis.Client) Node { return serverNode{c} }
 
-func (n serverNode) spec(i int) (nodeSpec, error) {
-	switch {
-	case n.c == nil:
-		return nodeSpec{}, invalid("node %d is a Server of a nil client", i)
-	case conn.IsFailoverClient(n.c.Options()):
-		// Its connections keep voting on a demoted master after a
-		// failover, for as long as they stay open: two holders.
-		return nodeSpec{}, invalid("node %d is a Sentinel failover client: a master that Sentinel demotes keeps its votes on open connections; give its FailoverOptions to redlock.Sentinel instead", i)
-	}
-	id, addr := identify(n.c, i)
-	return nodeSpec{addr: addr, ids: []string{id}, open: func(env linkEnv) conn.Link {
+func (n serverNode) spec(i int) (nodeinfo.Node, opener, error) {
+	d, err := nodeinfo.Server(n.c, i)
+	return d, func(env linkEnv) conn.Link {
 		return conn.NewPipe(n.c, env.cfg.nodeTimeout, env.cfg.route(), env.ident)
-	}}, nil
+	}, err
 }
 
 // clusterNode is a Redis Cluster (Cluster).
@@ -71,30 +56,17 @@ type clusterNode struct{ c *redis.ClusterClient }
 // restart guard's marker, a semaphore's slots, ...) then carry the hash
 // tag of the lock key's slot, on every node of the Locker: a Locker with a
 // cluster node names them as a cluster does (docs/deployment.md). A nil c,
-// or one with no Addrs nor ClusterSlots, is an ErrInvalid of NewNodes.
+// or one with no Addrs (even with ClusterSlots), is an ErrInvalid of
+// NewNodes.
 // The client's options are used (credentials, TLS, dialer, timeouts); its
 // hooks are not (docs/deployment.md#clusters).
 func Cluster(c *redis.ClusterClient) Node { return clusterNode{c} }
 
-func (n clusterNode) spec(i int) (nodeSpec, error) {
-	if n.c == nil {
-		return nodeSpec{}, invalid("node %d is a Cluster of a nil client", i)
-	}
-	o := n.c.Options()
-	if len(o.Addrs) == 0 {
-		return nodeSpec{}, invalid("node %d is a Cluster with no addresses (ClusterOptions.Addrs)", i)
-	}
-	ids, addrs := make([]string, len(o.Addrs)), make([]string, len(o.Addrs))
-	for j, a := range o.Addrs {
-		addr, key, ok := conn.NodeAddr(conn.MasterOptions(o, a))
-		if !ok {
-			return nodeSpec{}, invalid("node %d is a Cluster with an empty address", i)
-		}
-		ids[j], addrs[j] = "addr "+key, addr
-	}
-	return nodeSpec{addr: "cluster " + strings.Join(addrs, ","), ids: ids, clustered: true, open: func(env linkEnv) conn.Link {
-		return conn.NewCluster(o, env.cfg.nodeTimeout, env.cfg.route(), env.ident)
-	}}, nil
+func (n clusterNode) spec(i int) (nodeinfo.Node, opener, error) {
+	d, err := nodeinfo.Cluster(n.c, i)
+	return d, func(env linkEnv) conn.Link {
+		return conn.NewCluster(n.c.Options(), env.cfg.nodeTimeout, env.cfg.route(), env.ident)
+	}, err
 }
 
 // sentinelNode is a Sentinel group (Sentinel).
@@ -113,30 +85,9 @@ type sentinelNode struct{ o *redis.FailoverOptions }
 // routing (RouteByLatency, RouteRandomly) does not apply to votes.
 func Sentinel(o *redis.FailoverOptions) Node { return sentinelNode{o} }
 
-func (n sentinelNode) spec(i int) (nodeSpec, error) {
-	o := n.o
-	switch {
-	case o == nil:
-		return nodeSpec{}, invalid("node %d is a Sentinel of nil options", i)
-	case o.MasterName == "":
-		return nodeSpec{}, invalid("node %d is a Sentinel with no MasterName", i)
-	case len(o.SentinelAddrs) == 0:
-		return nodeSpec{}, invalid("node %d is a Sentinel with no SentinelAddrs", i)
-	case o.ReplicaOnly:
-		return nodeSpec{}, invalid("node %d is a Sentinel with ReplicaOnly: a replica cannot vote", i)
-	}
-	// One id per sentinel and group name: two nodes that share a sentinel
-	// watching one group are one group given twice. (A group reached
-	// through disjoint sentinels is caught by the servers' identity.)
-	ids := make([]string, len(o.SentinelAddrs))
-	for j, a := range o.SentinelAddrs {
-		_, key, ok := conn.NodeAddr(conn.SentinelOptions(o, a))
-		if !ok {
-			return nodeSpec{}, invalid("node %d is a Sentinel with an empty address in SentinelAddrs", i)
-		}
-		ids[j] = "sentinel " + o.MasterName + " " + key
-	}
-	return nodeSpec{addr: "sentinel " + o.MasterName, ids: ids, open: func(env linkEnv) conn.Link {
-		return conn.NewSentinel(o, env.cfg.nodeTimeout, env.cfg.route(), env.ident)
-	}}, nil
+func (n sentinelNode) spec(i int) (nodeinfo.Node, opener, error) {
+	d, err := nodeinfo.Sentinel(n.o, i)
+	return d, func(env linkEnv) conn.Link {
+		return conn.NewSentinel(n.o, env.cfg.nodeTimeout, env.cfg.route(), env.ident)
+	}, err
 }

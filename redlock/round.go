@@ -4,7 +4,10 @@ import (
 	"context"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/quorumlock/redlock/quorum"
+	"github.com/quorumlock/redlock/redlock/internal/conn"
 )
 
 // Rounds: every operation reaches the nodes the same way. It passes the
@@ -144,3 +147,27 @@ func (l *Locker) undoAll(ctx context.Context, timeout time.Duration, undo script
 // majority had answered without it (a hung node would hold every round up
 // to the node timeout).
 func (l *Locker) sendsInline() bool { return len(l.nodes) == 1 }
+
+// askNodes sends one script call (s on keys, cmd) to every node that ask
+// picks (nil: every node), each within timeout, and hands each node's raw
+// reply to got, which may run on a straggler's goroutine after askNodes
+// returned when ctx ended first. It returns once every picked node
+// answered, timed out or ctx ended: a query whose answers are facts to
+// read, not votes to count. The caller holds the guard.
+func (l *Locker) askNodes(ctx context.Context, timeout time.Duration, call scriptCall, ask func(i int) bool, got func(i int, c *redis.Cmd)) {
+	cmd := conn.EvalSha(call.script, call.keys, call.args)
+	runRound(ctx, l, round[int64]{
+		need:    len(l.nodes),
+		timeout: timeout,
+		start: func(_ context.Context, i int, reply func(int, quorum.Vote, int64, error)) {
+			if ask != nil && !ask(i) {
+				reply(i, quorum.Yes, 0, nil)
+				return
+			}
+			l.nodes[i].sendRaw(timeout, call.script, call.keys, cmd, func(c *redis.Cmd) {
+				got(i, c)
+				reply(i, quorum.Yes, 0, nil)
+			})
+		},
+	})
+}

@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/quorumlock/redlock/quorum"
+	"github.com/quorumlock/redlock/redlock/internal/nodeinfo"
 )
 
 // minCallTimeout is the least bound on each of Check's calls to a node: a
@@ -25,20 +26,17 @@ const minCallTimeout = time.Second
 //
 // It takes at least the clock window (WithClockWindow). Unreachable nodes
 // are findings, not errors: the error is one matching redlock.ErrInvalid
-// for no clients, a nil client, two clients of one address, or a bad
-// option (nothing is asked then), or one matching ctx.Err() when ctx ended
+// for what redlock.New refuses (no clients, a nil client, a Sentinel
+// failover client, two clients of one address) or a bad option (nothing
+// is asked then), or one matching ctx.Err() when ctx ended
 // before every node was asked (the report then holds what was found so
 // far). It is safe to call concurrently.
 func Check(ctx context.Context, clients []*redis.Client, opts ...Option) (*Report, error) {
-	cfg, err := newConfig(opts)
+	targets, err := nodeinfo.Servers(clients, Server)
 	if err != nil {
-		return nil, err
+		return nil, invalid("%w", err)
 	}
-	ps, err := clientPlans(clients)
-	if err != nil {
-		return nil, err
-	}
-	return run(ctx, ps, &cfg)
+	return CheckNodes(ctx, targets, opts...)
 }
 
 // CheckNodes is Check over nodes of any kind, as redlock.NewNodes takes
@@ -126,33 +124,4 @@ func probeAll[T any](items []T, fn func(item *T)) {
 		wg.Go(func() { fn(&items[i]) })
 	}
 	wg.Wait()
-}
-
-// clientPlans checks the clients as redlock.New does and returns a
-// standalone node's plan for each, or an error matching
-// redlock.ErrInvalid.
-func clientPlans(clients []*redis.Client) ([]plan, error) {
-	if len(clients) == 0 {
-		return nil, invalid("no clients")
-	}
-	ps := make([]plan, len(clients))
-	seen := make(map[string]int, len(clients))
-	for i, c := range clients {
-		if c == nil {
-			return nil, invalid("client %d is nil", i)
-		}
-		for j := range i {
-			if clients[j] == c {
-				return nil, invalid("clients %d and %d are the same client: it would vote twice", j, i)
-			}
-		}
-		o := c.Options()
-		addr, key := nodeAddr(o, i)
-		if j, dup := seen[key]; dup && key != "" {
-			return nil, invalid("clients %d and %d are the same node (%s): it would vote twice", j, i, addr)
-		}
-		seen[key] = i
-		ps[i] = plan{addr: addr, kind: KindServer, server: o}
-	}
-	return ps, nil
 }

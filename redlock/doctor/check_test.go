@@ -121,7 +121,8 @@ func TestCheckInvalid(t *testing.T) {
 	t.Parallel()
 	c := redistest.ClientsT(t, redistest.StartT(t, 1, redistest.Options{}))[0]
 	other := redis.NewClient(&redis.Options{Addr: "localhost" + c.Options().Addr[strings.LastIndexByte(c.Options().Addr, ':'):]})
-	t.Cleanup(func() { _ = other.Close() })
+	failover := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: "m", SentinelAddrs: []string{"127.0.0.1:2"}})
+	t.Cleanup(func() { _, _ = other.Close(), failover.Close() })
 	for _, tt := range []struct {
 		name    string
 		clients []*redis.Client
@@ -130,8 +131,9 @@ func TestCheckInvalid(t *testing.T) {
 	}{
 		{"no clients", nil, nil, "no clients"},
 		{"nil client", []*redis.Client{c, nil}, nil, "client 1 is nil"},
-		{"same client", []*redis.Client{c, c}, nil, "clients 0 and 1 are the same client"},
-		{"same address", []*redis.Client{c, other}, nil, "clients 0 and 1 are the same node"},
+		{"same client", []*redis.Client{c, c}, nil, "nodes 0 and 1 are the same node"},
+		{"same address", []*redis.Client{c, other}, nil, "nodes 0 and 1 are the same node"},
+		{"failover client", []*redis.Client{c, failover}, nil, "node 1 is a Sentinel failover client"},
 		{"negative window", []*redis.Client{c}, []doctor.Option{doctor.WithClockWindow(-time.Second)}, "clock window -1s"},
 		{"zero TTL", []*redis.Client{c}, []doctor.Option{doctor.WithTTL(0)}, "TTL 0s must be positive"},
 		{"drift factor", []*redis.Client{c}, []doctor.Option{doctor.WithDriftFactor(1)}, "drift factor 1 must be in [0, 1)"},

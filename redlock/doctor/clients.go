@@ -2,7 +2,6 @@ package doctor
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"sync"
 	"time"
@@ -79,14 +78,4 @@ func (n *nodeConn) close() {
 	if n.client != nil {
 		_ = n.client.Close()
 	}
-}
-
-// nodeAddr returns the address of client i for the report, credentials
-// removed, and a key equal for two clients of the same address ("" when
-// the address says nothing, as a Sentinel-backed client's does).
-func nodeAddr(o *redis.Options, i int) (addr, key string) {
-	if addr, key, ok := conn.NodeAddr(o); ok {
-		return addr, key
-	}
-	return fmt.Sprintf("node %d", i), ""
 }

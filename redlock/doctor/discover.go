@@ -53,7 +53,7 @@ func (n *foundNode) discover(ctx context.Context, nodeTimeout, timeout time.Dura
 			n.rep.Err = err
 			return
 		}
-		n.masters = []master{{addr: addr, opts: groupMasterOptions(p.sentinel, addr)}}
+		n.masters = []master{{addr: addr, opts: conn.SentinelMasterOptions(p.sentinel, addr)}}
 	}
 }
 
@@ -138,7 +138,7 @@ func clusterMasters(o *redis.ClusterOptions, slots []redis.ClusterSlot) (masters
 func askSentinels(ctx context.Context, o *redis.FailoverOptions, nodeTimeout, timeout time.Duration) []SentinelAnswer {
 	out := make([]SentinelAnswer, len(o.SentinelAddrs))
 	for i, a := range o.SentinelAddrs {
-		so := sentinelOptions(o, a)
+		so := conn.SentinelOptions(o, a)
 		out[i].Addr, _, _ = conn.NodeAddr(so)
 		out[i].Err = ask(ctx, so, nodeTimeout, timeout, func(ctx context.Context, c *redis.Client) error {
 			hp, err := c.Do(ctx, "sentinel", "get-master-addr-by-name", o.MasterName).StringSlice()

@@ -33,24 +33,18 @@ const (
 
 // Cluster is the link of a Redis Cluster node.
 type Cluster struct {
-	opts    *redis.ClusterOptions
-	timeout time.Duration
-	route   *Route
-	ident   *Identity
-	setup   time.Duration
+	// masterPipes are the masters' pipes, kept until Close (a call may
+	// still be on its way to one the map no longer names); its mu also
+	// guards pending.
+	masterPipes
+	opts  *redis.ClusterOptions
+	setup time.Duration
 
-	fn    atomic.Bool
 	table atomic.Pointer[slotTable]
 	// sub is the release subscription's client: a classic PUBLISH reaches
 	// the subscribers of every node of a cluster, so one master will do.
 	sub *redis.Client
 
-	mu sync.Mutex
-	// pipes are the masters' pipes by address, kept until Close (a call
-	// may still be on its way to one the map no longer names); carriers
-	// hold each master's options (NewPipe makes its clients from them).
-	pipes    map[string]*Pipe
-	carriers []*redis.Client
 	// pending are the calls made before the first map was read.
 	pending []*Call
 	kick    chan struct{}
@@ -69,11 +63,10 @@ type slotTable [wire.Slots]*Pipe
 // one's calls. It does no I/O; the map is read at the first call.
 func NewCluster(opts *redis.ClusterOptions, timeout time.Duration, route *Route, ident *Identity) *Cluster {
 	cl := &Cluster{
-		opts: opts, timeout: timeout, route: route, ident: ident,
-		setup: max(opts.DialTimeout, timeout),
-		pipes: map[string]*Pipe{},
-		kick:  make(chan struct{}, 1),
-		done:  make(chan struct{}),
+		masterPipes: newMasterPipes(timeout, route, ident),
+		opts:        opts, setup: max(opts.DialTimeout, timeout),
+		kick: make(chan struct{}, 1),
+		done: make(chan struct{}),
 	}
 	_, sub := ClientOptions(MasterOptions(opts, opts.Addrs[0]), timeout)
 	sub.ReadTimeout = cl.setup
@@ -188,54 +181,18 @@ func (cl *Cluster) flush(t *slotTable, err error) {
 	}
 }
 
-// pipe returns the pipe of the master at addr, made when first named.
+// pipe returns the pipe of the master at addr, made when first named: a
+// redirect or a network error on it makes the link read the map again.
 func (cl *Cluster) pipe(addr string) *Pipe {
-	cl.mu.Lock()
-	defer cl.mu.Unlock()
-	if p, ok := cl.pipes[addr]; ok {
-		return p
-	}
-	carrier := redis.NewClient(MasterOptions(cl.opts, addr))
-	cl.carriers = append(cl.carriers, carrier)
-	p := NewPipe(carrier, cl.timeout, cl.route, cl.ident)
-	p.redirected = cl.refresh
-	if cl.fn.Load() {
-		p.UseFunctions()
-	}
-	cl.pipes[addr] = p
-	return p
+	return cl.masterPipes.pipe(addr, MasterOptions(cl.opts, addr), func(p *Pipe) { p.redirected = cl.refresh })
 }
-
-// each calls f on every master's pipe made so far.
-func (cl *Cluster) each(f func(*Pipe)) {
-	cl.mu.Lock()
-	defer cl.mu.Unlock()
-	for _, p := range cl.pipes {
-		f(p)
-	}
-}
-
-// UseFunctions makes every master's new connections load the guard's
-// function library (see Pipe.UseFunctions).
-func (cl *Cluster) UseFunctions() {
-	cl.fn.Store(true)
-	cl.each((*Pipe).UseFunctions)
-}
-
-// EndSetUps ends the masters' set-ups under way.
-func (cl *Cluster) EndSetUps() { cl.each((*Pipe).EndSetUps) }
 
 // Close stops reading the map, fails the calls still waiting for one, and
 // closes every master's pipe once drained. No call may start after it.
 func (cl *Cluster) Close() {
 	close(cl.done)
 	cl.wg.Wait()
-	cl.each((*Pipe).Close)
-	cl.mu.Lock()
-	defer cl.mu.Unlock()
-	for _, c := range cl.carriers {
-		_ = c.Close() // never connected: they carry options only
-	}
+	cl.masterPipes.close()
 	_ = cl.sub.Close() // ours alone
 }
 

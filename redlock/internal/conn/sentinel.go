@@ -50,12 +50,11 @@ const (
 
 // Sentinel is the link of a Sentinel group node.
 type Sentinel struct {
-	opts    *redis.FailoverOptions
-	timeout time.Duration
-	route   *Route
-	ident   *Identity
-	setup   time.Duration
-	fn      atomic.Bool
+	// masterPipes are the masters' pipes, kept until Close (a call may
+	// be on its way to a retired one); its mu also guards pending.
+	masterPipes
+	opts  *redis.FailoverOptions
+	setup time.Duration
 
 	// cur is the pipe of the master the sentinels name, nil until they
 	// were first asked: the one load a call makes (Start).
@@ -68,11 +67,6 @@ type Sentinel struct {
 
 	// switchMu makes one switch at a time (the watcher's, Masters').
 	switchMu sync.Mutex
-	mu       sync.Mutex
-	// pipes are the masters' pipes by address, kept until Close (a call
-	// may be on its way to a retired one); carriers hold their options.
-	pipes    map[string]*Pipe
-	carriers []*redis.Client
 	// pending are the calls made before the sentinels were first asked.
 	pending []*Call
 	kick    chan struct{}
@@ -87,11 +81,10 @@ type Sentinel struct {
 // once; Close ends it.
 func NewSentinel(opts *redis.FailoverOptions, timeout time.Duration, route *Route, ident *Identity) *Sentinel {
 	s := &Sentinel{
-		opts: opts, timeout: timeout, route: route, ident: ident,
-		setup: max(opts.DialTimeout, timeout),
-		pipes: map[string]*Pipe{},
-		kick:  make(chan struct{}, 1),
-		done:  make(chan struct{}),
+		masterPipes: newMasterPipes(timeout, route, ident),
+		opts:        opts, setup: max(opts.DialTimeout, timeout),
+		kick: make(chan struct{}, 1),
+		done: make(chan struct{}),
 	}
 	for _, addr := range opts.SentinelAddrs {
 		// Bounded like a subscription's: reads and writes that no
@@ -234,43 +227,15 @@ func (s *Sentinel) failPending(err error) {
 	}
 }
 
-// pipe returns the pipe of the master at addr, made when first named.
+// pipe returns the pipe of the master at addr, made when first named: a
+// failed call on it makes the link ask the sentinels again, and each of
+// its connections votes only while its server says it is a master.
 func (s *Sentinel) pipe(addr string) *Pipe {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if p, ok := s.pipes[addr]; ok {
-		return p
-	}
-	carrier := redis.NewClient(SentinelMasterOptions(s.opts, addr))
-	s.carriers = append(s.carriers, carrier)
-	p := NewPipe(carrier, s.timeout, s.route, s.ident)
-	p.redirected = s.refresh
-	p.role.only = true
-	if s.fn.Load() {
-		p.UseFunctions()
-	}
-	s.pipes[addr] = p
-	return p
+	return s.masterPipes.pipe(addr, SentinelMasterOptions(s.opts, addr), func(p *Pipe) {
+		p.redirected = s.refresh
+		p.role.only = true
+	})
 }
-
-// each calls f on every master's pipe made so far.
-func (s *Sentinel) each(f func(*Pipe)) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, p := range s.pipes {
-		f(p)
-	}
-}
-
-// UseFunctions makes every master's new connections load the guard's
-// function library (see Pipe.UseFunctions).
-func (s *Sentinel) UseFunctions() {
-	s.fn.Store(true)
-	s.each((*Pipe).UseFunctions)
-}
-
-// EndSetUps ends the masters' set-ups under way.
-func (s *Sentinel) EndSetUps() { s.each((*Pipe).EndSetUps) }
 
 // Close stops watching the sentinels, fails the calls still waiting for
 // their first answer, and closes every master's pipe once drained. No
@@ -279,12 +244,7 @@ func (s *Sentinel) Close() {
 	close(s.done)
 	s.wg.Wait()
 	s.failPending(ErrShed)
-	s.each((*Pipe).Close)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, c := range s.carriers {
-		_ = c.Close() // never connected: they carry options only
-	}
+	s.masterPipes.close()
 	for _, c := range s.sentinels {
 		_ = c.Close() // ours alone
 	}
