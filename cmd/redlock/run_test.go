@@ -212,8 +212,11 @@ func TestRunForceReleaseStopsHolder(t *testing.T) {
 	servers := redistest.StartT(t, 3, redistest.Options{})
 	env := nodesEnv(servers)
 	key := t.Name()
-	// --wait retries a first dial slower than the node timeout.
-	p := start(t, env, "run", "--ttl", "1s", "--node-timeout", "300ms", "--wait", "20s", key, "--", "sh", "-c", `echo ready; exec sleep 60`)
+	// --wait retries a first dial slower than the node timeout. A TTL of
+	// 3s and a node timeout of 1s: the extensions before the force-release
+	// go through on a busy machine (with 1s and 300ms they failed there,
+	// and the lock was lost for want of a majority instead).
+	p := start(t, env, "run", "--ttl", "3s", "--node-timeout", "1s", "--wait", "20s", key, "--", "sh", "-c", `echo ready; exec sleep 60`)
 	p.stdout.await(t, "ready")
 	// Force the lock away and take it: the next extension finds the lock
 	// gone, or held by the new owner.

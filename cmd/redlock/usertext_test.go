@@ -166,7 +166,7 @@ func TestCLIErrorTexts(t *testing.T) {
 		{"command not found", exitNotFound, run(env, "run", "nf", "--", "no-such-command-here")},
 		{"force-released while running", exitLost, func(t *testing.T) result {
 			key := "forced"
-			p := start(t, env, "run", "--ttl", "1s", "--node-timeout", "300ms", "--wait", "20s", key, "--", "sh", "-c", `echo ready; exec sleep 60`)
+			p := start(t, env, "run", "--ttl", "3s", "--node-timeout", "1s", "--wait", "20s", key, "--", "sh", "-c", `echo ready; exec sleep 60`)
 			p.stdout.await(t, "ready")
 			if code, _, stderr := redlockRun(t, env, "release", "--force", "--yes", key); code != 0 {
 				t.Fatalf("release: %d\n%s", code, stderr)
