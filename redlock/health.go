@@ -115,6 +115,10 @@ func stateOf(err error) (s NodeState, ok bool) {
 	case conn.SlotMoving(err):
 		// One slot of a cluster moved or is moving: the node answers.
 		return 0, false
+	case isSizeReply(err):
+		// The caller's semaphore size differs from the node's: the
+		// node answers, the call was wrong.
+		return 0, false
 	case errors.Is(err, conn.ErrSameServer):
 		return NodeSameServer, true
 	case errors.Is(err, ErrAbstained):

@@ -87,15 +87,9 @@ func TestClusterReleaseWakesWaiter(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := waiter(t, l, "wake-me")
-	// The subscription is on the cluster's first address; once the
-	// waiter listens there, the release is announced to it.
-	seed := clusters[0].Nodes[0].NewClient()
-	defer seed.Close()
-	channel := redlock.ReservedPrefix + "released:wake-me"
-	if !poll(t, 10*time.Second, func() bool {
-		n, err := seed.PubSubNumSub(t.Context(), channel).Result()
-		return err == nil && n[channel] == 1
-	}) {
+	// The subscription is on any master; once the waiter listens there,
+	// the release is announced to it.
+	if !subscribedOnAny(t, clusters[0].Nodes, redlock.ReservedPrefix+"released:wake-me") {
 		t.Fatal("the waiter never subscribed")
 	}
 	if err := held.Release(t.Context()); err != nil {
@@ -334,22 +328,28 @@ func TestClusterReleaseWakesWaiterWithFirstSeedDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := waiter(t, l, key)
-	channel := redlock.ReservedPrefix + "released:" + key
-	if !poll(t, 10*time.Second, func() bool {
-		for _, n := range c.Nodes[1:] {
-			cl := n.NewClient()
-			subs, err := cl.PubSubNumSub(ctx, channel).Result()
-			_ = cl.Close()
-			if err == nil && subs[channel] == 1 {
-				return true
-			}
-		}
-		return false
-	}) {
+	if !subscribedOnAny(t, c.Nodes[1:], redlock.ReservedPrefix+"released:"+key) {
 		t.Fatal("the waiter never subscribed on a node that runs")
 	}
 	if err := held.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	wokenSoon(t, got, time.Now())
+}
+
+// subscribedOnAny waits, up to 10s, until one of nodes has a subscriber
+// of channel, and reports whether one did.
+func subscribedOnAny(t *testing.T, nodes []*redistest.ClusterNode, channel string) bool {
+	t.Helper()
+	return poll(t, 10*time.Second, func() bool {
+		for _, n := range nodes {
+			cl := n.NewClient()
+			subs, err := cl.PubSubNumSub(t.Context(), channel).Result()
+			_ = cl.Close()
+			if err == nil && subs[channel] == 1 {
+				return true
+			}
+		}
+		return false
+	})
 }

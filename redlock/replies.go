@@ -285,6 +285,12 @@ func otherSize(err error) (int, bool) {
 	return n, err == nil
 }
 
+// isSizeReply reports whether err is acquire_slot.lua's SIZE error.
+func isSizeReply(err error) bool {
+	_, ok := otherSize(err)
+	return ok
+}
+
 // abstention is a node's abstention under the restart guard, as its
 // script's error reply said it (ABSTAIN and the reason); its text says it
 // in words. It matches ErrAbstained, and unwraps to the reply.

@@ -2,6 +2,7 @@ package redlock_test
 
 import (
 	"errors"
+	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -251,5 +252,25 @@ func (c *cluster) indexOutlivesLease(t *testing.T, lease string) {
 		if !listed || ttls[0] < ttls[1] {
 			t.Fatalf("node %d: lease lives %v, its index %v (listing it: %v)", i, ttls[1], ttls[0], listed)
 		}
+	}
+}
+
+// A call with another size than the semaphore's in use is a *SizeError,
+// the caller's mistake: the nodes that said so are not reported down.
+func TestSemaphoreOtherSizeIsNoOutage(t *testing.T) {
+	c := newCluster(t, 3)
+	logs := newLogRecords()
+	l := c.locker(t, redlock.WithLogger(slog.New(logs)))
+	p := mustPermit(t, l.Semaphore("sized", 2))
+	_, err := l.Semaphore("sized", 3).TryObtain(t.Context())
+	var se *redlock.SizeError
+	if !errors.As(err, &se) || se.Size != 2 || se.Want != 3 || !errors.Is(err, redlock.ErrInvalid) {
+		t.Fatalf("size 3 beside a permit of size 2: %v, want a SizeError (2, not 3)", err)
+	}
+	if n := logs.count("redlock: node down"); n != 0 {
+		t.Errorf("%d warnings that a node is down after a call of the wrong size; want none", n)
+	}
+	if err := p.Release(t.Context()); err != nil {
+		t.Error(err)
 	}
 }
