@@ -112,6 +112,9 @@ func TestFenceCounterDefaultLifetime(t *testing.T) {
 	if err := lock.Release(t.Context()); err != nil {
 		t.Fatal(err)
 	}
+	// Obtain returns once a majority granted: the third node's counter
+	// may come a moment later.
+	c.awaitKey(t, "redlock:fence:f")
 	for i, cl := range c.clients {
 		d, err := cl.PTTL(t.Context(), "redlock:fence:f").Result()
 		if err != nil {

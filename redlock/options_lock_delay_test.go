@@ -30,6 +30,23 @@ func (c *cluster) pttls(t *testing.T, key string) []time.Duration {
 // (low, high] on every node that has it. A call returns at a majority, so a
 // node it did not wait for may still be about to set the key or its TTL: the
 // check is repeated for up to a second before it fails.
+// awaitKey waits, up to 10s, until key exists on every node of the
+// cluster, and fails the test if it does not: a round decided by a
+// majority may reach the last node a moment after it returned.
+func (c *cluster) awaitKey(t *testing.T, key string) {
+	t.Helper()
+	if !poll(t, 10*time.Second, func() bool {
+		for _, cl := range c.clients {
+			if n, err := cl.Exists(t.Context(), key).Result(); err != nil || n != 1 {
+				return false
+			}
+		}
+		return true
+	}) {
+		t.Fatalf("%q never on every node", key)
+	}
+}
+
 func (c *cluster) assertPTTLs(t *testing.T, key string, low, high time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(time.Second)
@@ -216,8 +233,11 @@ func TestLockDelayEverywhereTTLIsSent(t *testing.T) {
 	})
 
 	t.Run("KeepAlive", func(t *testing.T) {
-		const short = 600 * time.Millisecond
-		lock := mustObtain(t, l, "keepalive", redlock.WithTTL(short), redlock.WithLockDelay(time.Second), redlock.WithNodeTimeout(150*time.Millisecond))
+		// Short enough to see extensions within the test, long enough
+		// for them on a busy machine (600ms and a 150ms node timeout
+		// lost the lock there).
+		const short = 1500 * time.Millisecond
+		lock := mustObtain(t, l, "keepalive", redlock.WithTTL(short), redlock.WithLockDelay(time.Second), redlock.WithNodeTimeout(400*time.Millisecond))
 		defer releaseIfHeld(lock)
 		held, stop := lock.KeepAlive(t.Context())
 		defer stop()
