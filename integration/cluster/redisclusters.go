@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -65,15 +64,11 @@ func StartRedisClusters(ctx context.Context, n int, opts Options) (*RedisCluster
 		return nil, fmt.Errorf("redis clusters: options %v, want %v", opts, want)
 	}
 	rc := &RedisClusters{Clusters: make([]*redistest.Cluster, n), opts: opts}
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() {
-			rc.Clusters[i], errs[i] = redistest.StartCluster(ctx, redistest.ClusterOptions{Masters: 3, Replicas: 1})
-		})
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	err := inParallel(n, func(i int) (err error) {
+		rc.Clusters[i], err = redistest.StartCluster(ctx, redistest.ClusterOptions{Masters: 3, Replicas: 1})
+		return err
+	})
+	if err != nil {
 		return nil, errors.Join(fmt.Errorf("starting %d redis clusters: %w", n, err), rc.Close(ctx))
 	}
 	return rc, nil
@@ -100,24 +95,14 @@ func (rc *RedisClusters) ServerAddrs() []string { return rc.Addrs() }
 // node says cluster_state:ok and they agree on slots and roles). Who is
 // master after a failover stays as it is.
 func (rc *RedisClusters) Heal(ctx context.Context) error {
-	errs := make([]error, len(rc.Clusters))
-	var wg sync.WaitGroup
-	for i, c := range rc.Clusters {
-		wg.Go(func() { errs[i] = healCluster(ctx, c) })
-	}
-	wg.Wait()
-	return errors.Join(errs...)
+	return inParallel(len(rc.Clusters), func(i int) error { return healCluster(ctx, rc.Clusters[i]) })
 }
 
 // healCluster is Heal of one cluster.
 func healCluster(ctx context.Context, c *redistest.Cluster) error {
 	var errs []error
 	for _, n := range c.Nodes {
-		if !n.Running() {
-			errs = append(errs, n.Restart())
-		} else {
-			errs = append(errs, n.Resume()) // SIGCONT does nothing to a running process
-		}
+		errs = append(errs, wake(n.Server))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return err
@@ -164,15 +149,7 @@ func flushMaster(ctx context.Context, master *redistest.Server, replicas int) er
 }
 
 // Close stops every cluster.
-func (rc *RedisClusters) Close(context.Context) error {
-	var errs []error
-	for _, c := range rc.Clusters {
-		if c != nil {
-			errs = append(errs, c.Close())
-		}
-	}
-	return errors.Join(errs...)
-}
+func (rc *RedisClusters) Close(context.Context) error { return closeEach(rc.Clusters) }
 
 // keyShard returns the master of key's slot in cluster i, with the slot.
 func (rc *RedisClusters) keyShard(ctx context.Context, i int, key string) (*redistest.ClusterNode, int, error) {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -85,13 +84,11 @@ func StartSentinelGroups(ctx context.Context, n int, opts Options) (*SentinelGro
 		return nil, fmt.Errorf("sentinel groups: options %v, want %v", opts, want)
 	}
 	sg := &SentinelGroups{Groups: make([]*redistest.SentinelGroup, n), opts: opts}
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() { sg.Groups[i], errs[i] = redistest.StartSentinelGroup(ctx, sentinelGroupOptions) })
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	err := inParallel(n, func(i int) (err error) {
+		sg.Groups[i], err = redistest.StartSentinelGroup(ctx, sentinelGroupOptions)
+		return err
+	})
+	if err != nil {
 		return nil, errors.Join(fmt.Errorf("starting %d sentinel groups: %w", n, err), sg.Close(ctx))
 	}
 	return sg, nil
@@ -120,24 +117,14 @@ func (sg *SentinelGroups) ServerAddrs() []string { return sg.Addrs() }
 // failover, waiting until each one's link is up. Who is master stays as it
 // is.
 func (sg *SentinelGroups) Heal(ctx context.Context) error {
-	errs := make([]error, len(sg.Groups))
-	var wg sync.WaitGroup
-	for i, g := range sg.Groups {
-		wg.Go(func() { errs[i] = healGroup(ctx, g) })
-	}
-	wg.Wait()
-	return errors.Join(errs...)
+	return inParallel(len(sg.Groups), func(i int) error { return healGroup(ctx, sg.Groups[i]) })
 }
 
 // healGroup is Heal of one group.
 func healGroup(ctx context.Context, g *redistest.SentinelGroup) error {
 	var errs []error
 	for _, s := range append(append([]*redistest.Server{}, g.Sentinels...), g.Servers...) {
-		if !s.Running() {
-			errs = append(errs, s.Restart())
-		} else {
-			errs = append(errs, s.Resume()) // SIGCONT does nothing to a running process
-		}
+		errs = append(errs, wake(s))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return err
@@ -210,12 +197,4 @@ func configSet(ctx context.Context, s *redistest.Server, param, value string) er
 }
 
 // Close stops every group.
-func (sg *SentinelGroups) Close(context.Context) error {
-	var errs []error
-	for _, g := range sg.Groups {
-		if g != nil {
-			errs = append(errs, g.Close())
-		}
-	}
-	return errors.Join(errs...)
-}
+func (sg *SentinelGroups) Close(context.Context) error { return closeEach(sg.Groups) }
