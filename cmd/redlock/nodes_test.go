@@ -152,6 +152,12 @@ func TestNodesCluster(t *testing.T) {
 		t.Errorf("run on a cluster and two servers: code %d, stdout %q, want a fencing token\n%s", code, stdout, stderr)
 	}
 	// While hold holds a lock, it is on the master of its key's slot.
+	// With one standalone server down, the lock needs the cluster's
+	// vote: hold's grant, and its release, then wait for it (a majority
+	// of three otherwise returns without the slowest node's answer).
+	if err := servers[1].Kill(); err != nil {
+		t.Fatal(err)
+	}
 	p := start(t, []string{envNodes + "=" + nodes}, "hold", "held-key")
 	p.stdout.await(t, "0")
 	owner, err := c.KeyOwner(t.Context(), "held-key")
