@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -56,6 +57,16 @@ func TestNewFromURLsMixedQuorum(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// TryObtain returns once two nodes granted; the third's grant may
+	// come a moment later.
+	poll(t, 10*time.Second, func() bool {
+		for _, h := range holders {
+			if n, err := h.Exists(ctx, key).Result(); err != nil || n != 1 {
+				return false
+			}
+		}
+		return true
+	})
 	holds(1)
 	other, err := redlock.NewFromURLs(urls, clusterOpts...)
 	if err != nil {
