@@ -37,7 +37,9 @@ func TestHoldBelongsToItsHandle(t *testing.T) {
 				clients := func(ws []*wire) []*redis.Client {
 					return []*redis.Client{ws[0].Client, ws[1].Client, ws[2].Client}
 				}
-				opts := []redlock.Option{redlock.WithNodeTimeout(100 * time.Millisecond), redlock.WithTTL(10 * time.Second)}
+				// A refused write ends its connection: the cut node fails
+				// at once, and the timeout only bounds a slow machine.
+				opts := []redlock.Option{redlock.WithNodeTimeout(2 * time.Second), redlock.WithTTL(time.Minute)}
 				wa := wires()
 				la := newLocker(t, clients(wa), opts...)
 				wb, lb := wa, la

@@ -19,8 +19,9 @@ func TestRunBusyWithANodeDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = holder.Close() })
-	// Held on the two nodes that stay up.
-	if _, err := holder.TryObtain(t.Context(), "busy"); err != nil {
+	// Held on the two nodes that stay up, for longer than the runs take
+	// on a busy machine.
+	if _, err := holder.TryObtain(t.Context(), "busy", redlock.WithTTL(10*time.Minute)); err != nil {
 		t.Fatal(err)
 	}
 	if err := servers[2].Kill(); err != nil {
