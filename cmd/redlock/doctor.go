@@ -57,7 +57,6 @@ guard's markers are checked for it anyway.
 		exitDocNoInput,
 		{"69", "some node, or a shard of a cluster or group, could not be\nreached (the other findings are still shown)"},
 		exitDocFailure,
-		exitDocConfig,
 	},
 	define: func(fs *flagSet) action {
 		f := &doctorFlags{}
