@@ -105,7 +105,7 @@ func TestManyWaitersShareSubscriptions(t *testing.T) {
 		}
 	}
 	// With a 10s timer only notifications can make this fast.
-	if d := time.Since(start); d > 4*time.Second {
+	if d := time.Since(start); d > 7*time.Second {
 		t.Fatalf("%d waiters took %v: they were not woken by releases", waiters, d)
 	}
 	n, err := c.clients[0].PubSubNumSub(t.Context(), "redlock:released:q").Result()
@@ -129,7 +129,7 @@ func TestWaiterNeverSleepsPastExpiry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := time.Since(start); d > 1500*time.Millisecond {
+	if d := time.Since(start); d > 3*time.Second {
 		t.Fatalf("waited %v for a 300ms lock to expire", d)
 	}
 	if err := lock.Release(t.Context()); err != nil {
@@ -148,7 +148,7 @@ func TestFailFast(t *testing.T) {
 	if !errors.Is(err, redlock.ErrNotObtained) || errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("got %v, want ErrNotObtained without waiting for the deadline", err)
 	}
-	if d := time.Since(start); d > 2*time.Second {
+	if d := time.Since(start); d > 4*time.Second {
 		t.Fatalf("fail-fast took %v", d)
 	}
 	// Without a deadline short of the holder's TTL it waits as usual.

@@ -115,8 +115,8 @@ func waiter(t *testing.T, l *redlock.Locker, key string) <-chan error {
 	return got
 }
 
-// wokenSoon fails the test unless the waiter got the lock within 3s of its
-// release (the holder's TTL is 10s).
+// wokenSoon fails the test unless the waiter got the lock within 6s of its
+// release (the holder's TTL is 10s; a loaded machine may take seconds).
 func wokenSoon(t *testing.T, got <-chan error, released time.Time) {
 	t.Helper()
 	select {
@@ -124,7 +124,7 @@ func wokenSoon(t *testing.T, got <-chan error, released time.Time) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if d := time.Since(released); d > 3*time.Second {
+		if d := time.Since(released); d > 6*time.Second {
 			t.Fatalf("the waiter got the lock %v after its release; the holder's TTL was 10s", d)
 		}
 	case <-time.After(15 * time.Second):
