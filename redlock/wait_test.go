@@ -13,9 +13,9 @@ import (
 	"github.com/quorumlock/redlock/redlock"
 )
 
-// waitForRelease measures how long after a release a waiter with a
-// 2-second retry interval gets the lock.
-func waitForRelease(t *testing.T, opts ...redlock.LockOption) time.Duration {
+// waitForRelease measures how long after a release a waiter with a retry
+// interval of every gets the lock.
+func waitForRelease(t *testing.T, every time.Duration, opts ...redlock.LockOption) time.Duration {
 	t.Helper()
 	c := newCluster(t, 3)
 	holderL := c.locker(t)
@@ -35,7 +35,7 @@ func waitForRelease(t *testing.T, opts ...redlock.LockOption) time.Duration {
 	got := make(chan time.Time, 1)
 	errc := make(chan error, 1)
 	go func() {
-		lock, err := waiterL.Obtain(t.Context(), "q", append([]redlock.LockOption{redlock.WithRetry(redlock.LinearBackoff(2 * time.Second))}, opts...)...)
+		lock, err := waiterL.Obtain(t.Context(), "q", append([]redlock.LockOption{redlock.WithRetry(redlock.LinearBackoff(every))}, opts...)...)
 		got <- time.Now()
 		if err == nil {
 			err = lock.Release(context.Background())
@@ -63,15 +63,15 @@ func waitForRelease(t *testing.T, opts ...redlock.LockOption) time.Duration {
 }
 
 func TestWaiterWakesOnRelease(t *testing.T) {
-	// The retry timer would take at least a second (half its 2s interval).
-	if d := waitForRelease(t); d > 500*time.Millisecond {
-		t.Fatalf("waiter got the lock %v after the release, want within 500ms", d)
+	// The retry timer would take at least 10s (half its 20s interval).
+	if d := waitForRelease(t, 20*time.Second); d > 5*time.Second {
+		t.Fatalf("waiter got the lock %v after the release, want well before its timer's 10s", d)
 	}
 }
 
 func TestWaiterPollingOnlyWaitsForTimer(t *testing.T) {
 	// The timer's first wait is at least half the 2s interval.
-	if d := waitForRelease(t, redlock.WithPollingOnly()); d < 500*time.Millisecond {
+	if d := waitForRelease(t, 2*time.Second, redlock.WithPollingOnly()); d < 500*time.Millisecond {
 		t.Fatalf("polling-only waiter got the lock %v after the release: it was woken", d)
 	}
 }

@@ -166,11 +166,13 @@ func TestClockRate(t *testing.T) {
 		t.Fatalf("before any fault the server's clock is off by %v", d)
 	}
 	must(t, n.SetClock(0, 3))
-	start := offset()
+	start, began := offset(), time.Now()
 	time.Sleep(500 * time.Millisecond) // the time to measure, not a wait for an event
-	// At three times real speed the server gains a second in 500ms.
-	if gained := offset() - start; gained < 700*time.Millisecond || gained > 1500*time.Millisecond {
-		t.Errorf("a clock at 3x gained %v in 500ms, want about 1s", gained)
+	// At three times real speed the server gains twice the time that
+	// passed here (the sleep may overrun on a loaded machine).
+	gained, passed := offset()-start, time.Since(began)
+	if gained < passed || gained > 3*passed {
+		t.Errorf("a clock at 3x gained %v in %v, want about twice that", gained, passed)
 	}
 	must(t, n.Heal(t.Context()))
 	if d := offset(); d.Abs() > 100*time.Millisecond {
