@@ -67,6 +67,9 @@ func TestForceReleaseSeenByOtherLockers(t *testing.T) {
 
 	t.Run("taken since", func(t *testing.T) {
 		lock := mustObtain(t, l, "ft", redlock.WithTTL(time.Minute))
+		// admin's calls do not queue behind l's: a hold still on its way
+		// to a node could land after the ForceRelease there.
+		c.awaitKey(t, "ft")
 		if err := admin.ForceRelease(ctx, "ft"); err != nil {
 			t.Fatal(err)
 		}
@@ -86,10 +89,14 @@ func TestForceReleaseSeenByOtherLockers(t *testing.T) {
 		// holder's keys going away (deleted here, as an expiry would)
 		// is an expiry, whatever the note says.
 		first := mustObtain(t, l, "fe", redlock.WithTTL(time.Minute))
+		c.awaitKey(t, "fe")
 		if err := admin.ForceRelease(ctx, "fe"); err != nil {
 			t.Fatal(err)
 		}
 		second := mustObtain(t, l, "fe", redlock.WithTTL(time.Minute))
+		// Every node has the second hold before the deletion below: a
+		// grant still on its way would outlive it.
+		c.awaitKey(t, "fe")
 		for _, cl := range c.clients {
 			if err := cl.Del(ctx, "fe").Err(); err != nil {
 				t.Fatal(err)
