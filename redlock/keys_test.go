@@ -61,6 +61,11 @@ func TestReservedKeysRejected(t *testing.T) {
 	if err := first.Release(t.Context()); err != nil {
 		t.Fatal(err)
 	}
+	// Inspect waits for every node, behind the acquisition's and the
+	// release's last calls: each node's counter is then what it keeps.
+	if _, err := l.Inspect(t.Context(), "job"); err != nil {
+		t.Fatal(err)
+	}
 	markers := c.values(t, "redlock:guard:marker")
 	fences := c.values(t, "redlock:fence:job")
 
