@@ -148,12 +148,13 @@ func (l *Locker) undoAll(ctx context.Context, timeout time.Duration, undo script
 // to the node timeout).
 func (l *Locker) sendsInline() bool { return len(l.nodes) == 1 }
 
-// askNodes sends one script call (s on keys, cmd) to every node that ask
-// picks (nil: every node), each within timeout, and hands each node's raw
-// reply to got, which may run on a straggler's goroutine after askNodes
-// returned when ctx ended first. It returns once every picked node
-// answered, timed out or ctx ended: a query whose answers are facts to
-// read, not votes to count. The caller holds the guard.
+// askNodes sends call to every node that ask picks (nil: every node), each
+// within timeout, and hands each node's raw reply to got, which may run on
+// a straggler's goroutine after askNodes returned when ctx ended first. It
+// returns once every picked node answered, timed out or ctx ended (every
+// answer counts as a Yes, and the round needs them all): a query whose
+// answers are facts to read, not votes to count. The caller holds the
+// guard.
 func (l *Locker) askNodes(ctx context.Context, timeout time.Duration, call scriptCall, ask func(i int) bool, got func(i int, c *redis.Cmd)) {
 	cmd := conn.EvalSha(call.script, call.keys, call.args)
 	runRound(ctx, l, round[int64]{
