@@ -206,34 +206,31 @@ func TestChaosContainers(t *testing.T) {
 // Clusters (chaos.ClusterScenarios), on processes. A short run runs the
 // asserted ones; a long run runs them all.
 func TestChaosClusters(t *testing.T) {
-	scenarios := chaos.ClusterScenarios
-	if *flags.Duration < longRun {
-		scenarios = nil
-		for _, sc := range chaos.ClusterScenarios {
-			if sc.Asserted && !sc.Sample && !sc.LongOnly {
-				scenarios = append(scenarios, sc)
-			}
-		}
-		t.Logf("short run: %d of %d scenarios (all of them from -chaos.duration=%v)", len(scenarios), len(chaos.ClusterScenarios), longRun)
-	}
-	runScenarios(t, cluster.Processes{}, scenarios)
+	runScenarios(t, cluster.Processes{}, forRunLength(t, chaos.ClusterScenarios))
 }
 
 // TestChaosSentinel runs the scenarios whose quorum nodes are Sentinel
 // groups (chaos.SentinelScenarios), on processes. A short run runs the
 // asserted ones; a long run runs them all.
 func TestChaosSentinel(t *testing.T) {
-	scenarios := chaos.SentinelScenarios
-	if *flags.Duration < longRun {
-		scenarios = nil
-		for _, sc := range chaos.SentinelScenarios {
-			if sc.Asserted && !sc.Sample && !sc.LongOnly {
-				scenarios = append(scenarios, sc)
-			}
-		}
-		t.Logf("short run: %d of %d scenarios (all of them from -chaos.duration=%v)", len(scenarios), len(chaos.SentinelScenarios), longRun)
+	runScenarios(t, cluster.Processes{}, forRunLength(t, chaos.SentinelScenarios))
+}
+
+// forRunLength returns the scenarios of all that a run of -chaos.duration
+// runs: all of them from longRun, else the asserted ones that are neither
+// samples nor for long runs only.
+func forRunLength(t *testing.T, all []chaos.Scenario) []chaos.Scenario {
+	if *flags.Duration >= longRun {
+		return all
 	}
-	runScenarios(t, cluster.Processes{}, scenarios)
+	var short []chaos.Scenario
+	for _, sc := range all {
+		if sc.Asserted && !sc.Sample && !sc.LongOnly {
+			short = append(short, sc)
+		}
+	}
+	t.Logf("short run: %d of %d scenarios (all of them from -chaos.duration=%v)", len(short), len(all), longRun)
+	return short
 }
 
 // runScenarios runs scenarios on backend, sharing -chaos.duration out among
